@@ -1,0 +1,115 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { PGliteDialect } from './pglite-dialect.js';
+import { quoteIdent } from './quote-ident.js';
+import type { PayhooksTables } from './schema.js';
+
+/** Options of {@link openDatabase}. Defaults are the ones the standalone service uses. */
+export interface DatabaseOptions {
+  /** A PostgreSQL connection string. Unset: the embedded PGlite database under `dataDir`. */
+  url?: string | undefined;
+  /** Where PGlite keeps its files; `memory://` keeps nothing. Default `./.payhooks/pgdata`. */
+  dataDir?: string | undefined;
+  /** The Postgres schema that holds payhooks' tables, so they can share an app's database. Default `payhooks`. */
+  schema?: string | undefined;
+  /** Size of the pg connection pool. Default 10. */
+  poolSize?: number | undefined;
+  /** How long to wait for a pg connection before failing (so a dead server fails fast). Default 5000 ms. */
+  connectionTimeoutMs?: number | undefined;
+  /** Called with errors of idle pool connections (a server restart), which would otherwise crash the process. */
+  onIdleError?: ((error: Error) => void) | undefined;
+}
+
+/** A handle on the inbox's database: a Kysely instance bound to the payhooks schema, and LISTEN/NOTIFY. */
+export interface PayhooksDatabase {
+  readonly kind: 'postgres' | 'pglite';
+  readonly schema: string;
+  /** Kysely over the payhooks tables; table names are qualified with `schema`. */
+  readonly db: Kysely<PayhooksTables>;
+  /** Runs `onNotify` for each NOTIFY on `channel`; resolves to an unsubscribe function. */
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_SCHEMA = 'payhooks';
+export const DEFAULT_DATA_DIR = './.payhooks/pgdata';
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Checks a schema name; it is spliced into SQL as an identifier, so only plain lower-case names pass. */
+export function assertSchemaName(schema: string): void {
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new Error(
+      `Invalid schema name ${JSON.stringify(schema)}: use lower-case letters, digits and underscores, starting with a letter or underscore (at most 63 characters).`,
+    );
+  }
+}
+
+/**
+ * Opens the inbox database: a pg Pool when `url` is set, embedded PGlite otherwise.
+ *
+ * @example
+ * const store = await openDatabase({ url: process.env.DATABASE_URL });
+ * await migrate(store);
+ */
+export async function openDatabase(options: DatabaseOptions = {}): Promise<PayhooksDatabase> {
+  const schema = options.schema ?? DEFAULT_SCHEMA;
+  assertSchemaName(schema);
+  return options.url ? openPostgres(options.url, schema, options) : openPGlite(options.dataDir ?? DEFAULT_DATA_DIR, schema);
+}
+
+function openPostgres(url: string, schema: string, options: DatabaseOptions): PayhooksDatabase {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000,
+  });
+  pool.on('error', (error) => options.onIdleError?.(error));
+  const base = new Kysely<PayhooksTables>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    kind: 'postgres',
+    schema,
+    db: base.withSchema(schema),
+    async listen(channel, onNotify) {
+      // A dedicated connection: LISTEN belongs to a session, and pooled clients change hands.
+      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000 });
+      client.on('error', (error) => options.onIdleError?.(error));
+      await client.connect();
+      client.on('notification', (message) => {
+        if (message.channel === channel) onNotify(message.payload ?? '');
+      });
+      await client.query(`LISTEN ${quoteIdent(channel)}`);
+      return async () => {
+        await client.end().catch(() => undefined);
+      };
+    },
+    async close() {
+      await base.destroy();
+    },
+  };
+}
+
+async function openPGlite(dataDir: string, schema: string): Promise<PayhooksDatabase> {
+  const inMemory = dataDir.startsWith('memory://');
+  if (!inMemory) mkdirSync(dirname(resolve(dataDir)), { recursive: true });
+  const pglite = await PGlite.create(inMemory ? dataDir : resolve(dataDir));
+  const base = new Kysely<PayhooksTables>({ dialect: new PGliteDialect(pglite) });
+  return {
+    kind: 'pglite',
+    schema,
+    db: base.withSchema(schema),
+    async listen(channel, onNotify) {
+      const unlisten = await pglite.listen(channel, onNotify);
+      return async () => {
+        if (!pglite.closed) await unlisten();
+      };
+    },
+    async close() {
+      await base.destroy();
+    },
+  };
+}
+

@@ -1,0 +1,157 @@
+import { sql } from 'kysely';
+import type { PayhooksDatabase } from './database.js';
+import type { EventStatus } from './schema.js';
+
+/** What the receiver stores for one delivery. */
+export interface IncomingEvent {
+  eventId: string;
+  eventType: string;
+  resourceKey: string | null;
+  /** The exact request body, decoded as UTF-8. */
+  rawBody: string;
+  /** The headers worth keeping (signature, timestamp, content type, user agent), lower-case names. */
+  headers: Record<string, string>;
+}
+
+/** The outcome of {@link storeEvent}. */
+export interface StoreOutcome {
+  /** false when this eventId was already stored: the delivery count went up, nothing else changed. */
+  inserted: boolean;
+  deliveries: number;
+}
+
+/** The NOTIFY channel a stored event is announced on, per schema. */
+export function newEventChannel(schema: string): string {
+  return `${schema}_new_event`;
+}
+
+// jsonb cannot hold U+0000; such a body is kept as raw text only.
+const NUL_ESCAPE = /\\u0000/i;
+
+/**
+ * Stores one delivery, or counts it as a repeat: a single INSERT … ON CONFLICT statement, so concurrent
+ * deliveries of the same eventId leave one row whose `deliveries` counts them all.
+ *
+ * @example
+ * const { inserted } = await storeEvent(store, { eventId, eventType, resourceKey, rawBody, headers });
+ */
+export async function storeEvent(store: PayhooksDatabase, event: IncomingEvent): Promise<StoreOutcome> {
+  const row = await store.db
+    .insertInto('inbox_events')
+    .values({
+      event_id: event.eventId,
+      event_type: event.eventType,
+      resource_key: event.resourceKey,
+      raw_body: event.rawBody,
+      payload: NUL_ESCAPE.test(event.rawBody) ? null : event.rawBody,
+      headers: JSON.stringify(event.headers),
+    })
+    .onConflict((conflict) =>
+      conflict.column('event_id').doUpdateSet({ deliveries: sql`inbox_events.deliveries + 1` }),
+    )
+    // xmax is 0 on a freshly inserted row version and set on one the conflict branch updated.
+    .returning(['deliveries', sql<boolean>`(xmax = 0)`.as('inserted')])
+    .executeTakeFirstOrThrow();
+  return { inserted: row.inserted, deliveries: row.deliveries };
+}
+
+/** Wakes workers listening on the schema's channel (best effort: they also poll). */
+export async function announceEvent(store: PayhooksDatabase, eventId: string): Promise<void> {
+  await sql`select pg_notify(${newEventChannel(store.schema)}, ${eventId})`.execute(store.db);
+}
+
+/** An inbox row as operators and the CLI see it. */
+export interface StoredEvent {
+  eventId: string;
+  eventType: string;
+  resourceKey: string | null;
+  status: EventStatus;
+  attempts: number;
+  deliveries: number;
+  lastError: string | null;
+  receivedAt: Date;
+  nextAttemptAt: Date;
+  processedAt: Date | null;
+}
+
+/** A stored event with its body and headers, for `events show`. */
+export interface StoredEventDetail extends StoredEvent {
+  rawBody: string;
+  headers: Record<string, string>;
+  completedHandlers: string[];
+}
+
+/** Filters of {@link listEvents}. */
+export interface ListEventsFilter {
+  status?: EventStatus | undefined;
+  eventType?: string | undefined;
+  /** Default 100. */
+  limit?: number | undefined;
+}
+
+const summaryColumns = [
+  'event_id',
+  'event_type',
+  'resource_key',
+  'status',
+  'attempts',
+  'deliveries',
+  'last_error',
+  'received_at',
+  'next_attempt_at',
+  'processed_at',
+] as const;
+
+type SummaryRow = {
+  event_id: string;
+  event_type: string;
+  resource_key: string | null;
+  status: EventStatus;
+  attempts: number;
+  deliveries: number;
+  last_error: string | null;
+  received_at: Date;
+  next_attempt_at: Date;
+  processed_at: Date | null;
+};
+
+function toStoredEvent(row: SummaryRow): StoredEvent {
+  return {
+    eventId: row.event_id,
+    eventType: row.event_type,
+    resourceKey: row.resource_key,
+    status: row.status,
+    attempts: row.attempts,
+    deliveries: row.deliveries,
+    lastError: row.last_error,
+    receivedAt: row.received_at,
+    nextAttemptAt: row.next_attempt_at,
+    processedAt: row.processed_at,
+  };
+}
+
+/** Lists stored events, newest first. */
+export async function listEvents(store: PayhooksDatabase, filter: ListEventsFilter = {}): Promise<StoredEvent[]> {
+  let query = store.db.selectFrom('inbox_events').select(summaryColumns).orderBy('seq', 'desc').limit(filter.limit ?? 100);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.eventType) query = query.where('event_type', '=', filter.eventType);
+  const rows = await query.execute();
+  return rows.map(toStoredEvent);
+}
+
+/** One stored event with its body, headers and the handlers that completed for it; undefined if absent. */
+export async function getEvent(store: PayhooksDatabase, eventId: string): Promise<StoredEventDetail | undefined> {
+  const row = await store.db
+    .selectFrom('inbox_events')
+    .select([...summaryColumns, 'raw_body', 'headers'])
+    .where('event_id', '=', eventId)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const runs = await store.db
+    .selectFrom('handler_runs')
+    .select('handler')
+    .where('event_id', '=', eventId)
+    .orderBy('completed_at')
+    .execute();
+  return { ...toStoredEvent(row), rawBody: row.raw_body, headers: row.headers, completedHandlers: runs.map((run) => run.handler) };
+}

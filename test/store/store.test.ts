@@ -1,0 +1,130 @@
+import { mkdtempSync, writeFileSync, copyFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { PayhooksDatabase } from '../../src/store/database.js';
+import { getEvent, listEvents, storeEvent, type IncomingEvent } from '../../src/store/inbox.js';
+import { MIGRATIONS_DIR, MigrationChecksumError, migrate, readMigrations } from '../../src/store/migrate.js';
+import { backends, dispose } from '../helpers/stores.js';
+
+function incoming(eventId: string, overrides: Partial<IncomingEvent> = {}): IncomingEvent {
+  const rawBody = JSON.stringify({ eventId, eventType: 'INVOICE_PAID', data: { invoiceId: 'inv_1' } });
+  return {
+    eventId,
+    eventType: 'INVOICE_PAID',
+    resourceKey: 'invoice:inv_1',
+    rawBody,
+    headers: { 'x-webhook-timestamp': '1700000000' },
+    ...overrides,
+  };
+}
+
+describe.each(backends)('store on $name', (backend) => {
+  let store: PayhooksDatabase | undefined;
+  afterEach(async () => {
+    if (store) await dispose(store);
+    store = undefined;
+  });
+
+  describe.skipIf(!backend.available)('inbox', () => {
+    it('stores a new event once, then counts repeats without changing anything else', async () => {
+      store = await backend.open();
+      const first = await storeEvent(store, incoming('evt_1'));
+      expect(first).toEqual({ inserted: true, deliveries: 1 });
+      const before = await getEvent(store, 'evt_1');
+
+      const repeat = await storeEvent(store, incoming('evt_1', { rawBody: '{"changed":true}', eventType: 'OTHER' }));
+      expect(repeat).toEqual({ inserted: false, deliveries: 2 });
+      const after = await getEvent(store, 'evt_1');
+      expect(after).toEqual({ ...before, deliveries: 2 });
+    });
+
+    it('keeps the exact body text, its jsonb form, and the headers', async () => {
+      store = await backend.open();
+      const rawBody = '{ "eventId":"evt_ws",  "eventType":"X", "data":{"b":1,"a":2} }';
+      await storeEvent(store, incoming('evt_ws', { rawBody, eventType: 'X', resourceKey: null }));
+      const row = await store.db.selectFrom('inbox_events').selectAll().where('event_id', '=', 'evt_ws').executeTakeFirstOrThrow();
+      expect(row.raw_body).toBe(rawBody);
+      expect(row.payload).toEqual({ eventId: 'evt_ws', eventType: 'X', data: { b: 1, a: 2 } });
+      expect(row.headers).toEqual({ 'x-webhook-timestamp': '1700000000' });
+      expect(row.status).toBe('pending');
+      expect(row.attempts).toBe(0);
+      expect(row.resource_key).toBeNull();
+    });
+
+    it('keeps a body with a \\u0000 escape as raw text, which jsonb could not hold', async () => {
+      store = await backend.open();
+      const rawBody = '{"eventId":"evt_nul","eventType":"X","data":{"s":"a\\u0000b"}}';
+      await storeEvent(store, incoming('evt_nul', { rawBody }));
+      const row = await store.db.selectFrom('inbox_events').select(['raw_body', 'payload']).executeTakeFirstOrThrow();
+      expect(row.raw_body).toBe(rawBody);
+      expect(row.payload).toBeNull();
+    });
+
+    it('lists by status and type, newest first', async () => {
+      store = await backend.open();
+      await storeEvent(store, incoming('a', { eventType: 'INVOICE_PAID' }));
+      await storeEvent(store, incoming('b', { eventType: 'CUSTOMER_CREATED' }));
+      await storeEvent(store, incoming('c', { eventType: 'INVOICE_PAID' }));
+      await store.db.updateTable('inbox_events').set({ status: 'dead' }).where('event_id', '=', 'c').execute();
+      expect((await listEvents(store)).map((e) => e.eventId)).toEqual(['c', 'b', 'a']);
+      expect((await listEvents(store, { eventType: 'INVOICE_PAID' })).map((e) => e.eventId)).toEqual(['c', 'a']);
+      expect((await listEvents(store, { status: 'dead' })).map((e) => e.eventId)).toEqual(['c']);
+      expect(await getEvent(store, 'missing')).toBeUndefined();
+    });
+
+    it('counts concurrent deliveries of the same events exactly', async () => {
+      store = await backend.open();
+      const s = store;
+      const ids = Array.from({ length: 200 }, (_, i) => `evt_${i % 20}`);
+      const outcomes = await Promise.all(ids.map((id) => storeEvent(s, incoming(id))));
+      expect(outcomes.filter((o) => o.inserted)).toHaveLength(20);
+      const rows = await s.db.selectFrom('inbox_events').select(['event_id', 'deliveries']).execute();
+      expect(rows).toHaveLength(20);
+      expect(rows.every((r) => r.deliveries === 10)).toBe(true);
+    });
+  });
+
+  describe.skipIf(!backend.available)('migrations', () => {
+    it('applies each file once and records its checksum; a second run applies nothing', async () => {
+      store = await backend.open({ migrated: false });
+      const first = await migrate(store);
+      expect(first.applied).toEqual(readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql')).sort());
+      const second = await migrate(store);
+      expect(second.applied).toEqual([]);
+      expect(second.alreadyApplied).toEqual(first.applied);
+      const { rows } = await sql<{ checksum: string }>`select checksum from ${sql.raw(`"${store.schema}".schema_migrations`)}`.execute(store.db);
+      expect(rows.map((r) => r.checksum)).toEqual(readMigrations().map((m) => m.checksum));
+    });
+
+    it('refuses an applied migration that was edited, and leaves the schema as it was', async () => {
+      store = await backend.open({ migrated: false });
+      const dir = mkdtempSync(join(tmpdir(), 'payhooks-mig-'));
+      copyFileSync(join(MIGRATIONS_DIR, '001_inbox.sql'), join(dir, '001_inbox.sql'));
+      await migrate(store, readMigrations(dir));
+      writeFileSync(join(dir, '001_inbox.sql'), '-- edited\n', { flag: 'a' });
+      writeFileSync(join(dir, '002_extra.sql'), 'create table extra (id int);\n');
+      await expect(migrate(store, readMigrations(dir))).rejects.toThrow(MigrationChecksumError);
+      await expect(migrate(store, readMigrations(dir))).rejects.toThrow(/001_inbox\.sql was edited after it was applied/);
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = ${store.schema} and table_name = 'extra'`.execute(store.db);
+      expect(rows[0]?.n).toBe(0);
+    });
+
+    it('rolls back a failing migration whole', async () => {
+      store = await backend.open({ migrated: false });
+      const dir = mkdtempSync(join(tmpdir(), 'payhooks-mig-'));
+      writeFileSync(join(dir, '001_ok.sql'), 'create table ok_table (id int);\n');
+      writeFileSync(join(dir, '002_bad.sql'), 'create table bad_table (id int);\nselect no_such_function();\n');
+      await expect(migrate(store, readMigrations(dir))).rejects.toThrow(/no_such_function/);
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = ${store.schema}`.execute(store.db);
+      expect(rows[0]?.n ?? 0).toBe(0);
+    });
+  });
+});
+
+it('rejects badly named migration files', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'payhooks-mig-'));
+  writeFileSync(join(dir, 'init.sql'), 'select 1;');
+  expect(() => readMigrations(dir)).toThrow(/not named like 001_description\.sql/);
+});
