@@ -39,3 +39,15 @@ CREATE TABLE handler_runs (
   completed_at  timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (event_id, handler)
 );
+
+-- Wake workers as soon as a new event is stored, whoever stored it. The channel is per schema, so two
+-- payhooks installations in one database do not wake each other.
+CREATE FUNCTION notify_new_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify(TG_TABLE_SCHEMA || '_new_event', NEW.event_id);
+  RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER inbox_events_notify AFTER INSERT ON inbox_events
+  FOR EACH ROW EXECUTE FUNCTION notify_new_event();

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { lockDataDir } from './data-dir-lock.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import { quoteIdent } from './quote-ident.js';
 import type { PayhooksTables } from './schema.js';
@@ -68,6 +69,9 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000,
   });
   pool.on('error', (error) => options.onIdleError?.(error));
+  // A connection that drops while checked out emits 'error' on its client as well as failing the query;
+  // without a listener that would crash the process. The failed query already reports the problem.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const base = new Kysely<PayhooksTables>({ dialect: new PostgresDialect({ pool }) });
   return {
     kind: 'postgres',
@@ -94,8 +98,18 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
 
 async function openPGlite(dataDir: string, schema: string): Promise<PayhooksDatabase> {
   const inMemory = dataDir.startsWith('memory://');
-  if (!inMemory) mkdirSync(dirname(resolve(dataDir)), { recursive: true });
-  const pglite = await PGlite.create(inMemory ? dataDir : resolve(dataDir));
+  let unlock = () => {};
+  if (!inMemory) {
+    mkdirSync(dirname(resolve(dataDir)), { recursive: true });
+    unlock = lockDataDir(resolve(dataDir));
+  }
+  let pglite: PGlite;
+  try {
+    pglite = await PGlite.create(inMemory ? dataDir : resolve(dataDir));
+  } catch (err) {
+    unlock();
+    throw err;
+  }
   const base = new Kysely<PayhooksTables>({ dialect: new PGliteDialect(pglite) });
   return {
     kind: 'pglite',
@@ -109,6 +123,7 @@ async function openPGlite(dataDir: string, schema: string): Promise<PayhooksData
     },
     async close() {
       await base.destroy();
+      unlock();
     },
   };
 }

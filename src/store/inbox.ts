@@ -20,7 +20,7 @@ export interface StoreOutcome {
   deliveries: number;
 }
 
-/** The NOTIFY channel a stored event is announced on, per schema. */
+/** The NOTIFY channel on which the insert trigger of migrations/001 announces each new event. */
 export function newEventChannel(schema: string): string {
   return `${schema}_new_event`;
 }
@@ -53,11 +53,6 @@ export async function storeEvent(store: PayhooksDatabase, event: IncomingEvent):
     .returning(['deliveries', sql<boolean>`(xmax = 0)`.as('inserted')])
     .executeTakeFirstOrThrow();
   return { inserted: row.inserted, deliveries: row.deliveries };
-}
-
-/** Wakes workers listening on the schema's channel (best effort: they also poll). */
-export async function announceEvent(store: PayhooksDatabase, eventId: string): Promise<void> {
-  await sql`select pg_notify(${newEventChannel(store.schema)}, ${eventId})`.execute(store.db);
 }
 
 /** An inbox row as operators and the CLI see it. */

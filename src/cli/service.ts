@@ -1,0 +1,129 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
+import type { Logger } from 'pino';
+import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { createPayhooks, type Payhooks } from '../payhooks.js';
+import type { ServiceEnv } from './config.js';
+
+/** A running standalone service. */
+export interface RunningService {
+  readonly url: string;
+  readonly hooks: Payhooks;
+  /** Stops accepting connections and lets requests in flight finish, stops the worker, closes the database. */
+  close(): Promise<void>;
+}
+
+export const WEBHOOK_PATH = '/webhooks';
+
+/** What a service process does: receive, run handlers, or both (the default). */
+export type ServiceRole = 'all' | 'receiver' | 'worker';
+
+/** Options of {@link startService} beyond the environment. */
+export interface ServiceOptions {
+  role?: ServiceRole | undefined;
+  /** Registers handlers on the instance before the worker starts (what `--handlers <module>` loads). */
+  register?: ((hooks: Payhooks) => void | Promise<void>) | undefined;
+}
+
+/**
+ * Starts the standalone service: the receiver at /webhooks, /healthz, /readyz and /metrics.
+ *
+ * @example
+ * const service = await startService(readServiceEnv(), logger);
+ */
+export async function startService(env: ServiceEnv, logger: Logger, options: ServiceOptions = {}): Promise<RunningService> {
+  const role = options.role ?? 'all';
+  const receiving = role !== 'worker';
+  if (receiving && !env.PAYHOOKS_WEBHOOK_SECRET?.length) {
+    throw new Error('PAYHOOKS_WEBHOOK_SECRET is not set: give the endpoint signing secret (comma-separated during a rotation).');
+  }
+  if (!env.PAYHOOKS_API_KEY) {
+    logger.warn(
+      'PAYHOOKS_API_KEY is not set: handlers and sinks will use the events\' own snapshots, and current-state reads (the defence against out-of-order delivery) are off.',
+    );
+  }
+  const hooks = createPayhooks({
+    secret: env.PAYHOOKS_WEBHOOK_SECRET,
+    database: { url: env.DATABASE_URL, dataDir: env.PAYHOOKS_DATA_DIR, schema: env.PAYHOOKS_SCHEMA },
+    logger,
+  });
+  const store = await hooks.ready();
+  logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
+  await options.register?.(hooks);
+  const working = role !== 'receiver' && hooks.handlerCount > 0;
+  if (role !== 'receiver' && !working) {
+    logger.warn('no handlers are registered (--handlers <module>): the worker is not started, and stored events stay pending until one is');
+  }
+  if (working) await hooks.start();
+
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const deliveries = new Counter({
+    name: 'payhooks_webhook_responses_total',
+    help: 'Webhook deliveries answered, by HTTP status.',
+    labelNames: ['status'],
+    registers: [registry],
+  });
+  const handleWebhook = receiving ? hooks.node() : undefined;
+
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?', 1)[0];
+    if (path === WEBHOOK_PATH && handleWebhook) {
+      res.on('finish', () => deliveries.inc({ status: String(res.statusCode) }));
+      handleWebhook(req, res).catch((err: unknown) => {
+        logger.error({ err }, 'webhook handler failed');
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'Internal error.' } }));
+      });
+      return;
+    }
+    if (path === '/healthz') return json(res, 200, { ok: true });
+    if (path === '/readyz') {
+      sql`select 1`
+        .execute(store.db)
+        .then(() => json(res, 200, { ready: true }))
+        .catch(() => json(res, 503, { ready: false, error: { message: 'The database does not answer.' } }));
+      return;
+    }
+    if (path === '/metrics') {
+      registry
+        .metrics()
+        .then((text) => {
+          res.writeHead(200, { 'content-type': registry.contentType });
+          res.end(text);
+        })
+        .catch(() => json(res, 500, { error: { message: 'Metrics failed.' } }));
+      return;
+    }
+    json(res, 404, { error: { message: `Nothing at ${path}; webhooks go to POST ${WEBHOOK_PATH}.` } });
+  });
+  // Slow-loris guard: a sender that trickles its body gets cut off well before tying up the process.
+  server.requestTimeout = 30_000;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(env.PORT, env.HOST, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = env.HOST === '0.0.0.0' || env.HOST === '::' ? '127.0.0.1' : env.HOST;
+  const url = `http://${host}:${port}`;
+  logger.info({ url: `${url}${WEBHOOK_PATH}` }, 'payhooks is receiving webhooks');
+
+  return {
+    url,
+    hooks,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await hooks.stop();
+    },
+  };
+}
+
+function json(res: import('node:http').ServerResponse, status: number, body: object): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+  res.end(JSON.stringify(body));
+}

@@ -1,0 +1,195 @@
+import type { RequestHandler } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { expressMiddleware } from './adapters/express.js';
+import { fetchHandler } from './adapters/fetch.js';
+import { nodeHandler } from './adapters/node-http.js';
+import { createLogger } from './logger.js';
+import { DEFAULT_MAX_BODY_BYTES, createReceiver, error, type Receiver, type ReceiveRequest, type ReceiveResponse } from './receiver/receiver.js';
+import { createDefaultScheme, type SignatureScheme } from './signature/index.js';
+import { openDatabase, type DatabaseOptions, type PayhooksDatabase } from './store/database.js';
+import { replayEvents } from './store/maintenance.js';
+import { migrate } from './store/migrate.js';
+import type { EventStatus } from './store/schema.js';
+import type { EventType } from './events/index.js';
+import { HandlerRegistry, type AnyEventHandler, type EventHandler, type HandlerOptions } from './worker/handlers.js';
+import { createWorker, type Worker, type WorkerOptions } from './worker/worker.js';
+
+/** Worker settings of {@link PayhooksOptions}; see {@link WorkerOptions} for each default. */
+export type PayhooksWorkerOptions = Pick<
+  WorkerOptions,
+  'workerId' | 'concurrency' | 'leaseMs' | 'handlerTimeoutMs' | 'maxAttempts' | 'pollIntervalMs' | 'backoff'
+>;
+
+/** Options of {@link createPayhooks}; each default is the one the standalone service uses. */
+export interface PayhooksOptions<Api = unknown> {
+  /** The endpoint's signing secret(s); several during a rotation. Required unless `scheme` is given. */
+  secret?: string | readonly string[] | undefined;
+  /** A signature scheme other than the default (e.g. `createStandardWebhooksScheme`). */
+  scheme?: SignatureScheme | undefined;
+  /** Where the inbox lives: options for {@link openDatabase}, or an open database. Default: embedded PGlite. */
+  database?: DatabaseOptions | PayhooksDatabase | undefined;
+  /** Apply pending migrations when the database is first opened. Default true. */
+  migrate?: boolean | undefined;
+  /** Largest accepted body. Default 1 MiB. */
+  maxBodyBytes?: number | undefined;
+  /** Storage time allowed before answering 503. Default 8000 ms (the sender allows 10 s). */
+  ackBudgetMs?: number | undefined;
+  logger?: Logger | undefined;
+  /** The API client handed to handlers as `ctx.api`, for current-state reads. */
+  api?: Api | undefined;
+  worker?: PayhooksWorkerOptions | undefined;
+}
+
+/** The payhooks instance: adapters for any framework, over one inbox. */
+export interface Payhooks<Api = unknown> {
+  /** Opens (and migrates) the database; adapters call it on first use, so calling it is optional. */
+  ready(): Promise<PayhooksDatabase>;
+  /** The framework-free receiver call. */
+  receive(request: ReceiveRequest): Promise<ReceiveResponse>;
+  /** Express 5 middleware: `app.post('/webhooks', hooks.express())`, mounted before `express.json()`. */
+  express(): RequestHandler;
+  /** A `node:http` handler: `http.createServer(hooks.node())`. */
+  node(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  /** A Fetch-API handler: `export const POST = hooks.fetch()`. */
+  fetch(): (request: Request) => Promise<Response>;
+  /**
+   * Registers a handler for one or several event types; `event.data` is typed from the catalog.
+   *
+   * @example
+   * hooks.on('INVOICE_PAID', async (event, ctx) => {
+   *   const invoice = await ctx.api?.invoices.get(event.data.invoiceId);
+   * });
+   */
+  on<K extends EventType>(types: K | readonly K[], handler: EventHandler<K, Api>, options?: HandlerOptions): Payhooks<Api>;
+  /** Registers a handler for every event, unknown types included. */
+  onAny(handler: AnyEventHandler<Api>, options?: HandlerOptions): Payhooks<Api>;
+  /** How many handlers are registered. */
+  readonly handlerCount: number;
+  /** Starts the worker in this process (handlers run as events arrive). */
+  start(): Promise<Worker>;
+  /** Stops the worker (running handlers finish, up to `timeoutMs`) and closes the database if payhooks opened it. */
+  stop(timeoutMs?: number): Promise<void>;
+  /** Re-queues events by id, or every event in a state; resolves to the ids re-queued. */
+  replay(which: string | readonly string[] | { status: Exclude<EventStatus, 'processing' | 'pending'> }): Promise<string[]>;
+  /** Closes the database if payhooks opened it (after {@link Payhooks.stop} when a worker runs). */
+  close(): Promise<void>;
+  readonly logger: Logger;
+}
+
+/**
+ * Creates a payhooks instance.
+ *
+ * @example
+ * const hooks = createPayhooks({ secret: process.env.PAYHOOKS_WEBHOOK_SECRET, database: { url: process.env.DATABASE_URL } });
+ * app.post('/webhooks', hooks.express());
+ */
+export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Payhooks<Api> {
+  const logger = options.logger ?? createLogger();
+  // Built on first use, so a worker-only process needs no secret; a receiver without one fails at mount time.
+  let scheme = options.scheme;
+  const signatureScheme = () => (scheme ??= createDefaultScheme({ secrets: requireSecrets(options.secret) }));
+  const given = isOpenDatabase(options.database) ? options.database : undefined;
+  let opening: Promise<PayhooksDatabase> | undefined;
+
+  function ready(): Promise<PayhooksDatabase> {
+    opening ??= (async () => {
+      const store = given ?? (await openDatabase({ ...(options.database as DatabaseOptions | undefined), onIdleError: (err) => logger.warn({ err }, 'idle database connection failed') }));
+      if (options.migrate !== false) {
+        try {
+          const report = await migrate(store);
+          if (report.applied.length) logger.info({ applied: report.applied }, 'applied migrations');
+        } catch (err) {
+          if (!given) await store.close().catch(() => undefined);
+          throw err;
+        }
+      }
+      return store;
+    })();
+    // A failed open is tried again on the next delivery rather than remembered forever.
+    opening.catch(() => (opening = undefined));
+    return opening;
+  }
+
+  const registry = new HandlerRegistry<Api>();
+  let worker: Worker | undefined;
+
+  let receiver: Receiver | undefined;
+  async function receive(request: ReceiveRequest): Promise<ReceiveResponse> {
+    const verifier = signatureScheme();
+    try {
+      receiver ??= createReceiver({
+        store: await ready(),
+        scheme: verifier,
+        maxBodyBytes: options.maxBodyBytes,
+        ackBudgetMs: options.ackBudgetMs,
+        logger,
+        onStored: () => worker?.wake(),
+      });
+    } catch (err) {
+      logger.error({ err }, 'the inbox database could not be opened; answering 503');
+      return error(503, 'Storage is unavailable; the delivery was not accepted and should be retried.');
+    }
+    return receiver.receive(request);
+  }
+  // Adapters need the body limit before the database is open; the rest goes through receive().
+  const facade: Receiver = { maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, receive };
+
+  const close = async () => {
+    if (!given && opening) await (await opening.catch(() => undefined))?.close();
+    opening = undefined;
+    receiver = undefined;
+  };
+
+  const hooks: Payhooks<Api> = {
+    logger,
+    get handlerCount() {
+      return registry.size;
+    },
+    ready,
+    receive,
+    express: () => (signatureScheme(), expressMiddleware(facade)),
+    node: () => (signatureScheme(), nodeHandler(facade)),
+    fetch: () => (signatureScheme(), fetchHandler(facade)),
+    on(types, handler, handlerOptions) {
+      registry.on(types, handler, handlerOptions);
+      return hooks;
+    },
+    onAny(handler, handlerOptions) {
+      registry.onAny(handler, handlerOptions);
+      return hooks;
+    },
+    async start() {
+      if (worker) return worker;
+      if (registry.size === 0) logger.warn('the worker starts with no handlers registered: every event will be marked ignored');
+      worker = createWorker({ ...options.worker, store: await ready(), registry, logger, api: options.api });
+      await worker.start();
+      return worker;
+    },
+    async stop(timeoutMs) {
+      await worker?.stop(timeoutMs);
+      worker = undefined;
+      await close();
+    },
+    async replay(which) {
+      const store = await ready();
+      const ids = await replayEvents(store, typeof which === 'string' ? { eventIds: [which] } : 'status' in which ? which : { eventIds: which });
+      worker?.wake();
+      return ids;
+    },
+    close,
+  };
+  return hooks;
+}
+
+function requireSecrets(secret: string | readonly string[] | undefined): string[] {
+  const secrets = (typeof secret === 'string' ? secret.split(',') : [...(secret ?? [])]).map((s) => s.trim()).filter(Boolean);
+  if (secrets.length === 0) {
+    throw new Error('payhooks needs the endpoint signing secret: pass { secret } (or set PAYHOOKS_WEBHOOK_SECRET for `payhooks serve`).');
+  }
+  return secrets;
+}
+
+function isOpenDatabase(value: PayhooksOptions['database']): value is PayhooksDatabase {
+  return value !== undefined && 'db' in value && 'kind' in value;
+}

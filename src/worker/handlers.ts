@@ -1,0 +1,86 @@
+import type { Transaction } from 'kysely';
+import type { Logger } from 'pino';
+import type { EventType, UnknownEvent, WebhookEvent } from '../events/index.js';
+
+/** What a handler gets besides the event. `Api` is the API client's type (undefined when not configured). */
+export interface HandlerContext<Api = unknown> {
+  /** This run's attempt number for the event, from 1. */
+  attempt: number;
+  /** A child logger bound to the event's id, type and handler. */
+  logger: Logger;
+  /** The service's API client, to read current state; undefined without an API key. */
+  api: Api | undefined;
+  /** Aborted when the worker shuts down or the handler times out. */
+  signal: AbortSignal;
+  /**
+   * Runs `fn` in a transaction on the inbox's database and records this handler's completion in the same
+   * transaction: the writes and the completion mark commit together or not at all. Call it at most once.
+   *
+   * @example
+   * await ctx.transaction<MyTables>(async (trx) => {
+   *   await trx.insertInto('paid_invoices').values({ id: event.data.invoiceId }).onConflict((c) => c.doNothing()).execute();
+   * });
+   */
+  transaction<DB = Record<string, never>, T = void>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
+}
+
+/** A handler of one or more event types; its data is typed from the catalog. */
+export type EventHandler<K extends EventType, Api = unknown> = (event: WebhookEvent<K>, ctx: HandlerContext<Api>) => Promise<void> | void;
+
+/** A handler of every event, known types and unknown ones alike. */
+export type AnyEventHandler<Api = unknown> = (event: WebhookEvent | UnknownEvent, ctx: HandlerContext<Api>) => Promise<void> | void;
+
+/** Options of one registration. */
+export interface HandlerOptions {
+  /**
+   * The name completion is recorded under. Default: the event types and the function's name, plus `#2`, `#3`…
+   * for repeats; stable across restarts as long as registrations keep their order. Name handlers that may be
+   * renamed or reordered, or a retry would run them again.
+   */
+  name?: string | undefined;
+}
+
+/** One registered handler. */
+export interface RegisteredHandler<Api = unknown> {
+  name: string;
+  /** null: every event. */
+  types: readonly string[] | null;
+  run: AnyEventHandler<Api>;
+}
+
+/** The handlers of one payhooks instance, in registration order. */
+export class HandlerRegistry<Api = unknown> {
+  readonly #handlers: RegisteredHandler<Api>[] = [];
+
+  /** Registers `handler` for one or several event types. */
+  on<K extends EventType>(types: K | readonly K[], handler: EventHandler<K, Api>, options: HandlerOptions = {}): this {
+    const list = typeof types === 'string' ? [types] : [...types];
+    if (list.length === 0) throw new Error('on() needs at least one event type.');
+    this.#add(list, handler as AnyEventHandler<Api>, options.name ?? `${list.join('|')}:${handler.name || 'handler'}`, options.name !== undefined);
+    return this;
+  }
+
+  /** Registers `handler` for every event, including types this version does not know. */
+  onAny(handler: AnyEventHandler<Api>, options: HandlerOptions = {}): this {
+    this.#add(null, handler, options.name ?? `*:${handler.name || 'handler'}`, options.name !== undefined);
+    return this;
+  }
+
+  /** The handlers that apply to an event type, in registration order. */
+  for(eventType: string): RegisteredHandler<Api>[] {
+    return this.#handlers.filter((h) => h.types === null || h.types.includes(eventType));
+  }
+
+  get size(): number {
+    return this.#handlers.length;
+  }
+
+  #add(types: string[] | null, run: AnyEventHandler<Api>, name: string, explicit: boolean): void {
+    let unique = name;
+    if (this.#handlers.some((h) => h.name === unique)) {
+      if (explicit) throw new Error(`A handler named ${JSON.stringify(name)} is already registered; handler names must be unique.`);
+      for (let n = 2; this.#handlers.some((h) => h.name === unique); n++) unique = `${name}#${n}`;
+    }
+    this.#handlers.push({ name: unique, types, run });
+  }
+}

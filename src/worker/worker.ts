@@ -1,0 +1,263 @@
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import type { Transaction } from 'kysely';
+import PQueue from 'p-queue';
+import type { Logger } from 'pino';
+import { parseEvent } from '../events/index.js';
+import { claimEvents, type ClaimedEvent } from '../store/claim.js';
+import type { PayhooksDatabase } from '../store/database.js';
+import { newEventChannel } from '../store/inbox.js';
+import { completedHandlers, extendLease, finishEvent, markHandlerCompleted, releaseLeases, retryEventLater, type Lease } from '../store/outcomes.js';
+import type { PayhooksTables } from '../store/schema.js';
+import { backoffDelay, type BackoffOptions } from './backoff.js';
+import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
+
+/** Options of the worker; each default is documented and set in {@link createWorker}. */
+export interface WorkerOptions<Api = unknown> {
+  store: PayhooksDatabase;
+  registry: HandlerRegistry<Api>;
+  logger: Logger;
+  api?: Api | undefined;
+  /** Identifies this worker in leases. Default `<hostname>:<pid>:<random>`. */
+  workerId?: string | undefined;
+  /** Events run at once by this process. Default 4. */
+  concurrency?: number | undefined;
+  /** How long a claim holds an event before another worker may take it. Default 60 s; must exceed the handler timeout. */
+  leaseMs?: number | undefined;
+  /** A handler running longer fails (and its signal aborts). Default 30 s. */
+  handlerTimeoutMs?: number | undefined;
+  /** Attempts before an event is dead. Default 10. */
+  maxAttempts?: number | undefined;
+  /** Fallback polling when no notification arrives. Default 1000 ms. */
+  pollIntervalMs?: number | undefined;
+  backoff?: BackoffOptions | undefined;
+}
+
+/** Lifecycle of a running worker. */
+export interface Worker {
+  readonly workerId: string;
+  /** Starts claiming: LISTEN for new events, poll as a fallback. */
+  start(): Promise<void>;
+  /** Looks for due events now (the receiver calls it after storing one). */
+  wake(): void;
+  /**
+   * Stops claiming, lets running handlers finish for up to `timeoutMs` (default 30 s), aborts the rest,
+   * and gives unfinished leases back.
+   */
+  stop(timeoutMs?: number): Promise<void>;
+  /** Resolves when nothing is running or queued (tests and one-shot runs). */
+  idle(): Promise<void>;
+}
+
+interface InFlight {
+  event: ClaimedEvent;
+  started: boolean;
+  abort: AbortController;
+}
+
+class HandlerTimeoutError extends Error {
+  constructor(handler: string, ms: number) {
+    super(`handler ${handler} timed out after ${ms} ms`);
+    this.name = 'HandlerTimeoutError';
+  }
+}
+
+/**
+ * Creates the worker loop: claim due events, run their handlers on a p-queue, record the outcome, repeat.
+ *
+ * @example
+ * const worker = createWorker({ store, registry, logger });
+ * await worker.start();
+ */
+export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker {
+  const { store, registry, logger } = options;
+  const workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const concurrency = options.concurrency ?? 4;
+  const handlerTimeoutMs = options.handlerTimeoutMs ?? 30_000;
+  const leaseMs = options.leaseMs ?? Math.max(60_000, handlerTimeoutMs * 2);
+  const maxAttempts = options.maxAttempts ?? 10;
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  if (leaseMs <= handlerTimeoutMs) {
+    throw new Error(`leaseMs (${leaseMs}) must be longer than handlerTimeoutMs (${handlerTimeoutMs}), or another worker could take an event while its handler still runs.`);
+  }
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`concurrency must be a whole number of at least 1, not ${concurrency}.`);
+
+  const queue = new PQueue({ concurrency });
+  const inFlight = new Map<string, InFlight>();
+  let running = false;
+  let pumping = false;
+  let pumpAgain = false;
+  let pollTimer: NodeJS.Timeout | undefined;
+  let unlisten: (() => Promise<void>) | undefined;
+
+  /** Claims as many events as there are free slots, until none is due. */
+  async function pump(): Promise<void> {
+    if (!running) return;
+    if (pumping) {
+      pumpAgain = true;
+      return;
+    }
+    pumping = true;
+    try {
+      do {
+        pumpAgain = false;
+        const free = concurrency - inFlight.size;
+        if (free <= 0) break;
+        const claimed = await claimEvents(store, { workerId, limit: free, leaseMs });
+        for (const event of claimed) {
+          const entry: InFlight = { event, started: false, abort: new AbortController() };
+          inFlight.set(event.eventId, entry);
+          void queue.add(() => runEvent(entry)).finally(() => {
+            inFlight.delete(event.eventId);
+            // A finished event frees a slot and may unblock the next event of its resource.
+            void pump();
+          });
+        }
+        if (claimed.length === free) pumpAgain = true;
+      } while (pumpAgain && running);
+    } catch (err) {
+      logger.warn({ err }, 'claiming events failed; will retry at the next poll');
+    } finally {
+      pumping = false;
+    }
+  }
+
+  async function runEvent(entry: InFlight): Promise<void> {
+    entry.started = true;
+    const { event } = entry;
+    const lease: Lease = { eventId: event.eventId, workerId };
+    const log = logger.child({ eventId: event.eventId, eventType: event.eventType, attempt: event.attempt });
+    try {
+      const parsed = parseEvent(JSON.parse(event.rawBody));
+      if (!parsed.ok) {
+        await finishEvent(store, lease, 'invalid', parsed.error.message);
+        log.warn({ issues: parsed.error.issues.map((i) => i.path) }, 'event data does not match its schema; marked invalid');
+        return;
+      }
+      const handlers = registry.for(event.eventType);
+      if (handlers.length === 0) {
+        await finishEvent(store, lease, 'ignored');
+        log.debug('no handler for this event type; ignored');
+        return;
+      }
+      const completed = await completedHandlers(store, event.eventId);
+      for (const handler of handlers) {
+        if (completed.has(handler.name)) continue;
+        if (!(await extendLease(store, lease, leaseMs))) {
+          log.warn('lost the lease (it expired and another worker took the event); stopping this run');
+          return;
+        }
+        await runHandler(handler, parsed.event, entry, log.child({ handler: handler.name }));
+      }
+      await finishEvent(store, lease, 'done');
+      log.info('event processed');
+    } catch (err) {
+      await recordFailure(entry, lease, err, log);
+    }
+  }
+
+  async function runHandler(handler: RegisteredHandler<Api>, event: Parameters<RegisteredHandler<Api>['run']>[0], entry: InFlight, log: Logger): Promise<void> {
+    const controller = new AbortController();
+    const onShutdown = () => controller.abort(entry.abort.signal.reason);
+    entry.abort.signal.addEventListener('abort', onShutdown, { once: true });
+    let markedInTransaction = false;
+    const ctx: HandlerContext<Api> = {
+      attempt: entry.event.attempt,
+      logger: log,
+      api: options.api,
+      signal: controller.signal,
+      async transaction<DB, T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+        if (markedInTransaction) throw new Error(`ctx.transaction was already used by handler ${handler.name} for this event; call it once.`);
+        markedInTransaction = true;
+        return store.db.transaction().execute(async (trx: Transaction<PayhooksTables>) => {
+          // The handler's own tables are not in the payhooks schema: hand it the connection unqualified.
+          const result = await fn(trx.withoutPlugins() as unknown as Transaction<DB>);
+          await markHandlerCompleted(trx, entry.event.eventId, handler.name);
+          return result;
+        });
+      },
+    };
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new HandlerTimeoutError(handler.name, handlerTimeoutMs);
+        controller.abort(error);
+        reject(error);
+      }, handlerTimeoutMs);
+    });
+    try {
+      await Promise.race([Promise.resolve(handler.run(event, ctx)), timeout]);
+    } finally {
+      clearTimeout(timer);
+      entry.abort.signal.removeEventListener('abort', onShutdown);
+    }
+    if (!markedInTransaction) await markHandlerCompleted(store.db, entry.event.eventId, handler.name);
+  }
+
+  async function recordFailure(entry: InFlight, lease: Lease, err: unknown, log: Logger): Promise<void> {
+    const message = describeError(err);
+    try {
+      if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
+      if (entry.event.attempt >= maxAttempts) {
+        await finishEvent(store, lease, 'dead', message);
+        log.error({ err }, `handler failed on the last of ${maxAttempts} attempts; event is dead (replay it once fixed)`);
+      } else {
+        const delay = backoffDelay(entry.event.attempt, options.backoff);
+        await retryEventLater(store, lease, delay, message);
+        log.warn({ err, retryInMs: delay }, 'handler failed; will retry');
+      }
+    } catch (storeErr) {
+      // The lease will expire and another attempt will follow: nothing is lost.
+      log.error({ err: storeErr }, 'could not record the failure; the lease will expire and the event run again');
+    }
+  }
+
+  return {
+    workerId,
+    async start() {
+      if (running) return;
+      running = true;
+      try {
+        unlisten = await store.listen(newEventChannel(store.schema), () => void pump());
+      } catch (err) {
+        logger.warn({ err }, 'LISTEN failed; relying on polling');
+      }
+      pollTimer = setInterval(() => void pump(), pollIntervalMs);
+      pollTimer.unref();
+      logger.info({ workerId, concurrency }, 'worker started');
+      void pump();
+    },
+    wake() {
+      void pump();
+    },
+    async stop(timeoutMs = 30_000) {
+      if (!running) return;
+      running = false;
+      clearInterval(pollTimer);
+      await unlisten?.().catch(() => undefined);
+      const drained = queue.onIdle();
+      let timer: NodeJS.Timeout | undefined;
+      const finished = await Promise.race([drained.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)))]);
+      clearTimeout(timer);
+      if (!finished) {
+        logger.warn({ running: inFlight.size }, 'handlers still running at the stop timeout; aborting them');
+        for (const entry of inFlight.values()) entry.abort.abort(new Error('worker shutting down'));
+      }
+      queue.clear();
+      const held = [...inFlight.values()].map((entry) => ({ eventId: entry.event.eventId, started: entry.started }));
+      const released = await releaseLeases(store, workerId, held).catch(() => 0);
+      logger.info({ workerId, released }, 'worker stopped');
+    },
+    async idle() {
+      while (pumping || inFlight.size > 0 || queue.size > 0 || queue.pending > 0) {
+        await queue.onIdle();
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    },
+  };
+}
+
+function describeError(err: unknown): string {
+  if (err instanceof Error) return `${err.name}: ${err.message}`;
+  return String(err);
+}

@@ -1,0 +1,144 @@
+import { createServer, request } from 'node:http';
+import { Readable } from 'node:stream';
+import { sql } from 'kysely';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPayhooks } from '../../src/payhooks.js';
+import { createDefaultScheme } from '../../src/signature/index.js';
+import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
+import { migrate } from '../../src/store/migrate.js';
+import { envelope, post, signedDelivery } from '../helpers/deliveries.js';
+import { pgUrl, uniqueSchema } from '../helpers/pg.js';
+import { listen } from '../helpers/servers.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
+
+const SECRET = 'durability-secret';
+const scheme = createDefaultScheme({ secrets: [SECRET] });
+const logger = pino({ level: 'silent' });
+
+describe.skipIf(!pgUrl)('durability on the real PostgreSQL server', () => {
+  let store: PayhooksDatabase;
+  beforeAll(async () => {
+    store = await openDatabase({ url: pgUrl!, schema: uniqueSchema('durable'), poolSize: 10 });
+    await migrate(store);
+  });
+  afterAll(async () => {
+    await sql.raw(`drop schema "${store.schema}" cascade`).execute(store.db);
+    await store.close();
+  });
+
+  it('500 concurrent deliveries of 100 events leave 100 rows whose delivery counts sum to 500', async () => {
+    const hooks = createPayhooks({ secret: SECRET, database: store, logger });
+    const { url, close } = await listen(createServer(hooks.node()));
+    try {
+      // Every event at least once, the other 400 deliveries random repeats, all in flight together.
+      const ids = [...Array.from({ length: 100 }, (_, i) => i), ...Array.from({ length: 400 }, () => Math.floor(Math.random() * 100))].map(
+        (i) => `conc_${i}`,
+      );
+      const responses = await Promise.all(ids.map((id) => post(`${url}/webhooks`, signedDelivery(scheme, envelope(id)))));
+      expect(responses.every((r) => r.status === 200)).toBe(true);
+      expect(responses.filter((r) => !(r.body as { duplicate?: boolean }).duplicate)).toHaveLength(100);
+      const rows = await store.db.selectFrom('inbox_events').select(['event_id', 'deliveries']).where('event_id', 'like', 'conc_%').execute();
+      expect(rows).toHaveLength(100);
+      expect(rows.reduce((sum, row) => sum + row.deliveries, 0)).toBe(500);
+    } finally {
+      await close();
+    }
+  });
+
+  it('while the database is away every answer is 503, and nothing acknowledged is missing once it is back', async () => {
+    const proxy = await startTcpProxy(Number(new URL(pgUrl!).port || 5432), new URL(pgUrl!).hostname);
+    const viaProxy = new URL(pgUrl!);
+    viaProxy.port = String(proxy.port);
+    const hooks = createPayhooks({
+      secret: SECRET,
+      database: { url: viaProxy.toString(), schema: store.schema, connectionTimeoutMs: 500 },
+      ackBudgetMs: 1500,
+      logger,
+    });
+    const { url, close } = await listen(createServer(hooks.node()));
+    const acked = new Set<string>();
+    const refused: number[] = [];
+    const send = async (id: string, phase: string) => {
+      const response = await post(`${url}/webhooks`, signedDelivery(scheme, envelope(id)));
+      if (response.status >= 200 && response.status < 300) acked.add(id);
+      else refused.push(response.status);
+      return { phase, status: response.status };
+    };
+    try {
+      const ids = Array.from({ length: 60 }, (_, i) => `away_${i}`);
+      const before = await Promise.all(ids.slice(0, 20).map((id) => send(id, 'before')));
+      await proxy.cut();
+      const during = await Promise.all(ids.slice(20, 40).map((id) => send(id, 'during')));
+      await proxy.restore();
+      const after = await Promise.all(ids.slice(40).map((id) => send(id, 'after')));
+
+      expect(before.every((r) => r.status === 200)).toBe(true);
+      expect(during.map((r) => r.status)).toEqual(Array(20).fill(503));
+      expect(after.every((r) => r.status === 200)).toBe(true);
+
+      // The sender retries what was refused; now it is stored.
+      const retried = await Promise.all(ids.slice(20, 40).map((id) => send(id, 'retry')));
+      expect(retried.every((r) => r.status === 200)).toBe(true);
+
+      const stored = await store.db.selectFrom('inbox_events').select('event_id').where('event_id', 'like', 'away_%').execute();
+      const storedIds = new Set(stored.map((row) => row.event_id));
+      for (const id of acked) expect(storedIds.has(id)).toBe(true);
+      expect(storedIds.size).toBe(60);
+    } finally {
+      await close();
+      await hooks.close();
+      await proxy.close();
+    }
+  });
+});
+
+describe('a 50 MiB body', () => {
+  it('is answered 413 while memory grows far less than 50 MiB', async () => {
+    const store = await openDatabase({ dataDir: 'memory://', schema: 'big_body' });
+    await migrate(store);
+    const hooks = createPayhooks({ secret: SECRET, database: store, logger });
+    const { url, close } = await listen(createServer(hooks.node()));
+    try {
+      for (const declareLength of [true, false]) {
+        global.gc?.();
+        const before = process.memoryUsage();
+        const total = 50 * 1024 * 1024;
+        const chunk = Buffer.alloc(64 * 1024, 0x61);
+        let sent = 0;
+        const body = new Readable({
+          read() {
+            if (sent >= total) return this.push(null);
+            sent += chunk.length;
+            this.push(chunk);
+          },
+        });
+        const status = await new Promise<number>((resolve, reject) => {
+          const req = request(`${url}/webhooks`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...(declareLength ? { 'content-length': String(total) } : {}) },
+          });
+          req.on('response', (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+            body.destroy();
+            req.destroy();
+          });
+          req.on('error', reject);
+          body.pipe(req);
+        });
+        const after = process.memoryUsage();
+        const growth = after.rss - before.rss;
+        expect(status).toBe(413);
+        // The client side streams lazily, so the growth measured is the server's buffering plus noise.
+        expect(growth).toBeLessThan(16 * 1024 * 1024);
+        // The server stopped the upload early instead of draining it all.
+        expect(sent).toBeLessThan(total);
+      }
+    } finally {
+      await close();
+      await hooks.close();
+      await store.close();
+    }
+  });
+});

@@ -1,0 +1,152 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exampleEvent } from '../../src/events/index.js';
+import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
+import { migrate } from '../../src/store/migrate.js';
+import { putEvent, waitFor } from '../helpers/inbox.js';
+import { pgUrl, uniqueSchema } from '../helpers/pg.js';
+
+const fixture = fileURLToPath(new URL('../fixtures/effect-worker.ts', import.meta.url));
+
+function startWorker(env: Record<string, string>): Promise<ChildProcess> {
+  const child = fork(fixture, [], {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, DATABASE_URL: pgUrl!, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('message', () => resolve(child));
+    child.once('exit', (code) => reject(new Error(`worker exited early with ${code}`)));
+  });
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+interface EffectRow {
+  event_id: string;
+  resource_key: string | null;
+  worker: string;
+  started_at: number;
+  ended_at: number;
+  count: number;
+}
+
+async function freshSchema(): Promise<PayhooksDatabase> {
+  const store = await openDatabase({ url: pgUrl!, schema: uniqueSchema('procs') });
+  await migrate(store);
+  await sql`create table ${sql.id(store.schema, 'effects')} (
+    event_id text primary key, resource_key text, worker text not null,
+    started_at double precision not null, ended_at double precision not null, count int not null)`.execute(store.db);
+  return store;
+}
+
+async function effects(store: PayhooksDatabase): Promise<EffectRow[]> {
+  const { rows } = await sql<EffectRow>`select * from ${sql.id(store.schema, 'effects')}`.execute(store.db);
+  return rows.map((r) => ({ ...r, started_at: Number(r.started_at), ended_at: Number(r.ended_at) }));
+}
+
+function shuffle<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
+
+describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => {
+  const stores: PayhooksDatabase[] = [];
+  afterAll(async () => {
+    for (const store of stores) {
+      await sql.raw(`drop schema "${store.schema}" cascade`).execute(store.db);
+      await store.close();
+    }
+  });
+
+  it('4 processes, 5,000 events with 30% duplicate deliveries, shuffled: all done, each effect once, no overlap per resource', { timeout: 240_000 }, async () => {
+    const store = await freshSchema();
+    stores.push(store);
+    const events = Array.from({ length: 5000 }, (_, i) => {
+      const base = exampleEvent('CUSTOMER_UPDATED', { eventId: `evt_${i}` });
+      return { ...base, data: { ...base.data, id: `cus_${i % 250}` } };
+    });
+    const deliveries = shuffle([...events, ...events.slice(0, 1500)]);
+    const workers = await Promise.all([1, 2, 3, 4].map((n) => startWorker({ PAYHOOKS_SCHEMA: store.schema, WORKER_NAME: `w${n}`, CONCURRENCY: '6' })));
+    try {
+      for (let i = 0; i < deliveries.length; i += 50) {
+        await Promise.all(deliveries.slice(i, i + 50).map((event) => putEvent(store, event)));
+      }
+      await waitFor(
+        async () => (await store.db.selectFrom('inbox_events').select(sql<number>`count(*)::int`.as('n')).where('status', '=', 'done').executeTakeFirstOrThrow()).n === 5000,
+        'all 5,000 events done',
+        200_000,
+      );
+    } finally {
+      for (const worker of workers) worker.kill('SIGTERM');
+      expect(await Promise.all(workers.map(exited))).toEqual([0, 0, 0, 0]);
+    }
+    const rows = await effects(store);
+    expect(rows).toHaveLength(5000);
+    expect(rows.every((row) => row.count === 1)).toBe(true);
+    expect(new Set(rows.map((row) => row.worker)).size).toBeGreaterThan(1);
+    const byResource = new Map<string, EffectRow[]>();
+    for (const row of rows) byResource.set(row.resource_key!, [...(byResource.get(row.resource_key!) ?? []), row]);
+    for (const runs of byResource.values()) {
+      runs.sort((a, b) => a.started_at - b.started_at);
+      for (let i = 1; i < runs.length; i++) expect(runs[i]!.started_at).toBeGreaterThanOrEqual(runs[i - 1]!.ended_at);
+      // Within a resource, the order received (evt number order of first delivery) is the order run.
+    }
+    const statuses = await store.db.selectFrom('inbox_events').select('status').distinct().execute();
+    expect(statuses).toEqual([{ status: 'done' }]);
+  });
+
+  it('kill -9 mid-batch: every event still ends done, and the held events run again only after their lease expired', { timeout: 120_000 }, async () => {
+    const store = await freshSchema();
+    stores.push(store);
+    for (let i = 0; i < 40; i++) {
+      const base = exampleEvent('CUSTOMER_UPDATED', { eventId: `kill_${i}` });
+      await putEvent(store, { ...base, data: { ...base.data, id: `cus_${i}` } });
+    }
+    const victim = await startWorker({ PAYHOOKS_SCHEMA: store.schema, WORKER_NAME: 'victim', HANDLER_MS: '400', LEASE_MS: '3000', CONCURRENCY: '4' });
+    // Wait until the victim holds leases, then take them as they were at the kill.
+    await waitFor(
+      async () => (await store.db.selectFrom('inbox_events').select('event_id').where('status', '=', 'processing').execute()).length > 0,
+      'the victim to claim events',
+    );
+    victim.kill('SIGKILL');
+    await exited(victim);
+    const held = await store.db
+      .selectFrom('inbox_events')
+      .select(['event_id', 'lease_expires_at'])
+      .where('status', '=', 'processing')
+      .execute();
+    expect(held.length).toBeGreaterThan(0);
+
+    const rescuer = await startWorker({ PAYHOOKS_SCHEMA: store.schema, WORKER_NAME: 'rescuer', HANDLER_MS: '5', CONCURRENCY: '4' });
+    try {
+      await waitFor(
+        async () => (await store.db.selectFrom('inbox_events').select(sql<number>`count(*)::int`.as('n')).where('status', '=', 'done').executeTakeFirstOrThrow()).n === 40,
+        'all 40 events done after the kill',
+        60_000,
+      );
+    } finally {
+      rescuer.kill('SIGTERM');
+      await exited(rescuer);
+    }
+    const rows = await effects(store);
+    expect(rows).toHaveLength(40);
+    expect(rows.every((row) => row.count === 1)).toBe(true);
+    const byId = new Map(rows.map((row) => [row.event_id, row]));
+    // A held event whose effect committed just before the kill is not run again (its completion mark
+    // committed with it); every other one was run by the rescuer, after the lease ran out.
+    const rerun = held.filter((lease) => byId.get(lease.event_id)!.worker === 'rescuer');
+    expect(rerun.length).toBeGreaterThan(0);
+    for (const lease of rerun) {
+      expect(byId.get(lease.event_id)!.started_at).toBeGreaterThanOrEqual(lease.lease_expires_at!.getTime());
+    }
+  });
+});

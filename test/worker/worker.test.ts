@@ -1,0 +1,181 @@
+import { sql } from 'kysely';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { exampleEvent } from '../../src/events/index.js';
+import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
+import type { PayhooksDatabase } from '../../src/store/database.js';
+import { getEvent } from '../../src/store/inbox.js';
+import { backends, dispose } from '../helpers/stores.js';
+import { putEvent, waitFor } from '../helpers/inbox.js';
+
+const logger = pino({ level: 'silent' });
+const fast = { pollIntervalMs: 50, backoff: { baseMs: 10, maxMs: 50 } };
+
+describe.each(backends)('worker on $name', (backend) => {
+  let store: PayhooksDatabase | undefined;
+  let hooks: Payhooks | undefined;
+  afterEach(async () => {
+    await hooks?.stop(2000);
+    hooks = undefined;
+    if (store) await dispose(store);
+    store = undefined;
+  });
+
+  async function setup(worker: Record<string, unknown> = {}) {
+    store = await backend.open();
+    hooks = createPayhooks({ database: store, logger, worker: { ...fast, ...worker } });
+    return { store, hooks };
+  }
+
+  const done = (s: PayhooksDatabase, id: string, status = 'done') => async () => (await getEvent(s, id))?.status === status;
+
+  describe.skipIf(!backend.available)('outcomes', () => {
+    it('a handler that fails twice then succeeds ends done after 3 attempts, with typed data', async () => {
+      const { store, hooks } = await setup();
+      let calls = 0;
+      const seen: string[] = [];
+      hooks.on('INVOICE_PAID', async (event, ctx) => {
+        calls++;
+        seen.push(`${ctx.attempt}:${event.data.invoiceId}`);
+        if (calls <= 2) throw new Error(`boom ${calls}`);
+      });
+      const event = exampleEvent('INVOICE_PAID', { eventId: 'evt_flaky' });
+      await putEvent(store, event);
+      await hooks.start();
+      await waitFor(done(store, 'evt_flaky'), 'evt_flaky done');
+      const stored = await getEvent(store, 'evt_flaky');
+      expect(stored?.attempts).toBe(3);
+      expect(seen).toEqual([1, 2, 3].map((n) => `${n}:${event.data.invoiceId}`));
+      expect(stored?.lastError).toBeNull();
+    });
+
+    it('one that always fails is dead after the limit; replay brings it to done once fixed', async () => {
+      const { store, hooks } = await setup({ maxAttempts: 3 });
+      let fixed = false;
+      let runs = 0;
+      hooks.on('CUSTOMER_CREATED', async () => {
+        runs++;
+        if (!fixed) throw new Error('downstream CRM rejected the write');
+      }, { name: 'crm' });
+      await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_dead' }));
+      await hooks.start();
+      await waitFor(done(store, 'evt_dead', 'dead'), 'evt_dead dead');
+      const dead = await getEvent(store, 'evt_dead');
+      expect(dead?.attempts).toBe(3);
+      expect(dead?.lastError).toMatch(/downstream CRM rejected the write/);
+      expect(runs).toBe(3);
+
+      fixed = true;
+      expect(await hooks.replay('evt_dead')).toEqual(['evt_dead']);
+      await waitFor(done(store, 'evt_dead'), 'evt_dead done after replay');
+      expect((await getEvent(store, 'evt_dead'))?.completedHandlers).toEqual(['crm']);
+      expect(runs).toBe(4);
+    });
+
+    it('on a retry only handlers that have not completed run again', async () => {
+      const { store, hooks } = await setup();
+      const runs = { first: 0, second: 0 };
+      hooks.on('PAYMENT_COMPLETED', () => void runs.first++, { name: 'first' });
+      hooks.on('PAYMENT_COMPLETED', () => {
+        runs.second++;
+        if (runs.second === 1) throw new Error('once');
+      }, { name: 'second' });
+      await putEvent(store, exampleEvent('PAYMENT_COMPLETED', { eventId: 'evt_partial' }));
+      await hooks.start();
+      await waitFor(done(store, 'evt_partial'), 'evt_partial done');
+      expect(runs).toEqual({ first: 1, second: 2 });
+    });
+
+    it('data that fails its schema is invalid, with the failing paths; a type without handler is ignored', async () => {
+      const { store, hooks } = await setup();
+      hooks.on('INVOICE_PAID', () => undefined);
+      const bad = exampleEvent('INVOICE_PAID', { eventId: 'evt_bad' });
+      await putEvent(store, { ...bad, data: { ...bad.data, amount: 'a lot' } });
+      await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_nobody' }));
+      await putEvent(store, { eventId: 'evt_new_type', eventType: 'SOMETHING_NEW', data: {} });
+      await hooks.start();
+      await waitFor(done(store, 'evt_bad', 'invalid'), 'evt_bad invalid');
+      await waitFor(done(store, 'evt_nobody', 'ignored'), 'evt_nobody ignored');
+      await waitFor(done(store, 'evt_new_type', 'ignored'), 'evt_new_type ignored');
+      expect((await getEvent(store, 'evt_bad'))?.lastError).toMatch(/data\.amount/);
+    });
+
+    it('onAny sees unknown types too', async () => {
+      const { store, hooks } = await setup();
+      const types: string[] = [];
+      hooks.onAny((event) => void types.push(event.eventType));
+      await putEvent(store, { eventId: 'evt_future', eventType: 'SOMETHING_NEW', data: { x: 1 } });
+      await hooks.start();
+      await waitFor(done(store, 'evt_future'), 'evt_future done');
+      expect(types).toEqual(['SOMETHING_NEW']);
+    });
+
+    it('a handler that times out is retried, and its signal was aborted', async () => {
+      const { store, hooks } = await setup({ handlerTimeoutMs: 100, leaseMs: 5000 });
+      let aborted = false;
+      let calls = 0;
+      hooks.on('INVOICE_CREATED', async (_event, ctx) => {
+        calls++;
+        if (calls > 1) return;
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => ((aborted = true), resolve())));
+      });
+      await putEvent(store, exampleEvent('INVOICE_CREATED', { eventId: 'evt_slow' }));
+      await hooks.start();
+      await waitFor(done(store, 'evt_slow'), 'evt_slow done');
+      expect(aborted).toBe(true);
+      expect((await getEvent(store, 'evt_slow'))?.attempts).toBe(2);
+    });
+  });
+
+  describe.skipIf(!backend.available)('ctx.transaction', () => {
+    it('a handler that writes and then throws leaves no write behind; the retry commits write and mark together', async () => {
+      const { store, hooks } = await setup();
+      await sql`create table public_effects_${sql.raw(store.schema)} (id text primary key, n int not null)`.execute(store.db);
+      const table = `public_effects_${store.schema}`;
+      let calls = 0;
+      hooks.on('INVOICE_PAID', async (event, ctx) => {
+        calls++;
+        await ctx.transaction(async (trx) => {
+          await sql`insert into ${sql.table(table)} (id, n) values (${event.data.invoiceId}, 1)
+                    on conflict (id) do update set n = ${sql.table(table)}.n + 1`.execute(trx);
+          if (calls === 1) throw new Error('after the write');
+        });
+      }, { name: 'mirror' });
+      await putEvent(store, exampleEvent('INVOICE_PAID', { eventId: 'evt_tx' }));
+      await hooks.start();
+      await waitFor(done(store, 'evt_tx'), 'evt_tx done');
+      const { rows } = await sql<{ n: number }>`select n from ${sql.table(table)}`.execute(store.db);
+      expect(rows).toEqual([{ n: 1 }]);
+      expect(calls).toBe(2);
+      expect((await getEvent(store, 'evt_tx'))?.completedHandlers).toEqual(['mirror']);
+    });
+  });
+
+  describe.skipIf(!backend.available)('ordering', () => {
+    it('events of one resource never overlap and run in the order received', async () => {
+      const { store, hooks } = await setup({ concurrency: 6 });
+      const running = new Set<string>();
+      const overlaps: string[] = [];
+      const order: Record<string, string[]> = {};
+      hooks.on(['CUSTOMER_CREATED', 'CUSTOMER_UPDATED'], async (event) => {
+        const key = event.data.id;
+        if (running.has(key)) overlaps.push(key);
+        running.add(key);
+        (order[key] ??= []).push(event.eventId);
+        await new Promise((r) => setTimeout(r, 5));
+        running.delete(key);
+      });
+      const expected: Record<string, string[]> = {};
+      for (let i = 0; i < 60; i++) {
+        const customer = `cus_${i % 4}`;
+        const base = exampleEvent('CUSTOMER_UPDATED', { eventId: `evt_order_${i}` });
+        await putEvent(store, { ...base, data: { ...base.data, id: customer } });
+        (expected[customer] ??= []).push(`evt_order_${i}`);
+      }
+      await hooks.start();
+      await waitFor(async () => Object.values(order).flat().length === 60, 'all 60 handled');
+      expect(overlaps).toEqual([]);
+      expect(order).toEqual(expected);
+    });
+  });
+});
