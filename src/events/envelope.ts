@@ -6,4 +6,4 @@ export const envelopeSchema = z.looseObject({
   eventType: z.string().trim().min(1, 'must be a non-empty string'),
   data: z.record(z.string(), z.unknown()),
 });
-export type Envelope = z.infer<typeof envelopeSchema>;
+export type Envelope = { eventId: string; eventType: string; data: Record<string, unknown> };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { amount, metadataFields } from './primitives.js';
+import { amount, metadataFields, type Infer } from './primitives.js';
 import {
   customerSchema,
   disputeResponseSchema,
@@ -29,11 +29,11 @@ export const invoiceEventDataSchema = z.looseObject({
   ...metadataFields,
   formAnswers: z.record(z.string(), z.string()).nullish(),
 });
-export type InvoiceEventData = z.infer<typeof invoiceEventDataSchema>;
+export type InvoiceEventData = Infer<typeof invoiceEventDataSchema>;
 
 /** `data` of the customer events: the customer itself. */
 export const customerEventDataSchema = customerSchema;
-export type CustomerEventData = z.infer<typeof customerEventDataSchema>;
+export type CustomerEventData = Infer<typeof customerEventDataSchema>;
 
 /** `data` of PAYMENT_ATTEMPT_SUCCEEDED and PAYMENT_ATTEMPT_FAILED. */
 export const paymentAttemptEventDataSchema = z.looseObject({
@@ -42,7 +42,7 @@ export const paymentAttemptEventDataSchema = z.looseObject({
   customer: customerSchema,
   paymentSession: paymentSessionSchema.nullish(),
 });
-export type PaymentAttemptEventData = z.infer<typeof paymentAttemptEventDataSchema>;
+export type PaymentAttemptEventData = Infer<typeof paymentAttemptEventDataSchema>;
 
 /** `data` of PAYMENT_COMPLETED. */
 export const paymentCompletedEventDataSchema = z.looseObject({
@@ -53,11 +53,11 @@ export const paymentCompletedEventDataSchema = z.looseObject({
   customer: customerSchema,
   paymentSession: paymentSessionSchema.nullish(),
 });
-export type PaymentCompletedEventData = z.infer<typeof paymentCompletedEventDataSchema>;
+export type PaymentCompletedEventData = Infer<typeof paymentCompletedEventDataSchema>;
 
 /** `data` of PAYMENT_METHOD_CREATED. */
 export const paymentMethodEventDataSchema = z.looseObject({ paymentMethod: paymentMethodSchema, customer: customerSchema });
-export type PaymentMethodEventData = z.infer<typeof paymentMethodEventDataSchema>;
+export type PaymentMethodEventData = Infer<typeof paymentMethodEventDataSchema>;
 
 /** `data` of PAYMENT_REFUNDED. */
 export const refundEventDataSchema = z.looseObject({
@@ -66,7 +66,7 @@ export const refundEventDataSchema = z.looseObject({
   customer: customerSchema,
   organization: organizationSchema,
 });
-export type RefundEventData = z.infer<typeof refundEventDataSchema>;
+export type RefundEventData = Infer<typeof refundEventDataSchema>;
 
 /** `data` of the dispute events (DISPUTE_CREATED, DISPUTE_RESPONSE_CREATED, DISPUTE_RESOLVED). */
 export const disputeEventDataSchema = z.looseObject({
@@ -76,7 +76,7 @@ export const disputeEventDataSchema = z.looseObject({
   customer: customerSchema,
   organization: organizationSchema,
 });
-export type DisputeEventData = z.infer<typeof disputeEventDataSchema>;
+export type DisputeEventData = Infer<typeof disputeEventDataSchema>;
 
 /** `data` of the subscription events (SUBSCRIPTION_CREATED, _UPDATED, _CANCELED). */
 export const subscriptionEventDataSchema = z.looseObject({
@@ -84,4 +84,4 @@ export const subscriptionEventDataSchema = z.looseObject({
   customer: customerSchema,
   organization: organizationSchema,
 });
-export type SubscriptionEventData = z.infer<typeof subscriptionEventDataSchema>;
+export type SubscriptionEventData = Infer<typeof subscriptionEventDataSchema>;

@@ -1,4 +1,3 @@
-import type { z } from 'zod';
 import {
   customerEventDataSchema,
   disputeEventDataSchema,
@@ -9,6 +8,7 @@ import {
   refundEventDataSchema,
   subscriptionEventDataSchema,
 } from './event-data.js';
+import type { Infer } from './primitives.js';
 
 /** The schema of `data` for each of the 19 event types of the spec. */
 export const EVENT_DATA_SCHEMAS = {
@@ -40,7 +40,7 @@ export type EventType = keyof typeof EVENT_DATA_SCHEMAS;
 export const EVENT_TYPES = Object.keys(EVENT_DATA_SCHEMAS) as readonly EventType[];
 
 /** Each event type's typed `data`. */
-export type EventMap = { [K in EventType]: z.infer<(typeof EVENT_DATA_SCHEMAS)[K]> };
+export type EventMap = { [K in EventType]: Infer<(typeof EVENT_DATA_SCHEMAS)[K]> };
 
 /** True for the 19 known type names. */
 export function isEventType(value: string): value is EventType {

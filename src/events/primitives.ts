@@ -30,3 +30,17 @@ export const metadataFields = {
   metadata: z.array(metadataPairSchema).nullish(),
   meta: z.record(z.string(), z.string()).nullish(),
 };
+
+/**
+ * The declared shape of a loose zod object, without the `[key: string]: unknown` index signature that
+ * `looseObject` adds: unknown fields are kept at run time, but typing them as allowed everywhere would let
+ * `event.data.refund` compile on an invoice event. Records (`meta`) keep their index signatures.
+ */
+export type Known<T> = T extends readonly (infer Item)[]
+  ? Known<Item>[]
+  : T extends object
+    ? { [K in keyof T as string extends K ? (unknown extends T[K] ? never : K) : K]: Known<T[K]> }
+    : T;
+
+/** The typed output of a catalog schema (see {@link Known}). */
+export type Infer<Schema extends z.ZodType> = Known<z.output<Schema>>;

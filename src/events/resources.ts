@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { amount, currency, dateTime, id, integer, metadataFields } from './primitives.js';
+import { amount, currency, dateTime, id, integer, metadataFields, type Infer } from './primitives.js';
 
 /** A customer (also the whole `data` of customer events). */
 export const customerSchema = z.looseObject({
@@ -10,14 +10,14 @@ export const customerSchema = z.looseObject({
   username: z.string(),
   ...metadataFields,
 });
-export type Customer = z.infer<typeof customerSchema>;
+export type Customer = Infer<typeof customerSchema>;
 
 /** The customer embedded in invoice events, which also carries `customerId`. */
 export const invoiceCustomerSchema = customerSchema.extend({ customerId: z.string().nullish() });
-export type InvoiceCustomer = z.infer<typeof invoiceCustomerSchema>;
+export type InvoiceCustomer = Infer<typeof invoiceCustomerSchema>;
 
 export const organizationSchema = z.looseObject({ id, name: z.string() });
-export type Organization = z.infer<typeof organizationSchema>;
+export type Organization = Infer<typeof organizationSchema>;
 
 /** A payment concept (catalog item). */
 export const paymentConceptSchema = z.looseObject({
@@ -43,7 +43,7 @@ export const paymentConceptSchema = z.looseObject({
   group: z.looseObject({ id, name: z.string() }).nullish(),
   ...metadataFields,
 });
-export type PaymentConcept = z.infer<typeof paymentConceptSchema>;
+export type PaymentConcept = Infer<typeof paymentConceptSchema>;
 
 /** An invoice item. `conceptId` is nullable: the spec has it as `string?` in payment-completed and subscription events. */
 export const invoiceItemSchema = z.looseObject({
@@ -54,7 +54,7 @@ export const invoiceItemSchema = z.looseObject({
   conceptId: z.string().nullish(),
   concept: paymentConceptSchema.nullish(),
 });
-export type InvoiceItem = z.infer<typeof invoiceItemSchema>;
+export type InvoiceItem = Infer<typeof invoiceItemSchema>;
 
 /** An invoice (payment request) as embedded in events. */
 export const invoiceSchema = z.looseObject({
@@ -66,7 +66,7 @@ export const invoiceSchema = z.looseObject({
   items: z.array(invoiceItemSchema),
   ...metadataFields,
 });
-export type Invoice = z.infer<typeof invoiceSchema>;
+export type Invoice = Infer<typeof invoiceSchema>;
 
 /** Sanitized card details: never a full number. */
 export const cardDetailSchema = z.looseObject({
@@ -80,7 +80,7 @@ export const cardDetailSchema = z.looseObject({
   issuer: z.string().nullish(),
   country: z.string().nullish(),
 });
-export type CardDetail = z.infer<typeof cardDetailSchema>;
+export type CardDetail = Infer<typeof cardDetailSchema>;
 
 export const bankAccountSchema = z.looseObject({
   id,
@@ -90,7 +90,7 @@ export const bankAccountSchema = z.looseObject({
   bankName: z.string(),
   verified: z.boolean(),
 });
-export type BankAccount = z.infer<typeof bankAccountSchema>;
+export type BankAccount = Infer<typeof bankAccountSchema>;
 
 /** A payment; events carry different subsets, so only `id`, `amount` and `currency` are required. */
 export const paymentSchema = z.looseObject({
@@ -106,7 +106,7 @@ export const paymentSchema = z.looseObject({
   monthlyInstallments: integer.nullish(),
   ...metadataFields,
 });
-export type Payment = z.infer<typeof paymentSchema>;
+export type Payment = Infer<typeof paymentSchema>;
 
 export const paymentMethodSchema = z.looseObject({
   id,
@@ -116,7 +116,7 @@ export const paymentMethodSchema = z.looseObject({
   cardDetail: cardDetailSchema.nullish(),
   bankAccount: bankAccountSchema.nullish(),
 });
-export type PaymentMethod = z.infer<typeof paymentMethodSchema>;
+export type PaymentMethod = Infer<typeof paymentMethodSchema>;
 
 export const paymentAttemptSchema = z.looseObject({
   id,
@@ -131,7 +131,7 @@ export const paymentAttemptSchema = z.looseObject({
   errorType: z.string().nullish(),
   errorResponse: z.string().nullish(),
 });
-export type PaymentAttempt = z.infer<typeof paymentAttemptSchema>;
+export type PaymentAttempt = Infer<typeof paymentAttemptSchema>;
 
 export const paymentSessionSchema = z.looseObject({
   id,
@@ -144,7 +144,7 @@ export const paymentSessionSchema = z.looseObject({
   origin: z.string(),
   ...metadataFields,
 });
-export type PaymentSession = z.infer<typeof paymentSessionSchema>;
+export type PaymentSession = Infer<typeof paymentSessionSchema>;
 
 export const refundSchema = z.looseObject({
   id,
@@ -155,7 +155,7 @@ export const refundSchema = z.looseObject({
   statusUpdatedAt: dateTime,
   customRefundReason: z.string().nullish(),
 });
-export type Refund = z.infer<typeof refundSchema>;
+export type Refund = Infer<typeof refundSchema>;
 
 export const disputeSchema = z.looseObject({
   id,
@@ -166,10 +166,10 @@ export const disputeSchema = z.looseObject({
   resolvedAt: dateTime.nullish(),
   lostReason: z.string().nullish(),
 });
-export type Dispute = z.infer<typeof disputeSchema>;
+export type Dispute = Infer<typeof disputeSchema>;
 
 export const disputeResponseSchema = z.looseObject({ id, createdAt: dateTime });
-export type DisputeResponse = z.infer<typeof disputeResponseSchema>;
+export type DisputeResponse = Infer<typeof disputeResponseSchema>;
 
 export const subscriptionItemSchema = z.looseObject({
   description: z.string(),
@@ -178,7 +178,7 @@ export const subscriptionItemSchema = z.looseObject({
   quantity: z.number().finite(),
   conceptId: z.string().nullish(),
 });
-export type SubscriptionItem = z.infer<typeof subscriptionItemSchema>;
+export type SubscriptionItem = Infer<typeof subscriptionItemSchema>;
 
 export const subscriptionSchema = z.looseObject({
   id,
@@ -195,7 +195,7 @@ export const subscriptionSchema = z.looseObject({
   items: z.array(subscriptionItemSchema),
   ...metadataFields,
 });
-export type Subscription = z.infer<typeof subscriptionSchema>;
+export type Subscription = Infer<typeof subscriptionSchema>;
 
 /** An invoice a payment settled, as PAYMENT_COMPLETED lists it. */
 export const relatedInvoiceSchema = z.looseObject({
@@ -203,4 +203,4 @@ export const relatedInvoiceSchema = z.looseObject({
   items: z.array(invoiceItemSchema),
   ...metadataFields,
 });
-export type RelatedInvoice = z.infer<typeof relatedInvoiceSchema>;
+export type RelatedInvoice = Infer<typeof relatedInvoiceSchema>;

@@ -16,7 +16,7 @@ export interface DefaultSchemeOptions {
 /**
  * The default scheme of DESIGN.md: `X-Webhook-Timestamp` holds unix seconds; `X-Webhook-Signature` holds one or
  * more hex HMAC-SHA256 signatures, separated by commas or spaces, each optionally prefixed `v1=`; the signed
- * bytes are `<timestamp>.<raw body>`; the key is the secret's UTF-8 bytes. Hex is read in either case.
+ * bytes are `<timestamp>.<raw body>`; the key is the secret's UTF-8 bytes. Upper-case hex is refused, as the contract says lower case.
  *
  * @example
  * const scheme = createDefaultScheme({ secrets: process.env.PAYHOOKS_WEBHOOK_SECRET!.split(',') });

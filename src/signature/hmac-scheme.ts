@@ -38,7 +38,8 @@ export interface HmacSchemeOptions {
 /** Timestamps of 13 digits or more are milliseconds: seconds reach 13 digits only after the year 33658. */
 const MILLISECONDS_FROM = 1e12;
 
-const HEX = /^(?:[0-9a-fA-F]{2})+$/;
+// Lower case only, as the contract says: accepting both cases would make two spellings of one signature.
+const HEX = /^(?:[0-9a-f]{2})+$/;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
 /** Normalizes the secrets option: trims nothing, refuses empty lists and empty strings. */

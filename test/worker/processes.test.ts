@@ -95,10 +95,15 @@ describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => 
     expect(new Set(rows.map((row) => row.worker)).size).toBeGreaterThan(1);
     const byResource = new Map<string, EffectRow[]>();
     for (const row of rows) byResource.set(row.resource_key!, [...(byResource.get(row.resource_key!) ?? []), row]);
+    const received = await store.db.selectFrom('inbox_events').select(['event_id', sql<string>`seq::text`.as('seq')]).execute();
+    const seqOf = new Map(received.map((row) => [row.event_id, BigInt(row.seq)]));
     for (const runs of byResource.values()) {
       runs.sort((a, b) => a.started_at - b.started_at);
-      for (let i = 1; i < runs.length; i++) expect(runs[i]!.started_at).toBeGreaterThanOrEqual(runs[i - 1]!.ended_at);
-      // Within a resource, the order received (evt number order of first delivery) is the order run.
+      for (let i = 1; i < runs.length; i++) {
+        // No overlap, and the order run is the order received.
+        expect(runs[i]!.started_at).toBeGreaterThanOrEqual(runs[i - 1]!.ended_at);
+        expect(seqOf.get(runs[i]!.event_id)! > seqOf.get(runs[i - 1]!.event_id)!).toBe(true);
+      }
     }
     const statuses = await store.db.selectFrom('inbox_events').select('status').distinct().execute();
     expect(statuses).toEqual([{ status: 'done' }]);
