@@ -1,1 +1,31 @@
-export {};
+// The public entry of payhooks: what users may import. Everything else is internal.
+
+export { createPayhooks, type Payhooks, type PayhooksOptions, type PayhooksWorkerOptions } from './payhooks.js';
+
+export * from './events/index.js';
+export * from './signature/index.js';
+
+export {
+  createReceiver,
+  DEFAULT_ACK_BUDGET_MS,
+  DEFAULT_MAX_BODY_BYTES,
+  type Receiver,
+  type ReceiveRequest,
+  type ReceiveResponse,
+  type ReceiverOptions,
+} from './receiver/receiver.js';
+export { expressMiddleware } from './adapters/express.js';
+export { fetchHandler } from './adapters/fetch.js';
+export { nodeHandler } from './adapters/node-http.js';
+
+export { openDatabase, DEFAULT_DATA_DIR, DEFAULT_SCHEMA, type DatabaseOptions, type PayhooksDatabase } from './store/database.js';
+export { migrate, readMigrations, MigrationChecksumError, MIGRATIONS_DIR, type MigrationFile, type MigrationReport } from './store/migrate.js';
+export { getEvent, listEvents, storeEvent, type IncomingEvent, type ListEventsFilter, type StoredEvent, type StoredEventDetail } from './store/inbox.js';
+export { pruneEvents, replayEvents, SENDER_RETRY_HORIZON_MS } from './store/maintenance.js';
+export { EVENT_STATUSES, type EventStatus, type PayhooksTables } from './store/schema.js';
+
+export { HandlerRegistry, type AnyEventHandler, type EventHandler, type HandlerContext, type HandlerOptions } from './worker/handlers.js';
+export { createWorker, type Worker, type WorkerOptions } from './worker/worker.js';
+export { backoffDelay, type BackoffOptions } from './worker/backoff.js';
+
+export { createLogger, REDACTED_PATHS } from './logger.js';

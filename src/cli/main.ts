@@ -2,7 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { createLogger } from '../logger.js';
 import { openDatabase, type PayhooksDatabase } from '../store/database.js';
 import { getEvent, listEvents } from '../store/inbox.js';
-import { pruneEvents, replayEvents } from '../store/maintenance.js';
+import { assertPruneAge, pruneEvents, replayEvents } from '../store/maintenance.js';
 import { migrate, type MigrationReport } from '../store/migrate.js';
 import { parseDuration } from './duration.js';
 import { EVENT_STATUSES } from '../store/schema.js';
@@ -86,6 +86,7 @@ function buildProgram(out: (text: string) => void): Command {
     .requiredOption('--older-than <age>', 'minimum age, e.g. 30d (at least 4d7h, the sender\'s retry horizon)')
     .action(async (opts: { olderThan: string }) => {
       const olderThanMs = parseDuration(opts.olderThan);
+      assertPruneAge(olderThanMs);
       const deleted = await withDatabase((store) => pruneEvents(store, olderThanMs));
       out(`deleted ${deleted} finished event${deleted === 1 ? '' : 's'} older than ${opts.olderThan}`);
     });

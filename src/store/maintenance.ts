@@ -37,17 +37,22 @@ export async function replayEvents(
 /** The sender retries for 2 s + 10 s + 5 min + 20 min + 1 h + 5 h + 1 d + 3 d (about 4 d 6.5 h) plus timeouts. */
 export const SENDER_RETRY_HORIZON_MS = (4 * 24 + 7) * 3600 * 1000;
 
+/** Throws unless `olderThanMs` reaches past the sender's retry horizon. */
+export function assertPruneAge(olderThanMs: number): void {
+  if (!(olderThanMs >= SENDER_RETRY_HORIZON_MS)) {
+    throw new Error(
+      `Refusing to prune events younger than the sender's retry horizon (4 days 7 hours): a pruned eventId could be delivered again and run twice. Use an age of at least 4d7h (e.g. --older-than 30d).`,
+    );
+  }
+}
+
 /**
  * Deletes finished events (`done`, `ignored`) received more than `olderThanMs` ago. Refuses an age inside
  * the sender's retry horizon: a pruned eventId could otherwise come back and run twice. Dead, invalid and
  * unfinished events are never pruned. Resolves to the number deleted.
  */
 export async function pruneEvents(store: PayhooksDatabase, olderThanMs: number): Promise<number> {
-  if (!(olderThanMs >= SENDER_RETRY_HORIZON_MS)) {
-    throw new Error(
-      `Refusing to prune events younger than the sender's retry horizon (4 days 7 hours): a pruned eventId could be delivered again and run twice. Use an age of at least 4d7h (e.g. --older-than 30d).`,
-    );
-  }
+  assertPruneAge(olderThanMs);
   const result = await store.db
     .deleteFrom('inbox_events')
     .where('status', 'in', ['done', 'ignored'])

@@ -155,3 +155,28 @@ describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => 
     }
   });
 });
+
+describe.skipIf(!pgUrl)('graceful stop', () => {
+  it('SIGTERM during a slow handler lets it finish and exits 0', { timeout: 60_000 }, async () => {
+    const store = await freshSchema();
+    try {
+      const base = exampleEvent('CUSTOMER_UPDATED', { eventId: 'slow_1' });
+      await putEvent(store, base);
+      const worker = await startWorker({ PAYHOOKS_SCHEMA: store.schema, WORKER_NAME: 'graceful', HANDLER_MS: '1500', LEASE_MS: '10000' });
+      await waitFor(
+        async () => (await store.db.selectFrom('inbox_events').select('status').where('event_id', '=', 'slow_1').executeTakeFirst())?.status === 'processing',
+        'the slow event to start',
+      );
+      const signalledAt = Date.now();
+      worker.kill('SIGTERM');
+      expect(await exited(worker)).toBe(0);
+      const row = await store.db.selectFrom('inbox_events').select(['status', 'attempts']).where('event_id', '=', 'slow_1').executeTakeFirstOrThrow();
+      expect(row).toEqual({ status: 'done', attempts: 1 });
+      const [effect] = await effects(store);
+      expect(effect?.ended_at).toBeGreaterThan(signalledAt);
+    } finally {
+      await sql.raw(`drop schema "${store.schema}" cascade`).execute(store.db);
+      await store.close();
+    }
+  });
+});

@@ -1,0 +1,105 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/store/database.js';
+import { readMigrations } from '../../src/store/migrate.js';
+import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
+import { pgUrl, uniqueSchema } from '../helpers/pg.js';
+
+const run = promisify(execFile);
+
+describe('a newcomer\'s path on the embedded database', () => {
+  it('serve starts, a delivery signed with openssl and sent with curl is stored, and events list shows it after SIGTERM', { timeout: 90_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-newcomer-'));
+    const env = { PAYHOOKS_WEBHOOK_SECRET: 'my-endpoint-secret', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
+    const serve = spawnCli(['serve'], env, dir);
+    const done = collect(serve, 80_000);
+    const ready = await waitForLog(serve, /receiving webhooks/);
+    const url = String(ready.url);
+
+    // The README's snippet, as a user would type it.
+    const script = `
+      SECRET=my-endpoint-secret
+      BODY='{"eventId":"evt_curl_1","eventType":"CUSTOMER_CREATED","data":{"id":"cus_1","name":null,"email":null,"phoneNumber":null,"username":"ada","metadata":[],"meta":{}}}'
+      TS=$(date +%s)
+      SIG=$(printf '%s.%s' "$TS" "$BODY" | openssl dgst -sha256 -hmac "$SECRET" | sed 's/^.* //')
+      curl -s "$URL" -H 'content-type: application/json' -H "x-webhook-timestamp: $TS" -H "x-webhook-signature: v1=$SIG" -d "$BODY"
+      echo
+      curl -s "$URL" -H 'content-type: application/json' -H "x-webhook-timestamp: $TS" -H "x-webhook-signature: v1=$SIG" -d "$BODY"
+      echo
+      curl -s "$URL" -H 'content-type: application/json' -H "x-webhook-timestamp: $TS" -H "x-webhook-signature: v1=00" -d "$BODY"`;
+    const { stdout } = await run('bash', ['-c', script], { env: { ...process.env, URL: url } });
+    expect(stdout.trim().split('\n')).toEqual([
+      '{"received":true}',
+      '{"received":true,"duplicate":true}',
+      '{"error":{"message":"Invalid webhook signature."}}',
+    ]);
+
+    const locked = await runCli(['events', 'list'], {}, dir);
+    expect(locked.code).toBe(1);
+    expect(locked.stderr).toMatch(/in use by process \d+/);
+
+    serve.kill('SIGTERM');
+    const served = await done;
+    expect(served.code).toBe(0);
+    expect(served.stdout).toMatch(/PAYHOOKS_API_KEY is not set/);
+    expect(served.stdout).not.toContain('my-endpoint-secret');
+
+    const listed = await runCli(['events', 'list', '--json'], {}, dir);
+    expect(listed.code).toBe(0);
+    const events = JSON.parse(listed.stdout) as { eventId: string; eventType: string; status: string; attempts: number; deliveries: number; lastError: null }[];
+    expect(events).toEqual([expect.objectContaining({ eventId: 'evt_curl_1', eventType: 'CUSTOMER_CREATED', status: 'pending', attempts: 0, deliveries: 2, lastError: null })]);
+
+    const shown = await runCli(['events', 'show', 'evt_curl_1'], {}, dir);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ eventId: 'evt_curl_1', rawBody: expect.stringContaining('"username":"ada"') });
+  });
+});
+
+describe('command-line errors', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'payhooks-cli-'));
+
+  it.each([
+    [['serve'], { PAYHOOKS_WEBHOOK_SECRET: undefined }, /PAYHOOKS_WEBHOOK_SECRET is not set/],
+    [['serve'], { PAYHOOKS_WEBHOOK_SECRET: 's', PORT: 'eighty' }, /PORT must be a number/],
+    [['prune', '--older-than', '1d'], {}, /retry horizon/],
+    [['prune', '--older-than', 'soon'], {}, /Invalid duration "soon"/],
+    [['replay'], {}, /Name event ids to replay, or pass --status/],
+    [['events', 'show', 'evt_missing'], {}, /No stored event with eventId evt_missing/],
+    [['events', 'list', '--status', 'lost'], {}, /Allowed choices are pending, processing, done, dead, ignored, invalid/],
+    [['nonsense'], {}, /unknown command 'nonsense'/],
+  ] as const)('payhooks %j fails clearly', async (args, env, message) => {
+    const result = await runCli([...args], { DATABASE_URL: '', PAYHOOKS_DATA_DIR: join(dir, 'pgdata'), ...env }, dir);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(message);
+  });
+
+  it('--help lists the commands and the environment', async () => {
+    const result = await runCli(['--help']);
+    expect(result.code).toBe(0);
+    for (const word of ['serve', 'migrate', 'events', 'replay', 'prune', 'PAYHOOKS_WEBHOOK_SECRET', 'DATABASE_URL']) expect(result.stdout).toContain(word);
+  });
+});
+
+describe.skipIf(!pgUrl)('payhooks migrate on the real PostgreSQL server', () => {
+  it('two migrators started at once on a fresh schema both succeed and each file is applied once', { timeout: 60_000 }, async () => {
+    const schema = uniqueSchema('migrate');
+    const env = { DATABASE_URL: pgUrl!, PAYHOOKS_SCHEMA: schema };
+    const [a, b] = await Promise.all([runCli(['migrate'], env), runCli(['migrate'], env)]);
+    expect([a.code, b.code]).toEqual([0, 0]);
+    const outputs = [a.stdout.trim(), b.stdout.trim()].sort();
+    const files = readMigrations().map((m) => m.name);
+    expect(outputs).toEqual([`applied: ${files.join(', ')}`, 'the schema is up to date'].sort());
+    const store = await openDatabase({ url: pgUrl!, schema });
+    try {
+      const { rows } = await sql<{ name: string }>`select name from ${sql.id(schema, 'schema_migrations')} order by name`.execute(store.db);
+      expect(rows.map((r) => r.name)).toEqual(files);
+    } finally {
+      await sql.raw(`drop schema "${schema}" cascade`).execute(store.db);
+      await store.close();
+    }
+  });
+});
