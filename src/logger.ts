@@ -1,4 +1,4 @@
-import { pino, type Logger, type LoggerOptions } from 'pino';
+import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 
 /**
  * Paths pino blanks out wherever they appear: secrets, and the personal data a webhook or API response
@@ -26,6 +26,7 @@ export const REDACTED_PATHS = [
 ];
 
 /** The logger payhooks uses when none is given: JSON lines on stdout, with redaction. */
-export function createLogger(options: LoggerOptions = {}): Logger {
-  return pino({ level: process.env.PAYHOOKS_LOG_LEVEL ?? 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, ...options });
+export function createLogger(options: LoggerOptions = {}, destination?: DestinationStream): Logger {
+  const settings = { level: process.env.PAYHOOKS_LOG_LEVEL ?? 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, ...options };
+  return destination ? pino(settings, destination) : pino(settings);
 }

@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent, listEvents, storeEvent, type IncomingEvent } from '../../src/store/inbox.js';
+import { pruneEvents, replayEvents, SENDER_RETRY_HORIZON_MS } from '../../src/store/maintenance.js';
 import { MIGRATIONS_DIR, MigrationChecksumError, migrate, readMigrations } from '../../src/store/migrate.js';
 import { backends, dispose } from '../helpers/stores.js';
 
@@ -83,6 +84,44 @@ describe.each(backends)('store on $name', (backend) => {
       const rows = await s.db.selectFrom('inbox_events').select(['event_id', 'deliveries']).execute();
       expect(rows).toHaveLength(20);
       expect(rows.every((r) => r.deliveries === 10)).toBe(true);
+    });
+  });
+
+  describe.skipIf(!backend.available)('maintenance', () => {
+    it('prune deletes only done and ignored events older than the age, and refuses an age inside the retry horizon', async () => {
+      store = await backend.open();
+      const states = ['pending', 'processing', 'done', 'dead', 'ignored', 'invalid'] as const;
+      for (const status of states) {
+        for (const age of ['old', 'young']) {
+          await storeEvent(store, incoming(`${status}_${age}`));
+          await store.db
+            .updateTable('inbox_events')
+            .set({ status, received_at: sql`now() - interval '${sql.raw(age === 'old' ? '40 days' : '2 days')}'` } as never)
+            .where('event_id', '=', `${status}_${age}`)
+            .execute();
+        }
+      }
+      await expect(pruneEvents(store, 24 * 3600 * 1000)).rejects.toThrow(/retry horizon/);
+      expect(await pruneEvents(store, SENDER_RETRY_HORIZON_MS)).toBe(2);
+      const left = (await listEvents(store)).map((e) => e.eventId).sort();
+      expect(left).toEqual(
+        states.flatMap((s) => [`${s}_old`, `${s}_young`]).filter((id) => id !== 'done_old' && id !== 'ignored_old').sort(),
+      );
+    });
+
+    it('replay re-queues by id or state, keeps completion marks except for done events, and leaves processing ones alone', async () => {
+      store = await backend.open();
+      for (const [id, status] of [['d1', 'dead'], ['d2', 'dead'], ['ok', 'done'], ['busy', 'processing']] as const) {
+        await storeEvent(store, incoming(id));
+        await store.db.updateTable('inbox_events').set({ status, attempts: 10, last_error: 'x' }).where('event_id', '=', id).execute();
+        await store.db.insertInto('handler_runs').values({ event_id: id, handler: 'h1' }).execute();
+      }
+      expect((await replayEvents(store, { status: 'dead' })).sort()).toEqual(['d1', 'd2']);
+      expect(await replayEvents(store, { eventIds: ['ok', 'busy', 'missing'] })).toEqual(['ok']);
+      const d1 = await getEvent(store, 'd1');
+      expect(d1).toMatchObject({ status: 'pending', attempts: 0, completedHandlers: ['h1'] });
+      expect(await getEvent(store, 'ok')).toMatchObject({ status: 'pending', completedHandlers: [] });
+      expect(await getEvent(store, 'busy')).toMatchObject({ status: 'processing', attempts: 10 });
     });
   });
 
