@@ -3,9 +3,9 @@ import type { SignatureScheme } from './types.js';
 
 /** Options of {@link createDefaultScheme}. */
 export interface DefaultSchemeOptions {
-  /** The endpoint's signing secret, or several during a rotation. */
+  /** The endpoint's signing secret (GET /v1/webhooks/{id}/secret), or several during a rotation. */
   secrets: string | readonly string[];
-  /** Default 300 s, either way. */
+  /** How far the timestamp may be from now, either way. Default 300 s. */
   toleranceSeconds?: number | undefined;
   /** Default `x-webhook-timestamp`. */
   timestampHeader?: string | undefined;
@@ -13,14 +13,20 @@ export interface DefaultSchemeOptions {
   signatureHeader?: string | undefined;
 }
 
+const PREFIX = 'v1=';
+
 /**
- * The default scheme of DESIGN.md: `X-Webhook-Timestamp` holds unix seconds; `X-Webhook-Signature` holds one or
- * more hex HMAC-SHA256 signatures, separated by commas or spaces, each optionally prefixed `v1=`; the signed
- * bytes are `<timestamp>.<raw body>`; the key is the secret's UTF-8 bytes. Upper-case hex is refused, as the contract says lower case.
+ * The default scheme (DESIGN.md, "Contracts"): the timestamp header holds unix seconds; the signature header holds
+ * one or more HMAC-SHA256 signatures in hex, separated by commas or whitespace, each optionally prefixed `v1=`;
+ * the signed bytes are `<timestamp>.<raw body>`; the key is the secret's UTF-8 bytes; 300 s tolerance either way.
+ *
+ * Hex is lower case only, as the contract says, so a signature has one spelling. A timestamp of 13 digits or more
+ * is read as milliseconds (the signed string still holds the header's text verbatim). Entries with another prefix
+ * (`v0=…`) are ignored. `sign` writes one `v1=<hex>`.
  *
  * @example
  * const scheme = createDefaultScheme({ secrets: process.env.PAYHOOKS_WEBHOOK_SECRET!.split(',') });
- * scheme.verify({ headers: req.headers, rawBody });
+ * const { timestamp, matchedSecretIndex } = scheme.verify({ headers: req.headers, rawBody });
  */
 export function createDefaultScheme(options: DefaultSchemeOptions): SignatureScheme {
   return createHmacScheme({
@@ -31,11 +37,7 @@ export function createDefaultScheme(options: DefaultSchemeOptions): SignatureSch
     signatureHeader: options.signatureHeader ?? 'x-webhook-signature',
     encoding: 'hex',
     signedContent: ({ timestamp, rawBody }) => Buffer.concat([Buffer.from(`${timestamp}.`, 'utf8'), rawBody]),
-    parseSignatures: (header) =>
-      header
-        .split(/[\s,]+/)
-        .filter(Boolean)
-        .map((token) => (token.startsWith('v1=') ? token.slice(3) : token)),
-    formatSignature: (signature) => `v1=${signature}`,
+    parseSignatures: (value) => value.split(/[\s,]+/).map((entry) => (entry.startsWith(PREFIX) ? entry.slice(PREFIX.length) : entry)),
+    formatSignature: (signature) => `${PREFIX}${signature}`,
   });
 }

@@ -1,4 +1,4 @@
-/** Why a delivery failed verification. */
+/** Why a delivery failed verification (also logged by the receiver). */
 export type VerificationFailureReason =
   | 'missing_header'
   | 'malformed_header'
@@ -9,30 +9,29 @@ export type VerificationFailureReason =
   | 'no_secret';
 
 /**
- * A delivery that did not verify. `message` is precise, for logs; `publicMessage` is what an HTTP answer
- * may say without helping an attacker. Neither ever contains a secret or an expected signature.
+ * The one error of this module. `message` is precise and meant for logs; `publicMessage` is the generic text an
+ * HTTP answer may carry, so that a prober learns nothing about which check failed. Neither ever holds a secret or
+ * an expected signature.
+ *
+ * @example
+ * try {
+ *   scheme.verify({ headers, rawBody });
+ * } catch (err) {
+ *   if (!(err instanceof WebhookVerificationError)) throw err;
+ *   log.warn({ reason: err.reason }, err.message);
+ *   return { status: 401, body: { error: { message: err.publicMessage } } };
+ * }
  */
 export class WebhookVerificationError extends Error {
-  readonly publicMessage = 'Invalid webhook signature.';
+  /** The text to send back to the caller, whatever the reason. */
+  static readonly publicMessage = 'Invalid webhook signature.';
 
-  constructor(
-    readonly reason: VerificationFailureReason,
-    message: string,
-  ) {
-    super(message);
+  readonly reason: VerificationFailureReason;
+  readonly publicMessage: string = WebhookVerificationError.publicMessage;
+
+  constructor(reason: VerificationFailureReason, message: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = 'WebhookVerificationError';
+    this.reason = reason;
   }
-}
-
-/**
- * Throws `body_already_parsed` unless `body` is raw bytes: the signature covers the exact bytes, and a
- * body parser that ran first has turned them into an object or a string.
- */
-export function assertRawBody(body: unknown): asserts body is Uint8Array {
-  if (body instanceof Uint8Array) return;
-  throw new WebhookVerificationError(
-    'body_already_parsed',
-    `The request body reached the verifier as ${body === null ? 'null' : typeof body}, not as raw bytes: a body parser ran first. ` +
-      'Give the webhook route the unparsed body (mount it before express.json(), or use express.raw()).',
-  );
 }

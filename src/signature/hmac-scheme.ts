@@ -1,10 +1,15 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { assertRawBody } from './assert-raw-body.js';
 import { WebhookVerificationError } from './errors.js';
 import type { HeaderMap, SignatureScheme, SignInput, VerifiedDelivery, VerifyInput } from './types.js';
 
-/** The parts a scheme signs. `timestamp` is the header's text verbatim. */
+/** How far a delivery's timestamp may be from now, either way, unless a scheme is told otherwise. */
+export const DEFAULT_TOLERANCE_SECONDS = 300;
+
+/** The parts a scheme signs. `timestamp` is the header's text exactly as sent (never re-rendered from a number). */
 export interface SignedParts {
   timestamp: string;
+  /** The id header's value, for schemes with an `idHeader`; otherwise undefined. */
   webhookId: string | undefined;
   rawBody: Uint8Array;
 }
@@ -15,143 +20,237 @@ export interface HmacSchemeOptions {
   name?: string | undefined;
   /** One secret, or several during a rotation (any may match). */
   secrets: string | readonly string[];
-  /** Header holding the timestamp (unix seconds, or milliseconds when it has 13 digits or more). */
+  /** Header holding the timestamp: unix seconds, or milliseconds (see {@link createHmacScheme}). Any case; stored lower-case. */
   timestampHeader: string;
   /** Header holding one or more signatures. */
   signatureHeader: string;
-  /** Header holding a delivery id, when the scheme signs one. */
+  /** Header holding a delivery id, for schemes that sign one. Verification then requires it. */
   idHeader?: string | undefined;
-  /** The exact bytes to sign. */
-  signedContent(parts: SignedParts): Uint8Array;
-  /** How a signature is written. */
+  /** The exact bytes to sign. Build them with `Buffer.concat`, never by decoding `rawBody` into a string. */
+  signedContent: (parts: SignedParts) => Uint8Array;
+  /** How a signature is written. Hex is lower case, read and written. */
   encoding: 'hex' | 'base64';
-  /** Splits the signature header into candidate signatures, prefixes removed; ignores what it cannot read. */
-  parseSignatures(header: string): string[];
-  /** Writes one signature as it goes in the header. */
-  formatSignature(signature: string): string;
-  /** The HMAC key of a secret. Default: its UTF-8 bytes. */
+  /**
+   * Splits one signature header value into candidate signatures with their prefixes removed. Entries it cannot
+   * read may be returned as they are: those that are not well-formed `encoding` are skipped. Default: split on
+   * commas and whitespace.
+   */
+  parseSignatures?: ((headerValue: string) => string[]) | undefined;
+  /** Writes one encoded signature as it goes in the header (e.g. adds `v1=`). Default: as it is. */
+  formatSignature?: ((signature: string) => string) | undefined;
+  /** The HMAC key of a secret. Default: its UTF-8 bytes. Called once per secret, when the scheme is built. */
   deriveKey?: ((secret: string) => Uint8Array) | undefined;
-  /** How far the timestamp may be from now, either way. Default 300 s. */
+  /** How far the timestamp may be from now, either way, in seconds. Default 300. */
   toleranceSeconds?: number | undefined;
 }
 
-/** Timestamps of 13 digits or more are milliseconds: seconds reach 13 digits only after the year 33658. */
+/**
+ * A header value of 13 digits or more is milliseconds: as seconds it would be after the year 33658, while every
+ * millisecond timestamp since September 2001 has 13 digits.
+ */
 const MILLISECONDS_FROM = 1e12;
-
-// Lower case only, as the contract says: accepting both cases would make two spellings of one signature.
-const HEX = /^(?:[0-9a-f]{2})+$/;
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
-
-/** Normalizes the secrets option: trims nothing, refuses empty lists and empty strings. */
-export function secretList(secrets: string | readonly string[]): string[] {
-  const list = typeof secrets === 'string' ? [secrets] : [...secrets];
-  if (list.length === 0) throw new Error('A signature scheme needs at least one secret.');
-  if (list.some((secret) => typeof secret !== 'string' || secret.length === 0)) {
-    throw new Error('A webhook secret must be a non-empty string.');
-  }
-  return list;
-}
-
-function headerValue(headers: HeaderMap, name: string): string | undefined {
-  const value = headers[name];
-  if (value === undefined) return undefined;
-  return typeof value === 'string' ? value : value.join(',');
-}
+const TIMESTAMP = /^\d{1,15}$/;
+const WELL_FORMED = {
+  // Lower case only, as DESIGN.md's contract says: a signature has one spelling, so any flipped bit of the
+  // header (a case bit included) is a different, failing signature.
+  hex: /^(?:[0-9a-f]{2})+$/,
+  base64: /^[A-Za-z0-9+/]+={0,2}$/,
+} as const;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /**
- * Builds an HMAC-SHA256 signature scheme from its parts; the default and Standard Webhooks presets are
- * made with it, and so can a scheme for a sender that signs differently.
+ * Builds an HMAC-SHA256 signature scheme from its parts. The default and the Standard Webhooks presets are built
+ * with it; use it directly for a sender that names its headers or builds its signed string differently.
+ *
+ * Verification reads and checks the headers, then the signature, then the timestamp: a stale or future timestamp
+ * is only reported for a delivery whose signature is valid, so those reasons point at a real replay or a clock
+ * difference, never at forged input. Every candidate signature is compared with every secret's HMAC (lengths
+ * first, then `timingSafeEqual`), without stopping at the first match.
+ *
+ * Timestamps: whole unix seconds; a value of 13 digits or more is read as milliseconds. The signed string always
+ * holds the header's text verbatim.
  *
  * @example
+ * // A sender that puts base64 of HMAC(secret, body + ":" + timestamp) in `x-sig`:
  * const scheme = createHmacScheme({
- *   secrets: ['s3cret'], timestampHeader: 'x-ts', signatureHeader: 'x-sig', encoding: 'base64',
- *   signedContent: ({ timestamp, rawBody }) => Buffer.concat([Buffer.from(`${timestamp}:`), rawBody]),
- *   parseSignatures: (header) => header.split(','), formatSignature: (s) => s,
+ *   secrets: [process.env.SENDER_SECRET!],
+ *   timestampHeader: 'x-ts',
+ *   signatureHeader: 'x-sig',
+ *   encoding: 'base64',
+ *   signedContent: ({ timestamp, rawBody }) => Buffer.concat([rawBody, Buffer.from(`:${timestamp}`)]),
  * });
  */
 export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
+  const name = options.name ?? 'custom';
   const secrets = secretList(options.secrets);
-  const toleranceSeconds = options.toleranceSeconds ?? 300;
-  if (!(toleranceSeconds > 0) || !Number.isFinite(toleranceSeconds)) {
-    throw new Error(`toleranceSeconds must be a positive number of seconds, not ${String(toleranceSeconds)}.`);
+  const toleranceSeconds = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
+  if (typeof toleranceSeconds !== 'number' || !Number.isFinite(toleranceSeconds) || toleranceSeconds <= 0) {
+    throw new RangeError(`toleranceSeconds must be a positive number of seconds, not ${String(toleranceSeconds)}.`);
   }
+  const timestampHeader = headerName(options.timestampHeader, 'timestampHeader');
+  const signatureHeader = headerName(options.signatureHeader, 'signatureHeader');
+  const idHeader = options.idHeader === undefined ? undefined : headerName(options.idHeader, 'idHeader');
+  const headerNames = [timestampHeader, signatureHeader, ...(idHeader === undefined ? [] : [idHeader])];
+  if (new Set(headerNames).size !== headerNames.length) throw new TypeError(`The header names must differ: ${headerNames.join(', ')}.`);
+  const { encoding, signedContent } = options;
+  if (encoding !== 'hex' && encoding !== 'base64') throw new TypeError(`encoding must be 'hex' or 'base64', not ${String(encoding)}.`);
+  if (typeof signedContent !== 'function') throw new TypeError('signedContent must be a function that returns the bytes to sign.');
+  const parseSignatures = options.parseSignatures ?? ((value: string) => value.split(/[\s,]+/));
+  const formatSignature = options.formatSignature ?? ((signature: string) => signature);
   const deriveKey = options.deriveKey ?? ((secret: string) => Buffer.from(secret, 'utf8'));
-  const keys = secrets.map((secret) => deriveKey(secret));
-  const timestampHeader = options.timestampHeader.toLowerCase();
-  const signatureHeader = options.signatureHeader.toLowerCase();
-  const idHeader = options.idHeader?.toLowerCase();
-  const wellFormed = options.encoding === 'hex' ? HEX : BASE64;
 
-  const digest = (key: Uint8Array, parts: SignedParts) => createHmac('sha256', key).update(options.signedContent(parts)).digest();
+  const keyOf = (secret: string, which: string): Uint8Array => {
+    const key = deriveKey(secret);
+    if (key.length === 0) throw new WebhookVerificationError('no_secret', `${which} gives an empty HMAC key.`);
+    return key;
+  };
+  const keys = secrets.map((secret, index) => keyOf(secret, `Secret #${index + 1} of ${secrets.length}`));
+  const hmac = (key: Uint8Array, content: Uint8Array): Buffer => createHmac('sha256', key).update(content).digest();
 
   function verify(input: VerifyInput): VerifiedDelivery {
-    const timestampText = headerValue(input.headers, timestampHeader)?.trim();
-    if (!timestampText) throw new WebhookVerificationError('missing_header', `The ${timestampHeader} header is missing.`);
-    if (!/^\d{1,16}$/.test(timestampText)) {
-      throw new WebhookVerificationError('malformed_header', `The ${timestampHeader} header is not a unix timestamp (whole seconds or milliseconds).`);
+    assertRawBody(input.rawBody);
+    const nowMs = input.now === undefined ? Date.now() : Number(input.now);
+    if (!Number.isFinite(nowMs)) throw new TypeError('now must be a valid Date or a number of milliseconds since the epoch.');
+
+    const timestampText = singleValue(input.headers, timestampHeader);
+    if (!TIMESTAMP.test(timestampText)) {
+      throw new WebhookVerificationError(
+        'malformed_header',
+        `The ${timestampHeader} header is not a unix timestamp (whole seconds, or milliseconds): got ${excerpt(timestampText)}.`,
+      );
     }
-    const webhookId = idHeader ? headerValue(input.headers, idHeader)?.trim() : undefined;
-    if (idHeader && !webhookId) throw new WebhookVerificationError('missing_header', `The ${idHeader} header is missing.`);
-    const signatureText = headerValue(input.headers, signatureHeader);
-    if (!signatureText?.trim()) throw new WebhookVerificationError('missing_header', `The ${signatureHeader} header is missing.`);
-    const candidates = options
-      .parseSignatures(signatureText)
-      .filter((signature) => wellFormed.test(signature))
-      .map((signature) => Buffer.from(signature, options.encoding));
+    const webhookId = idHeader === undefined ? undefined : singleValue(input.headers, idHeader);
+    const signatureValues = allValues(input.headers, signatureHeader);
+    const candidates = signatureValues
+      .flatMap((value) => parseSignatures(value))
+      .filter((entry) => WELL_FORMED[encoding].test(entry))
+      .map((entry) => Buffer.from(entry, encoding));
     if (candidates.length === 0) {
-      throw new WebhookVerificationError('malformed_header', `The ${signatureHeader} header holds no ${options.encoding} signature this scheme can read.`);
-    }
-
-    const raw = Number(timestampText);
-    const timestamp = raw >= MILLISECONDS_FROM ? Math.floor(raw / 1000) : raw;
-    const nowSeconds = Math.floor(Number(input.now ?? Date.now()) / 1000);
-    if (nowSeconds - timestamp > toleranceSeconds) {
       throw new WebhookVerificationError(
-        'timestamp_too_old',
-        `The delivery's timestamp is ${nowSeconds - timestamp} s old, over the tolerance of ${toleranceSeconds} s (a replay, or a clock off).`,
-      );
-    }
-    if (timestamp - nowSeconds > toleranceSeconds) {
-      throw new WebhookVerificationError(
-        'timestamp_in_future',
-        `The delivery's timestamp is ${timestamp - nowSeconds} s in the future, over the tolerance of ${toleranceSeconds} s (a clock off).`,
+        'malformed_header',
+        `The ${signatureHeader} header holds no ${encoding} signature that the ${name} scheme can read: got ${excerpt(signatureValues.join(', '))}.`,
       );
     }
 
-    const parts: SignedParts = { timestamp: timestampText, webhookId, rawBody: input.rawBody };
+    const content = signedContent({ timestamp: timestampText, webhookId, rawBody: input.rawBody });
     let matchedSecretIndex = -1;
     keys.forEach((key, index) => {
-      const expected = digest(key, parts);
+      const expected = hmac(key, content);
       for (const candidate of candidates) {
-        if (candidate.length === expected.length && timingSafeEqual(candidate, expected) && matchedSecretIndex < 0) {
-          matchedSecretIndex = index;
-        }
+        const equal = candidate.length === expected.length && timingSafeEqual(candidate, expected);
+        if (equal && matchedSecretIndex < 0) matchedSecretIndex = index;
       }
     });
     if (matchedSecretIndex < 0) {
       throw new WebhookVerificationError(
         'no_matching_signature',
-        `No signature in ${signatureHeader} matches the body with any of the ${keys.length} configured secret(s). ` +
-          'Check that the raw request body reaches the verifier byte for byte (no JSON parsing and re-serialising, ' +
-          'no body parser before the webhook route), and that the secret is this endpoint\'s signing secret ' +
-          '(GET /v1/webhooks/{id}/secret).',
+        `None of the ${plural(candidates.length, 'signature')} in ${signatureHeader} matches the ${plural(input.rawBody.length, 'byte')} ` +
+          `of the body signed with any of the ${plural(keys.length, 'configured secret')}. ` +
+          'Check that the raw request body reaches the verifier byte for byte unchanged (no JSON parsing and re-serialising, ' +
+          'no body parser such as express.json() before the webhook middleware), and that the secret is this endpoint\'s ' +
+          'signing secret (GET /v1/webhooks/{id}/secret; during a rotation configure both the old and the new one).',
       );
     }
-    return { timestamp, webhookId, matchedSecretIndex };
+
+    const raw = Number(timestampText);
+    const inMilliseconds = raw >= MILLISECONDS_FROM;
+    const timestamp = inMilliseconds ? Math.floor(raw / 1000) : raw;
+    const age = Math.floor(nowMs / 1000) - timestamp;
+    const read = `The ${timestampHeader} header (${timestampText}${inMilliseconds ? ', read as milliseconds' : ''})`;
+    if (age > toleranceSeconds) {
+      throw new WebhookVerificationError(
+        'timestamp_too_old',
+        `${read} is ${age} s old, over the tolerance of ${toleranceSeconds} s. The signature is valid, so this is a replay ` +
+          'of an old delivery or the sender\'s and this machine\'s clocks differ.',
+      );
+    }
+    if (-age > toleranceSeconds) {
+      throw new WebhookVerificationError(
+        'timestamp_in_future',
+        `${read} is ${-age} s in the future, over the tolerance of ${toleranceSeconds} s. The signature is valid, so the ` +
+          'sender\'s and this machine\'s clocks differ (check NTP on this machine).',
+      );
+    }
+    return webhookId === undefined ? { timestamp, matchedSecretIndex } : { timestamp, webhookId, matchedSecretIndex };
   }
 
   function sign(input: SignInput): Record<string, string> {
-    const secret = input.secret ?? secrets[0]!;
-    const timestamp = String(input.timestamp ?? Math.floor(Date.now() / 1000));
-    const webhookId = idHeader ? (input.webhookId ?? `msg_${randomUUID()}`) : undefined;
-    const rawBody = typeof input.rawBody === 'string' ? Buffer.from(input.rawBody, 'utf8') : input.rawBody;
-    const signature = digest(deriveKey(secret), { timestamp, webhookId, rawBody }).toString(options.encoding);
+    const timestamp = input.timestamp ?? Math.floor(Date.now() / 1000);
+    if (!Number.isSafeInteger(timestamp) || timestamp < 0) {
+      throw new TypeError(`timestamp must be a whole, non-negative number of unix seconds, not ${String(timestamp)}.`);
+    }
+    const index = input.secret === undefined ? 0 : secrets.indexOf(input.secret);
+    if (index < 0 && (typeof input.secret !== 'string' || input.secret.trim() === '')) {
+      throw new WebhookVerificationError('no_secret', 'The secret passed to sign() is empty.');
+    }
+    const key = index >= 0 ? keys[index]! : keyOf(input.secret!, 'The secret passed to sign()');
+    const webhookId = idHeader === undefined ? undefined : (input.webhookId ?? `msg_${randomUUID().replaceAll('-', '')}`);
+    if (webhookId !== undefined && (webhookId === '' || webhookId !== webhookId.trim())) {
+      throw new TypeError('webhookId must be a non-empty string without surrounding whitespace.');
+    }
+    const { rawBody } = input;
+    if (typeof rawBody !== 'string' && !(rawBody instanceof Uint8Array)) throw new TypeError('rawBody must be a string or a Uint8Array.');
+    const bytes = typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody;
+    const text = String(timestamp);
+    const signature = hmac(key, signedContent({ timestamp: text, webhookId, rawBody: bytes })).toString(encoding);
     return {
-      [timestampHeader]: timestamp,
-      [signatureHeader]: options.formatSignature(signature),
-      ...(idHeader && webhookId ? { [idHeader]: webhookId } : {}),
+      ...(idHeader === undefined || webhookId === undefined ? {} : { [idHeader]: webhookId }),
+      [timestampHeader]: text,
+      [signatureHeader]: formatSignature(signature),
     };
   }
 
-  return { name: options.name ?? 'custom', headerNames: [timestampHeader, signatureHeader, ...(idHeader ? [idHeader] : [])], verify, sign };
+  return { name, headerNames, verify, sign };
+}
+
+function secretList(secrets: unknown): string[] {
+  const list: unknown[] | undefined = typeof secrets === 'string' ? [secrets] : Array.isArray(secrets) ? [...secrets] : undefined;
+  if (list === undefined || list.length === 0) {
+    throw new WebhookVerificationError(
+      'no_secret',
+      'No webhook signing secret is configured: pass this endpoint\'s secret (GET /v1/webhooks/{id}/secret), or several during a rotation.',
+    );
+  }
+  list.forEach((secret, index) => {
+    if (typeof secret !== 'string' || secret.trim() === '') {
+      const what = typeof secret !== 'string' ? `a ${secret === null ? 'null' : typeof secret}, not a string` : secret === '' ? 'empty' : 'only whitespace';
+      throw new WebhookVerificationError('no_secret', `Webhook secret #${index + 1} of ${list.length} is ${what}.`);
+    }
+  });
+  return list as string[];
+}
+
+function headerName(value: unknown, option: string): string {
+  if (typeof value !== 'string' || !HEADER_NAME.test(value)) throw new TypeError(`${option} must be an HTTP header name, not ${String(value)}.`);
+  return value.toLowerCase();
+}
+
+function lookup(headers: HeaderMap, name: string): string | readonly string[] | undefined {
+  if (Object.hasOwn(headers, name)) return headers[name];
+  // Names are meant to be lower-case already; a hand-built map with `X-Webhook-Signature` still works.
+  const key = Object.keys(headers).find((candidate) => candidate.toLowerCase() === name);
+  return key === undefined ? undefined : headers[key];
+}
+
+function allValues(headers: HeaderMap, name: string): string[] {
+  const value = lookup(headers, name);
+  const values = (value === undefined ? [] : typeof value === 'string' ? [value] : [...value]).map((v) => v.trim()).filter((v) => v !== '');
+  if (values.length === 0) throw new WebhookVerificationError('missing_header', `The ${name} header is missing${value === undefined ? '' : ' (present but empty)'}.`);
+  return values;
+}
+
+/** A header that must hold one value: repeats are tolerated only when identical (a proxy may duplicate one). */
+function singleValue(headers: HeaderMap, name: string): string {
+  const distinct = [...new Set(allValues(headers, name))];
+  if (distinct.length > 1) throw new WebhookVerificationError('malformed_header', `The ${name} header was sent ${distinct.length} times with different values.`);
+  return distinct[0]!;
+}
+
+/** Attacker-controlled text for a log line: quoted (so control characters are escaped) and cut short. */
+function excerpt(text: string): string {
+  return JSON.stringify(text.length > 24 ? `${text.slice(0, 24)}…` : text);
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }

@@ -1,5 +1,6 @@
+export { assertRawBody } from './assert-raw-body.js';
 export { createDefaultScheme, type DefaultSchemeOptions } from './default-scheme.js';
-export { assertRawBody, WebhookVerificationError, type VerificationFailureReason } from './errors.js';
-export { createHmacScheme, type HmacSchemeOptions, type SignedParts } from './hmac-scheme.js';
+export { WebhookVerificationError, type VerificationFailureReason } from './errors.js';
+export { createHmacScheme, DEFAULT_TOLERANCE_SECONDS, type HmacSchemeOptions, type SignedParts } from './hmac-scheme.js';
 export { createStandardWebhooksScheme, type StandardWebhooksSchemeOptions } from './standard-webhooks-scheme.js';
 export type { HeaderMap, SignatureScheme, SignInput, VerifiedDelivery, VerifyInput } from './types.js';

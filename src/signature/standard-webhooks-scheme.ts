@@ -5,44 +5,52 @@ import type { SignatureScheme } from './types.js';
 export interface StandardWebhooksSchemeOptions {
   /** `whsec_<base64>` secrets (the prefix is optional); several during a rotation. */
   secrets: string | readonly string[];
-  /** Default 300 s, either way. */
+  /** How far `webhook-timestamp` may be from now, either way. Default 300 s. */
   toleranceSeconds?: number | undefined;
 }
 
-const PREFIX = 'whsec_';
+const SECRET_PREFIX = 'whsec_';
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-/** The key bytes of a Standard Webhooks secret: base64 after the optional `whsec_` prefix, as the reference library reads it. */
+/**
+ * The key bytes of a Standard Webhooks secret: the base64 after the `whsec_` prefix, or the whole string read as
+ * base64 when there is no prefix, as the reference library does. Padding may be left off; anything that is not
+ * base64 is refused (the reference library sometimes drops a stray last character silently instead).
+ */
 function standardWebhooksKey(secret: string): Uint8Array {
-  const encoded = secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret;
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) {
-    throw new Error('A Standard Webhooks secret is base64 after the optional whsec_ prefix.');
+  const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
+  if (!BASE64.test(encoded) || encoded.replace(/=+$/, '').length % 4 === 1 || (encoded.includes('=') && encoded.length % 4 !== 0)) {
+    throw new TypeError(`A Standard Webhooks secret is "${SECRET_PREFIX}" followed by base64 (or bare base64); this one is not.`);
   }
   return Buffer.from(encoded, 'base64');
 }
 
 /**
- * The Standard Webhooks preset: headers `webhook-id`, `webhook-timestamp` and `webhook-signature`
- * (space-separated `v1,<base64>` entries), signed content `<id>.<timestamp>.<body>`, `whsec_` secrets.
+ * The Standard Webhooks preset (https://www.standardwebhooks.com): headers `webhook-id`, `webhook-timestamp`
+ * (unix seconds) and `webhook-signature` (space-separated `v1,<base64>` entries; other versions such as `v1a` are
+ * ignored), signed content `<id>.<timestamp>.<raw body>`, HMAC-SHA256 keyed with the base64-decoded secret.
+ * Verifies what the `standardwebhooks` package signs and signs what it verifies.
  *
  * @example
  * const scheme = createStandardWebhooksScheme({ secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] });
+ * const { webhookId } = scheme.verify({ headers: req.headers, rawBody });
  */
 export function createStandardWebhooksScheme(options: StandardWebhooksSchemeOptions): SignatureScheme {
   return createHmacScheme({
     name: 'standard-webhooks',
     secrets: options.secrets,
     toleranceSeconds: options.toleranceSeconds,
+    idHeader: 'webhook-id',
     timestampHeader: 'webhook-timestamp',
     signatureHeader: 'webhook-signature',
-    idHeader: 'webhook-id',
     encoding: 'base64',
     deriveKey: standardWebhooksKey,
     signedContent: ({ webhookId, timestamp, rawBody }) => Buffer.concat([Buffer.from(`${webhookId}.${timestamp}.`, 'utf8'), rawBody]),
-    parseSignatures: (header) =>
-      header
-        .split(' ')
-        .filter((entry) => entry.startsWith('v1,'))
-        .map((entry) => entry.slice(3)),
+    parseSignatures: (value) =>
+      value.split(/\s+/).flatMap((entry) => {
+        const [version, signature] = entry.split(',');
+        return version === 'v1' && signature !== undefined ? [signature] : [];
+      }),
     formatSignature: (signature) => `v1,${signature}`,
   });
 }

@@ -2,23 +2,41 @@ import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { createStandardWebhooksScheme } from '../../src/signature/index.js';
+import { bytes, failure, NOW, NOW_MS } from './support.js';
 
+// The reference package is the oracle here: it signs and verifies with its own HMAC and base64 code.
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-const OTHER = 'whsec_' + Buffer.from('another 24 byte secret..').toString('base64');
+const OTHER = `whsec_${Buffer.from('another secret of 32 bytes......').toString('base64')}`;
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+const msgId = fc.stringMatching(/^msg_[A-Za-z0-9_-]{1,30}$/);
 
 describe('the Standard Webhooks preset against the standardwebhooks package', () => {
-  const scheme = createStandardWebhooksScheme({ secrets: [SECRET] });
+  const scheme = createStandardWebhooksScheme({ secrets: SECRET });
   const reference = new Webhook(SECRET);
+
+  it('names its headers', () => {
+    expect(scheme.name).toBe('standard-webhooks');
+    expect([...scheme.headerNames].sort()).toEqual(['webhook-id', 'webhook-signature', 'webhook-timestamp']);
+  });
 
   it('verifies what the package signs', () => {
     fc.assert(
-      fc.property(fc.json(), fc.stringMatching(/^msg_[A-Za-z0-9]{1,20}$/), (payload, id) => {
-        const timestamp = new Date(Math.floor(Date.now() / 1000) * 1000);
-        const signature = reference.sign(id, timestamp, payload);
-        const headers = { 'webhook-id': id, 'webhook-timestamp': String(timestamp.getTime() / 1000), 'webhook-signature': signature };
-        expect(scheme.verify({ headers, rawBody: Buffer.from(payload, 'utf8') }).webhookId).toBe(id);
+      fc.property(fc.json(), msgId, fc.integer({ min: -300, max: 300 }), (payload, id, offset) => {
+        const seconds = NOW + offset;
+        const headers = { 'webhook-id': id, 'webhook-timestamp': String(seconds), 'webhook-signature': reference.sign(id, new Date(seconds * 1000), payload) };
+        expect(scheme.verify({ headers, rawBody: bytes(payload), now: NOW_MS })).toEqual({ timestamp: seconds, webhookId: id, matchedSecretIndex: 0 });
       }),
-      { numRuns: 50 },
+      { numRuns: 100 },
+    );
+  });
+
+  it('signs exactly what the package signs', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 200 }), msgId, (payload, id) => {
+        const ours = scheme.sign({ rawBody: payload, webhookId: id, timestamp: NOW });
+        expect(ours).toEqual({ 'webhook-id': id, 'webhook-timestamp': String(NOW), 'webhook-signature': reference.sign(id, new Date(NOW_MS), payload) });
+      }),
+      { numRuns: 100 },
     );
   });
 
@@ -26,36 +44,105 @@ describe('the Standard Webhooks preset against the standardwebhooks package', ()
     fc.assert(
       fc.property(fc.json(), (payload) => {
         const headers = scheme.sign({ rawBody: payload });
-        expect(() => reference.verify(payload, headers)).not.toThrow();
+        expect(headers['webhook-id']).toMatch(/^msg_[0-9a-f]{32}$/);
+        expect(reference.verify(payload, headers)).toEqual(JSON.parse(payload));
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('rotation: the package signing with either secret verifies, and the package verifies what we sign with each', () => {
+    const rotating = createStandardWebhooksScheme({ secrets: [OTHER, SECRET] });
+    const payload = '{"eventId":"evt_rot"}';
+    const ts = nowSeconds();
+    const base = { 'webhook-id': 'msg_rot', 'webhook-timestamp': String(ts) };
+    const byOld = reference.sign('msg_rot', new Date(ts * 1000), payload);
+    const byNew = new Webhook(OTHER).sign('msg_rot', new Date(ts * 1000), payload);
+    expect(rotating.verify({ headers: { ...base, 'webhook-signature': byOld }, rawBody: bytes(payload) }).matchedSecretIndex).toBe(1);
+    expect(rotating.verify({ headers: { ...base, 'webhook-signature': byNew }, rawBody: bytes(payload) }).matchedSecretIndex).toBe(0);
+    // A sender mid-rotation sends both signatures in one header.
+    expect(rotating.verify({ headers: { ...base, 'webhook-signature': `${byOld} ${byNew}` }, rawBody: bytes(payload) }).matchedSecretIndex).toBe(0);
+    expect(() => reference.verify(payload, rotating.sign({ rawBody: payload, secret: SECRET }))).not.toThrow();
+    expect(() => new Webhook(OTHER).verify(payload, rotating.sign({ rawBody: payload }))).not.toThrow();
+    expect(() => reference.verify(payload, rotating.sign({ rawBody: payload }))).toThrow(/No matching signature/);
+  });
+
+  it('several secrets: whichever the package used is found', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.uint8Array({ minLength: 24, maxLength: 32 }), { minLength: 2, maxLength: 4, selector: (k) => Buffer.from(k).toString('hex') }), fc.nat(), (keys, seed) => {
+        const secrets = keys.map((key) => `whsec_${Buffer.from(key).toString('base64')}`);
+        const index = seed % secrets.length;
+        const payload = '{"a":1}';
+        const headers = { 'webhook-id': 'msg_k', 'webhook-timestamp': String(NOW), 'webhook-signature': new Webhook(secrets[index]!).sign('msg_k', new Date(NOW_MS), payload) };
+        expect(createStandardWebhooksScheme({ secrets }).verify({ headers, rawBody: bytes(payload), now: NOW_MS }).matchedSecretIndex).toBe(index);
       }),
       { numRuns: 50 },
     );
   });
 
-  it('rotation: either secret verifies, and the package agrees with each', () => {
-    const rotating = createStandardWebhooksScheme({ secrets: [OTHER, SECRET] });
-    const payload = '{"eventId":"evt_rot"}';
-    const signedByOld = { 'webhook-id': 'msg_1', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)) };
-    const oldSig = reference.sign('msg_1', new Date(Number(signedByOld['webhook-timestamp']) * 1000), payload);
-    const newSig = new Webhook(OTHER).sign('msg_1', new Date(Number(signedByOld['webhook-timestamp']) * 1000), payload);
-    const both = { ...signedByOld, 'webhook-signature': `${newSig} ${oldSig}` };
-    expect(rotating.verify({ headers: both, rawBody: Buffer.from(payload) }).matchedSecretIndex).toBe(0);
-    expect(rotating.verify({ headers: { ...signedByOld, 'webhook-signature': oldSig }, rawBody: Buffer.from(payload) }).matchedSecretIndex).toBe(1);
-    const headers = rotating.sign({ rawBody: payload, secret: SECRET });
-    expect(() => reference.verify(payload, headers)).not.toThrow();
+  it('a secret without the whsec_ prefix is read as base64, as the package reads it (padded or not)', () => {
+    const key = Buffer.from('0123456789abcdef0123456789abcde'); // 31 bytes: its base64 has padding
+    const padded = key.toString('base64');
+    const unpadded = padded.replace(/=+$/, '');
+    expect(unpadded).not.toBe(padded);
+    for (const secret of [padded, unpadded, `whsec_${padded}`, `whsec_${unpadded}`]) {
+      const ours = createStandardWebhooksScheme({ secrets: secret }).sign({ rawBody: '{}', webhookId: 'msg_p', timestamp: NOW });
+      expect(ours['webhook-signature']).toBe(new Webhook(secret).sign('msg_p', new Date(NOW_MS), '{}'));
+      expect(ours['webhook-signature']).toBe(new Webhook(`whsec_${padded}`).sign('msg_p', new Date(NOW_MS), '{}'));
+    }
   });
 
-  it('refuses a missing webhook-id, and a signature of another message id', () => {
-    const payload = '{}';
-    const headers = scheme.sign({ rawBody: payload, webhookId: 'msg_a' });
+  it('refuses a secret that is not base64, where the package also fails or silently drops a character', () => {
+    for (const secret of ['whsec_not base64!', 'whsec_abc-_def', 'not base64 at all']) {
+      expect(() => new Webhook(secret)).toThrow();
+      expect(() => createStandardWebhooksScheme({ secrets: secret })).toThrow(/"whsec_" followed by base64/);
+    }
+    // Five characters: the package ignores the last one; we refuse rather than guess.
+    expect(() => new Webhook('whsec_YWJjZ')).not.toThrow();
+    expect(() => createStandardWebhooksScheme({ secrets: 'whsec_YWJjZ' })).toThrow(/base64/);
+  });
+
+  it('signs and verifies bodies that are not UTF-8 over their bytes', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 512 }), msgId, (body, id) => {
+        const headers = scheme.sign({ rawBody: body, webhookId: id, timestamp: NOW });
+        expect(scheme.verify({ headers, rawBody: body, now: NOW_MS }).webhookId).toBe(id);
+      }),
+    );
+  });
+
+  it('ignores entries of other versions (v1a, v2) and reads entries separated by several spaces', () => {
+    const headers = scheme.sign({ rawBody: '{}', webhookId: 'msg_v', timestamp: NOW });
+    const v1 = headers['webhook-signature']!;
+    const b64 = v1.slice('v1,'.length);
+    const withOthers = { ...headers, 'webhook-signature': `v1a,${b64}  v2,${b64} ${v1}` };
+    expect(scheme.verify({ headers: withOthers, rawBody: bytes('{}'), now: NOW_MS }).timestamp).toBe(NOW);
+    const onlyOthers = { ...headers, 'webhook-signature': `v1a,${b64} v2,${b64}` };
+    expect(failure(() => scheme.verify({ headers: onlyOthers, rawBody: bytes('{}'), now: NOW_MS })).reason).toBe('malformed_header');
+  });
+
+  it('a missing webhook-id, another message id, a changed body, a stale timestamp', () => {
+    const payload = bytes('{}');
+    const headers = scheme.sign({ rawBody: payload, webhookId: 'msg_a', timestamp: NOW });
     const { 'webhook-id': _id, ...withoutId } = headers;
-    expect(() => scheme.verify({ headers: withoutId, rawBody: Buffer.from(payload) })).toThrow(/webhook-id header is missing/);
-    expect(() => scheme.verify({ headers: { ...headers, 'webhook-id': 'msg_b' }, rawBody: Buffer.from(payload) })).toThrow(/No signature/);
+    const missing = failure(() => scheme.verify({ headers: withoutId, rawBody: payload, now: NOW_MS }));
+    expect([missing.reason, missing.message]).toEqual(['missing_header', 'The webhook-id header is missing.']);
+    expect(failure(() => scheme.verify({ headers: { ...headers, 'webhook-id': 'msg_b' }, rawBody: payload, now: NOW_MS })).reason).toBe('no_matching_signature');
+    expect(failure(() => scheme.verify({ headers, rawBody: bytes('{ }'), now: NOW_MS })).reason).toBe('no_matching_signature');
+    expect(failure(() => scheme.verify({ headers, rawBody: payload, now: NOW_MS + 301_000 })).reason).toBe('timestamp_too_old');
+    expect(failure(() => scheme.verify({ headers, rawBody: payload, now: NOW_MS - 301_000 })).reason).toBe('timestamp_in_future');
+    expect(scheme.verify({ headers, rawBody: payload, now: NOW_MS + 300_000 }).timestamp).toBe(NOW);
   });
 
-  it('takes secrets with or without the whsec_ prefix, as the package does, and refuses non-base64 ones', () => {
-    const bare = createStandardWebhooksScheme({ secrets: [SECRET.slice('whsec_'.length)] });
-    expect(() => reference.verify('{}', bare.sign({ rawBody: '{}' }))).not.toThrow();
-    expect(() => createStandardWebhooksScheme({ secrets: ['whsec_not base64!'] })).toThrow(/base64/);
+  it('flipping any single bit of the signature bytes fails', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), fc.integer({ min: 0, max: 255 }), (body, bit) => {
+        const headers = scheme.sign({ rawBody: body, webhookId: 'msg_f', timestamp: NOW });
+        const signature = Buffer.from(headers['webhook-signature']!.slice('v1,'.length), 'base64');
+        signature[bit >> 3]! ^= 1 << (bit & 7);
+        const tampered = { ...headers, 'webhook-signature': `v1,${signature.toString('base64')}` };
+        expect(failure(() => scheme.verify({ headers: tampered, rawBody: body, now: NOW_MS })).reason).toBe('no_matching_signature');
+      }),
+    );
   });
 });
