@@ -1,0 +1,61 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { exampleEvent } from '../../src/events/index.js';
+import { createDefaultScheme } from '../../src/signature/index.js';
+import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
+import { post, signedDelivery } from '../helpers/deliveries.js';
+import { waitFor } from '../helpers/inbox.js';
+
+const handlers = fileURLToPath(new URL('../fixtures/handlers.ts', import.meta.url));
+const scheme = createDefaultScheme({ secrets: ['serve-secret'] });
+
+describe('payhooks serve with handlers', () => {
+  it('runs receiver and worker together: a delivery is handled once and ends done; /healthz, /readyz and /metrics answer', { timeout: 90_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));
+    const handled = join(dir, 'handled.txt');
+    const env = { PAYHOOKS_WEBHOOK_SECRET: 'serve-secret', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '', HANDLED_FILE: handled };
+    const serve = spawnCli(['serve', '--handlers', handlers], env, dir);
+    const done = collect(serve, 80_000);
+    const url = String((await waitForLog(serve, /receiving webhooks/)).url);
+    const base = url.replace(/\/webhooks$/, '');
+
+    const event = exampleEvent('INVOICE_PAID', { eventId: 'evt_served' });
+    expect((await post(url, signedDelivery(scheme, event))).status).toBe(200);
+    expect((await post(url, signedDelivery(scheme, event))).body).toEqual({ received: true, duplicate: true });
+    await waitFor(() => {
+      try {
+        return readFileSync(handled, 'utf8').length > 0;
+      } catch {
+        return false;
+      }
+    }, 'the handler to run');
+
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    expect(await (await fetch(`${base}/readyz`)).json()).toEqual({ ready: true });
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/payhooks_webhook_responses_total\{status="200"\} 2/);
+
+    serve.kill('SIGTERM');
+    expect((await done).code).toBe(0);
+    expect(readFileSync(handled, 'utf8')).toBe(`evt_served ${event.data.invoiceId}\n`);
+    const listed = JSON.parse((await runCli(['events', 'list', '--json'], {}, dir)).stdout) as { status: string }[];
+    expect(listed.map((e) => e.status)).toEqual(['done']);
+  });
+
+  it('--role receiver stores without running handlers; the events stay pending', { timeout: 90_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));
+    const env = { PAYHOOKS_WEBHOOK_SECRET: 'serve-secret', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '', HANDLED_FILE: join(dir, 'handled.txt') };
+    const serve = spawnCli(['serve', '--role', 'receiver', '--handlers', handlers], env, dir);
+    const done = collect(serve, 80_000);
+    const url = String((await waitForLog(serve, /receiving webhooks/)).url);
+    expect((await post(url, signedDelivery(scheme, exampleEvent('INVOICE_PAID', { eventId: 'evt_kept' })))).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1500));
+    serve.kill('SIGTERM');
+    expect((await done).code).toBe(0);
+    const listed = JSON.parse((await runCli(['events', 'list', '--json'], {}, dir)).stdout) as { status: string }[];
+    expect(listed.map((e) => e.status)).toEqual(['pending']);
+  });
+});
