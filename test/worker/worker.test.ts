@@ -151,6 +151,20 @@ describe.each(backends)('worker on $name', (backend) => {
     });
   });
 
+  describe.skipIf(!backend.available)('waking', () => {
+    it('an event stored by someone else wakes the worker through LISTEN/NOTIFY, with polling out of the way', async () => {
+      const { store, hooks } = await setup({ pollIntervalMs: 600_000 });
+      const handled: string[] = [];
+      hooks.on('CUSTOMER_CREATED', (event) => void handled.push(event.eventId));
+      await hooks.start();
+      await new Promise((r) => setTimeout(r, 200));
+      // Stored straight into the table (not through this instance's receiver): only the insert trigger's NOTIFY can wake it.
+      await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_notified' }));
+      await waitFor(() => handled.length === 1, 'the notified event to run', 5000);
+      expect(handled).toEqual(['evt_notified']);
+    });
+  });
+
   describe.skipIf(!backend.available)('ordering', () => {
     it('events of one resource never overlap and run in the order received', async () => {
       const { store, hooks } = await setup({ concurrency: 6 });
