@@ -45,8 +45,6 @@ export interface Worker {
    * and gives unfinished leases back.
    */
   stop(timeoutMs?: number): Promise<void>;
-  /** Resolves when nothing is running or queued (tests and one-shot runs). */
-  idle(): Promise<void>;
 }
 
 interface InFlight {
@@ -90,14 +88,21 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   let pollTimer: NodeJS.Timeout | undefined;
   let unlisten: (() => Promise<void>) | undefined;
 
+  let pumped: Promise<void> = Promise.resolve();
+
   /** Claims as many events as there are free slots, until none is due. */
-  async function pump(): Promise<void> {
-    if (!running) return;
+  function pump(): Promise<void> {
+    if (!running) return pumped;
     if (pumping) {
       pumpAgain = true;
-      return;
+      return pumped;
     }
     pumping = true;
+    pumped = claimWhileDue();
+    return pumped;
+  }
+
+  async function claimWhileDue(): Promise<void> {
     try {
       do {
         pumpAgain = false;
@@ -128,7 +133,15 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     const lease: Lease = { eventId: event.eventId, workerId };
     const log = logger.child({ eventId: event.eventId, eventType: event.eventType, attempt: event.attempt });
     try {
-      const parsed = parseEvent(JSON.parse(event.rawBody));
+      let json: unknown;
+      try {
+        json = JSON.parse(event.rawBody);
+      } catch {
+        // The receiver only stores JSON; a row written by other means can still be broken, and retrying won't mend it.
+        await finishEvent(store, lease, 'invalid', 'The stored body is not valid JSON.');
+        return;
+      }
+      const parsed = parseEvent(json);
       if (!parsed.ok) {
         await finishEvent(store, lease, 'invalid', parsed.error.message);
         log.warn({ issues: parsed.error.issues.map((i) => i.path) }, 'event data does not match its schema; marked invalid');
@@ -235,6 +248,9 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       running = false;
       clearInterval(pollTimer);
       await unlisten?.().catch(() => undefined);
+      // Let a claim under way land, then drop what has not started: those leases are given back below.
+      await pumped;
+      queue.clear();
       const drained = queue.onIdle();
       let timer: NodeJS.Timeout | undefined;
       const finished = await Promise.race([drained.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)))]);
@@ -243,16 +259,9 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         logger.warn({ running: inFlight.size }, 'handlers still running at the stop timeout; aborting them');
         for (const entry of inFlight.values()) entry.abort.abort(new Error('worker shutting down'));
       }
-      queue.clear();
       const held = [...inFlight.values()].map((entry) => ({ eventId: entry.event.eventId, started: entry.started }));
       const released = await releaseLeases(store, workerId, held).catch(() => 0);
       logger.info({ workerId, released }, 'worker stopped');
-    },
-    async idle() {
-      while (pumping || inFlight.size > 0 || queue.size > 0 || queue.pending > 0) {
-        await queue.onIdle();
-        await new Promise((r) => setTimeout(r, 5));
-      }
     },
   };
 }

@@ -151,6 +151,44 @@ describe.each(backends)('worker on $name', (backend) => {
     });
   });
 
+  describe.skipIf(!backend.available)('stopping', () => {
+    it('stop lets a running handler finish, and claims nothing more', async () => {
+      const { store, hooks: instance } = await setup({ concurrency: 2 });
+      const finished: string[] = [];
+      instance.on('INVOICE_CREATED', async (event) => {
+        await new Promise((r) => setTimeout(r, 400));
+        finished.push(event.eventId);
+      });
+      // Same invoice: evt_b waits behind evt_a, and is still waiting when the stop comes.
+      await putEvent(store, exampleEvent('INVOICE_CREATED', { eventId: 'evt_a' }));
+      await putEvent(store, exampleEvent('INVOICE_CREATED', { eventId: 'evt_b' }));
+      await instance.start();
+      await waitFor(async () => (await getEvent(store, 'evt_a'))?.status === 'processing', 'evt_a to start');
+      hooks = undefined;
+      await instance.stop(5000);
+      expect(finished).toEqual(['evt_a']);
+      expect(await getEvent(store, 'evt_a')).toMatchObject({ status: 'done', attempts: 1 });
+      expect(await getEvent(store, 'evt_b')).toMatchObject({ status: 'pending', attempts: 0 });
+    });
+
+    it('a handler still running at the stop timeout is aborted and its lease given back at once', async () => {
+      const { store, hooks: instance } = await setup({ leaseMs: 60_000 });
+      let aborted = false;
+      instance.on('CUSTOMER_CREATED', async (_event, ctx) => {
+        ctx.signal.addEventListener('abort', () => (aborted = true));
+        await new Promise((r) => setTimeout(r, 3000));
+      });
+      await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_stuck' }));
+      await instance.start();
+      await waitFor(async () => (await getEvent(store, 'evt_stuck'))?.status === 'processing', 'evt_stuck to start');
+      hooks = undefined;
+      await instance.stop(200);
+      expect(aborted).toBe(true);
+      const row = await store.db.selectFrom('inbox_events').select(['status', 'lease_owner', 'attempts']).where('event_id', '=', 'evt_stuck').executeTakeFirstOrThrow();
+      expect(row).toEqual({ status: 'pending', lease_owner: null, attempts: 1 });
+    });
+  });
+
   describe.skipIf(!backend.available)('waking', () => {
     it('an event stored by someone else wakes the worker through LISTEN/NOTIFY, with polling out of the way', async () => {
       const { store, hooks } = await setup({ pollIntervalMs: 600_000 });
