@@ -1,20 +1,34 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 
-/** A loopback TCP proxy that can be cut and restored, to take a real server away from the code under test. */
+/** A loopback TCP proxy that can take a real server away from the code under test, and give it back. */
 export interface TcpProxy {
   readonly port: number;
   /** Drops every open connection and refuses new ones. */
   cut(): Promise<void>;
   /** Accepts connections again, on the same port. */
   restore(): Promise<void>;
+  /** Keeps connections open but holds back every byte both ways: the server seems to hang. */
+  stall(): void;
+  /** Delivers what was held back and forwards again. */
+  resume(): void;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
+  const held: { to: Socket; chunk: Buffer }[] = [];
+  let stalled = false;
   let server: Server | undefined;
   let port = 0;
+
+  const forward = (from: Socket, to: Socket) => {
+    from.on('data', (chunk: Buffer) => {
+      if (stalled) held.push({ to, chunk });
+      else to.write(chunk);
+    });
+    from.on('close', () => to.destroy());
+  };
 
   const open = () =>
     new Promise<void>((resolve) => {
@@ -25,9 +39,8 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
           socket.on('close', () => sockets.delete(socket));
           socket.on('error', () => undefined);
         }
-        client.pipe(upstream).pipe(client);
-        client.on('close', () => upstream.destroy());
-        upstream.on('close', () => client.destroy());
+        forward(client, upstream);
+        forward(upstream, client);
       });
       server.listen(port, '127.0.0.1', () => {
         port = (server!.address() as AddressInfo).port;
@@ -36,6 +49,7 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     });
   const shut = () =>
     new Promise<void>((resolve) => {
+      held.length = 0;
       for (const socket of sockets) socket.destroy();
       if (!server) return resolve();
       server.close(() => resolve());
@@ -49,6 +63,13 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     },
     cut: shut,
     restore: open,
+    stall() {
+      stalled = true;
+    },
+    resume() {
+      stalled = false;
+      for (const { to, chunk } of held.splice(0)) if (!to.destroyed) to.write(chunk);
+    },
     close: shut,
   };
 }

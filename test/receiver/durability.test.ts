@@ -91,6 +91,34 @@ describe.skipIf(!pgUrl)('durability on the real PostgreSQL server', () => {
       await proxy.close();
     }
   });
+
+  it('a database that hangs past the ack budget gets 503, and the retry after it answers is stored once', async () => {
+    const proxy = await startTcpProxy(Number(new URL(pgUrl!).port || 5432), new URL(pgUrl!).hostname);
+    const viaProxy = new URL(pgUrl!);
+    viaProxy.port = String(proxy.port);
+    const hooks = createPayhooks({ secret: SECRET, database: { url: viaProxy.toString(), schema: store.schema }, ackBudgetMs: 500, logger });
+    const { url, close } = await listen(createServer(hooks.node()));
+    try {
+      expect((await post(`${url}/webhooks`, signedDelivery(scheme, envelope('hang_warmup')))).status).toBe(200);
+      proxy.stall();
+      const started = Date.now();
+      const during = await post(`${url}/webhooks`, signedDelivery(scheme, envelope('hang_1')));
+      const waited = Date.now() - started;
+      expect(during.status).toBe(503);
+      expect(waited).toBeGreaterThanOrEqual(450);
+      expect(waited).toBeLessThan(5000);
+      proxy.resume();
+      // The sender retries; the late insert may have landed meanwhile, so the answer is stored or duplicate.
+      const retried = await post(`${url}/webhooks`, signedDelivery(scheme, envelope('hang_1')));
+      expect(retried.status).toBe(200);
+      const row = await store.db.selectFrom('inbox_events').select(['event_id', 'deliveries']).where('event_id', '=', 'hang_1').executeTakeFirstOrThrow();
+      expect(row.deliveries).toBeGreaterThanOrEqual(1);
+    } finally {
+      await close();
+      await hooks.close();
+      await proxy.close();
+    }
+  });
 });
 
 describe('a 50 MiB body', () => {
