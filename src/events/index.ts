@@ -6,3 +6,4 @@ export { EventParseError, parseEvent, parseEventOrThrow, type EventIssue, type P
 export { amount as amountSchema, currency as currencySchema, dateTime as dateTimeSchema, metadataPairSchema, type Infer, type Known } from './primitives.js';
 export { resourceKeyOf } from './resource-key.js';
 export * from './resources.js';
+export * from './api.js';
