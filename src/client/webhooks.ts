@@ -1,0 +1,37 @@
+import {
+  createWebhookInputSchema,
+  rotatedWebhookSecretSchema,
+  webhookEndpointSchema,
+  webhookSecretSchema,
+  type CreateWebhookInput,
+  type RotatedWebhookSecret,
+  type WebhookEndpoint,
+  type WebhookSecret,
+} from '../events/api.js';
+import { ApiResource } from './api-resource.js';
+import type { RequestOptions } from './http-transport.js';
+
+/** Webhook endpoints: create, read and rotate the signing secret (spec). */
+export class Webhooks extends ApiResource {
+  /**
+   * Creates an endpoint. The URL must be https (http only for localhost / 127.0.0.1) and every event type
+   * known; both are checked before any request.
+   *
+   * @example
+   * const endpoint = await client.webhooks.create({ url: 'https://example.com/webhooks', description: 'sync', enabledEvents: ['INVOICE_PAID', 'PAYMENT_COMPLETED'] });
+   * const { secret } = await client.webhooks.getSecret(endpoint.id);
+   */
+  async create(input: CreateWebhookInput, options?: RequestOptions): Promise<WebhookEndpoint> {
+    return this.transport.post(this.basePath, { schema: createWebhookInputSchema, value: input }, webhookEndpointSchema, options);
+  }
+
+  /** Reads the endpoint's signing secret (`GET /v1/webhooks/{id}/secret`). */
+  async getSecret(webhookId: string, options?: RequestOptions): Promise<WebhookSecret> {
+    return this.transport.get(this.at(webhookId, 'secret'), webhookSecretSchema, options);
+  }
+
+  /** Replaces the signing secret (`POST /v1/webhooks/{id}/secret/rotate`, no body). Keep accepting the old one until it expires. */
+  async rotateSecret(webhookId: string, options?: RequestOptions): Promise<RotatedWebhookSecret> {
+    return this.transport.post(this.at(webhookId, 'secret', 'rotate'), undefined, rotatedWebhookSecretSchema, options);
+  }
+}
