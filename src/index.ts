@@ -29,3 +29,41 @@ export { createWorker, type Worker, type WorkerOptions } from './worker/worker.j
 export { backoffDelay, type BackoffOptions } from './worker/backoff.js';
 
 export { createLogger, REDACTED_PATHS } from './logger.js';
+
+// Simulator
+export {
+  startSimulator,
+  triggerEvent,
+  signDelivery,
+  buildOpenApiDocument,
+  openApiYaml,
+  resolveSimulatorOptions,
+  seededRandom,
+  SimulatorOptionError,
+  SIMULATOR_DEFAULTS,
+  RETRY_DELAYS_MS,
+  REORDER_WINDOW_MS,
+  OPENAPI_DOCUMENT_VERSION,
+  type Simulator,
+  type SimulatorOptions,
+  type ResolvedSimulatorOptions,
+  type RandomSource,
+  type DeliveryAttempt,
+  type DeliveryPost,
+  type DeliveryRecord,
+  type DeliveryRecordFilter,
+  type DeliveryStatus,
+  type EmittedEvent,
+  type OpenApiDocument,
+  type Route as SimulatorRoute,
+  type TriggerOptions,
+  type TriggerResult,
+} from './simulator/index.js';
+
+// API client
+export * from './client/index.js';
+export {
+  createPostgresRateLimiter,
+  type PostgresRateLimiter,
+  type PostgresRateLimiterOptions,
+} from './store/rate-budget.js';

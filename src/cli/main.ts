@@ -9,10 +9,12 @@ import { EVENT_STATUSES } from '../store/schema.js';
 import { readServiceEnv } from './config.js';
 import { startService, type ServiceRole } from './service.js';
 import { loadHandlers } from './load-handlers.js';
+import { runSimulate, simulateOptionParsers, type SimulateCommandOptions } from './simulate-command.js';
+import { runTrigger } from './trigger-command.js';
 
 const ENVIRONMENT_HELP = `
 Environment:
-  PAYHOOKS_WEBHOOK_SECRET  endpoint signing secret; comma-separated during a rotation (serve)
+  PAYHOOKS_WEBHOOK_SECRET  endpoint signing secret; comma-separated during a rotation (serve; trigger's default --secret)
   DATABASE_URL             PostgreSQL connection string; unset: embedded PGlite under ./.payhooks/
   PAYHOOKS_SCHEMA          Postgres schema of payhooks' tables (default payhooks)
   PAYHOOKS_API_KEY         sk_… key for current-state reads; unset: events' own snapshots are used
@@ -97,6 +99,31 @@ function buildProgram(out: (text: string) => void): Command {
     .action(async () => {
       const report = await withDatabase(async (_store, migrated) => migrated);
       out(report.applied.length ? `applied: ${report.applied.join(', ')}` : 'the schema is up to date');
+    });
+
+  program
+    .command('simulate')
+    .description('run a local, in-memory Payment Collection Service: its REST interface and real signed webhook deliveries')
+    .option('--port <port>', 'port to listen on (0: any free port)', simulateOptionParsers.port, 4010)
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--time-scale <n>', 'divide the retry delays (2 s … 3 days) and the rotation grace period by n', simulateOptionParsers.timeScale, 1)
+    .option('--duplicate-rate <p>', 'probability that a delivery is sent twice', simulateOptionParsers.rate('--duplicate-rate'), 0)
+    .option('--reorder', 'buffer deliveries briefly and send them shuffled', false)
+    .option('--fail-rate <p>', 'probability that a REST call answers 503 (for writes, half of them after the write is done)', simulateOptionParsers.rate('--fail-rate'), 0)
+    .action(async (opts: SimulateCommandOptions) => {
+      await runSimulate(opts, createLogger(), out);
+    });
+
+  program
+    .command('trigger')
+    .description('send one realistic signed event of a type to a receiver; exit 0 when it answers 2xx')
+    .argument('<type>', 'an event type, e.g. INVOICE_PAID')
+    .requiredOption('--to <url>', 'the receiver\'s URL, e.g. http://127.0.0.1:8787/webhooks')
+    .option('--secret <secret>', 'the endpoint secret to sign with (default: PAYHOOKS_WEBHOOK_SECRET)')
+    .action(async (type: string, opts: { to: string; secret?: string }) => {
+      const result = await runTrigger(type, opts);
+      out(result.lines.join('\n'));
+      if (!result.ok) throw new SilentFailure();
     });
 
   const events = program.command('events').description('inspect stored events');

@@ -1,0 +1,20 @@
+import type { EventType } from '../events/index.js';
+import type { DeliveryQueue } from './deliveries.js';
+import type { ResolvedSimulatorOptions } from './options.js';
+import type { SimulatorState } from './state.js';
+
+/** An event the simulator emitted, as delivered: `{eventId, eventType, data}`. */
+export interface EmittedEvent {
+  eventId: string;
+  eventType: EventType;
+  data: unknown;
+}
+
+/** What the route modules share: the state, the outgoing deliveries and the options. */
+export interface SimulatorContext {
+  state: SimulatorState;
+  deliveries: DeliveryQueue;
+  options: ResolvedSimulatorOptions;
+  /** Sends an event to every endpoint subscribed to its type; resolves nothing, deliveries go on in the background. */
+  emit(eventType: EventType, data: unknown): EmittedEvent;
+}

@@ -1,0 +1,19 @@
+// The simulator's public surface, re-exported by src/index.ts.
+export { startSimulator, type Simulator } from './start-simulator.js';
+export {
+  REORDER_WINDOW_MS,
+  RETRY_DELAYS_MS,
+  SIMULATOR_DEFAULTS,
+  SimulatorOptionError,
+  resolveSimulatorOptions,
+  seededRandom,
+  type RandomSource,
+  type ResolvedSimulatorOptions,
+  type SimulatorOptions,
+} from './options.js';
+export type { DeliveryAttempt, DeliveryPost, DeliveryStatus, DeliveryRecordFilter, DeliveryRecord } from './deliveries.js';
+export type { EmittedEvent } from './context.js';
+export { signDelivery } from './sign-delivery.js';
+export { triggerEvent, type TriggerOptions, type TriggerResult } from './trigger.js';
+export { buildOpenApiDocument, openApiYaml, OPENAPI_DOCUMENT_VERSION, type OpenApiDocument } from './openapi.js';
+export type { Route } from './route.js';

@@ -1,0 +1,149 @@
+import type { Logger } from 'pino';
+import { API_RATE_LIMIT_PER_MINUTE } from '../events/api.js';
+
+/** A source of uniform numbers in [0, 1), like `Math.random`. */
+export type RandomSource = () => number;
+
+/** Options of {@link startSimulator}; every field is optional and its default is in {@link SIMULATOR_DEFAULTS}. */
+export interface SimulatorOptions {
+  /** Port to listen on; 0 picks a free one. Default 0 (the CLI's default is 4010). */
+  port?: number | undefined;
+  /** Interface to listen on. Default `127.0.0.1`. */
+  host?: string | undefined;
+  /**
+   * Divides the retry delays (2 s … 3 days) and the rotation grace period: 100 turns the 2 s retry into 20 ms.
+   * Default 1 (the spec's real schedule). Must be > 0.
+   */
+  timeScale?: number | undefined;
+  /** Probability (0–1) that a delivery is sent a second time, as a separate POST with the same eventId. Default 0. */
+  duplicateRate?: number | undefined;
+  /** Buffer outgoing deliveries for {@link REORDER_WINDOW_MS} and send them shuffled. Default false. */
+  reorder?: boolean | undefined;
+  /**
+   * Probability (0–1) that a REST call under `/v1` answers 503. For writes, half of those failures happen after
+   * the write was applied (the answer is "lost"), so a retry with the same `X-Idempotency-Key` replays the first
+   * result. Default 0.
+   */
+  failRate?: number | undefined;
+  /** Requests per minute per client IP before 429. Default 1000 (the spec's limit). */
+  rateLimitPerMinute?: number | undefined;
+  /** How long a receiver has to answer 2xx before the attempt counts as failed. Not scaled. Default 10 000 ms. */
+  deliveryTimeoutMs?: number | undefined;
+  /** How long the previous secret still signs after a rotation, before division by `timeScale`. Default 24 h. */
+  rotationGraceMs?: number | undefined;
+  /** Most deliveries in flight at once. Default 16. */
+  deliveryConcurrency?: number | undefined;
+  /** The randomness behind the chaos (duplicates, shuffles, `failRate`): a function like `Math.random`, or a seed for a reproducible run. Default `Math.random`. Ids and secrets always come from node:crypto. */
+  random?: RandomSource | number | undefined;
+  /** Where to log requests and deliveries (never secrets or bodies). Default: no logging. */
+  logger?: Logger | undefined;
+}
+
+/** The defaults of {@link SimulatorOptions}, in one place (the CLI overrides only `port`). */
+export const SIMULATOR_DEFAULTS = {
+  port: 0,
+  host: '127.0.0.1',
+  timeScale: 1,
+  duplicateRate: 0,
+  reorder: false,
+  failRate: 0,
+  rateLimitPerMinute: API_RATE_LIMIT_PER_MINUTE,
+  deliveryTimeoutMs: 10_000,
+  rotationGraceMs: 24 * 60 * 60 * 1000,
+  deliveryConcurrency: 16,
+} as const;
+
+/** The spec's retry delays after a failed delivery, before division by the time scale. */
+export const RETRY_DELAYS_MS: readonly number[] = [
+  2_000,
+  10_000,
+  5 * 60_000,
+  20 * 60_000,
+  60 * 60_000,
+  5 * 60 * 60_000,
+  24 * 60 * 60_000,
+  3 * 24 * 60 * 60_000,
+];
+
+/** How long `reorder` holds outgoing deliveries before sending the batch shuffled. */
+export const REORDER_WINDOW_MS = 50;
+
+/** {@link SimulatorOptions} with every default applied and every value checked. */
+export interface ResolvedSimulatorOptions {
+  port: number;
+  host: string;
+  timeScale: number;
+  duplicateRate: number;
+  reorder: boolean;
+  failRate: number;
+  rateLimitPerMinute: number;
+  deliveryTimeoutMs: number;
+  rotationGraceMs: number;
+  deliveryConcurrency: number;
+  random: RandomSource;
+  logger: Logger | undefined;
+}
+
+/** A simulator option out of range; the message names the option and what it takes. */
+export class SimulatorOptionError extends RangeError {
+  override readonly name = 'SimulatorOptionError';
+}
+
+function check(ok: boolean, message: string): void {
+  if (!ok) throw new SimulatorOptionError(message);
+}
+
+/**
+ * Applies the defaults and checks each value, throwing a {@link SimulatorOptionError} with a clear message.
+ *
+ * @example
+ * resolveSimulatorOptions({ duplicateRate: 2 }); // throws: duplicateRate must be between 0 and 1, not 2.
+ */
+export function resolveSimulatorOptions(options: SimulatorOptions = {}): ResolvedSimulatorOptions {
+  const o = { ...SIMULATOR_DEFAULTS, ...withoutUndefined(options) };
+  check(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65535, `port must be a whole number from 0 to 65535, not ${o.port}.`);
+  check(typeof o.host === 'string' && o.host.length > 0, 'host must be a non-empty string.');
+  check(Number.isFinite(o.timeScale) && o.timeScale > 0, `timeScale must be a number greater than 0, not ${o.timeScale}.`);
+  for (const name of ['duplicateRate', 'failRate'] as const) {
+    check(Number.isFinite(o[name]) && o[name] >= 0 && o[name] <= 1, `${name} must be between 0 and 1, not ${o[name]}.`);
+  }
+  check(Number.isInteger(o.rateLimitPerMinute) && o.rateLimitPerMinute > 0, `rateLimitPerMinute must be a positive whole number, not ${o.rateLimitPerMinute}.`);
+  check(Number.isFinite(o.deliveryTimeoutMs) && o.deliveryTimeoutMs > 0, `deliveryTimeoutMs must be a positive number, not ${o.deliveryTimeoutMs}.`);
+  check(Number.isFinite(o.rotationGraceMs) && o.rotationGraceMs >= 0, `rotationGraceMs must be 0 or more, not ${o.rotationGraceMs}.`);
+  check(Number.isInteger(o.deliveryConcurrency) && o.deliveryConcurrency > 0, `deliveryConcurrency must be a positive whole number, not ${o.deliveryConcurrency}.`);
+  const random = options.random;
+  check(random === undefined || typeof random === 'function' || Number.isFinite(random), 'random must be a function like Math.random or a numeric seed.');
+  return {
+    port: o.port,
+    host: o.host,
+    timeScale: o.timeScale,
+    duplicateRate: o.duplicateRate,
+    reorder: o.reorder,
+    failRate: o.failRate,
+    rateLimitPerMinute: o.rateLimitPerMinute,
+    deliveryTimeoutMs: o.deliveryTimeoutMs,
+    rotationGraceMs: o.rotationGraceMs,
+    deliveryConcurrency: o.deliveryConcurrency,
+    random: typeof random === 'function' ? random : typeof random === 'number' ? seededRandom(random) : Math.random,
+    logger: options.logger,
+  };
+}
+
+function withoutUndefined<T extends object>(value: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
+}
+
+/**
+ * A small deterministic generator (mulberry32): the same seed gives the same duplicates and the same shuffles,
+ * so a chaos run that found a bug can be run again.
+ */
+export function seededRandom(seed: number): RandomSource {
+  let state = Math.trunc(seed) >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

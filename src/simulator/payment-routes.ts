@@ -1,0 +1,124 @@
+import { randomInt } from 'node:crypto';
+import { apiPaymentSchema, completePaymentInputSchema, completePaymentResponseSchema, requestPaymentInputSchema, requestPaymentResponseSchema } from '../events/api.js';
+import { conflict } from './api-error.js';
+import type { SimulatorContext } from './context.js';
+import { invoiceEventData, paymentAttemptEventData, paymentCompletedEventData } from './event-payloads.js';
+import { newId } from './ids.js';
+import { assertPayable } from './invoice-routes.js';
+import { defineRoute, type Route } from './route.js';
+import type { SimInvoice, SimPayment, SimPaymentAttempt } from './state.js';
+
+/**
+ * Payments: requesting a CASH or TRANSFER payment of an invoice (spec), reading a payment (assumed), and the
+ * staging sandbox's completion, which settles a pending CASH/TRANSFER payment and emits
+ * PAYMENT_ATTEMPT_SUCCEEDED, INVOICE_PAID and PAYMENT_COMPLETED.
+ */
+export function paymentRoutes(ctx: SimulatorContext): Route[] {
+  const { state } = ctx;
+  return [
+    defineRoute({
+      method: 'POST',
+      path: '/v1/invoices/{invoiceId}/payments',
+      operationId: 'requestPayment',
+      summary: 'Request a CASH or TRANSFER payment of an unpaid invoice: a pending payment and its instructions.',
+      tag: 'Payments',
+      input: requestPaymentInputSchema,
+      response: requestPaymentResponseSchema,
+      errors: [400, 404, 409],
+      handle({ params, input }) {
+        const invoice = state.invoice(params.invoiceId!);
+        assertPayable(invoice);
+        const payment: SimPayment = {
+          id: newId('pay'),
+          amount: invoice.amount,
+          currency: invoice.currency,
+          paymentTime: null,
+          type: input.paymentType,
+          status: 'PENDING',
+          isCompleted: false,
+          authorizationCode: null,
+          cardDetail: null,
+          metadata: [],
+          meta: {},
+          invoiceId: invoice.id,
+          createdAt: new Date().toISOString(),
+        };
+        state.payments.set(payment.id, payment);
+        return { status: 200, body: { payment, instructions: instructionsFor(ctx, payment, invoice) } };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/v1/payments/{paymentId}',
+      operationId: 'getPayment',
+      summary: 'Read a payment (assumed read).',
+      tag: 'Payments',
+      response: apiPaymentSchema,
+      errors: [404],
+      handle: ({ params }) => ({ status: 200, body: state.payment(params.paymentId!) }),
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/v1/sandbox/payments/{paymentId}/complete',
+      operationId: 'completeSandboxPayment',
+      summary: 'Staging only: settle a pending CASH or TRANSFER payment with the outcome SUCCEEDED.',
+      tag: 'Payments',
+      stagingOnly: true,
+      input: completePaymentInputSchema,
+      response: completePaymentResponseSchema,
+      errors: [400, 403, 404, 409],
+      handle({ params }) {
+        const payment = state.payment(params.paymentId!);
+        if (payment.status !== 'PENDING' || (payment.type !== 'CASH' && payment.type !== 'TRANSFER')) {
+          throw conflict(`Only pending CASH or TRANSFER payments can be completed in the sandbox; payment ${payment.id} is a ${payment.status} ${payment.type} payment.`);
+        }
+        const invoice = state.invoice(payment.invoiceId);
+        if (invoice.isPaid) throw conflict(`Invoice ${invoice.id} was already paid by another payment.`);
+        const now = new Date().toISOString();
+        const previous = state.attempts.get(payment.id) ?? [];
+        const attempt: SimPaymentAttempt = {
+          id: newId('att'),
+          createdAt: now,
+          success: true,
+          startedOn: 'SANDBOX',
+          automatic: false,
+          scheduled: false,
+          wasAttemptedByOrganization: true,
+          attemptNumber: previous.length + 1,
+          errorCode: null,
+          errorType: null,
+          errorResponse: null,
+        };
+        state.attempts.set(payment.id, [...previous, attempt]);
+        Object.assign(payment, { status: 'SUCCEEDED', isCompleted: true, paymentTime: now } satisfies Partial<SimPayment>);
+        Object.assign(invoice, { isPaid: true, paidAt: now } satisfies Partial<SimInvoice>);
+        ctx.emit('PAYMENT_ATTEMPT_SUCCEEDED', paymentAttemptEventData(state, payment, attempt));
+        ctx.emit('INVOICE_PAID', invoiceEventData(state, 'INVOICE_PAID', invoice, payment));
+        ctx.emit('PAYMENT_COMPLETED', paymentCompletedEventData(state, payment, attempt));
+        return { status: 200, body: { payment, invoice } };
+      },
+    }),
+  ];
+}
+
+// The spec does not show the instructions; these are what a payer needs, plainly marked as simulated.
+function instructionsFor(ctx: SimulatorContext, payment: SimPayment, invoice: SimInvoice): Record<string, unknown> {
+  const reference = `SIM-${randomInt(10_000_000, 100_000_000)}`;
+  const common = {
+    method: payment.type,
+    reference,
+    amount: payment.amount,
+    currency: payment.currency,
+    payBefore: invoice.expireDate ?? invoice.dueDate,
+    simulated: true,
+    sandbox: `POST /v1/sandbox/payments/${payment.id}/complete with {"input":{"outcome":"SUCCEEDED"}} settles it.`,
+  };
+  if (payment.type === 'CASH') return { ...common, note: 'Pay in cash at a participating store, quoting the reference.' };
+  return {
+    ...common,
+    beneficiary: ctx.state.organization.name,
+    bankName: 'Simulated Bank',
+    clabe: `6461800000${String(randomInt(0, 100_000_000)).padStart(8, '0')}`,
+    note: 'Transfer the exact amount, quoting the reference.',
+  };
+}

@@ -1,0 +1,165 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { API_ERROR_STATUSES } from '../events/api.js';
+import { ApiError, badRequest } from './api-error.js';
+import { IdempotencyStore, type RecordedResponse } from './idempotency.js';
+import type { ResolvedSimulatorOptions } from './options.js';
+import { RateLimiter } from './rate-limit.js';
+import type { KeyEnvironment, Route } from './route.js';
+
+/** The largest request body accepted. */
+export const MAX_REQUEST_BODY_BYTES = 1024 * 1024;
+
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const KEY_PATTERN = /^Bearer\s+(sk_(test|live)_\S+)$/i;
+
+/** What {@link createRestHandler} needs. */
+export interface RestHandlerOptions {
+  routes: readonly Route[];
+  options: ResolvedSimulatorOptions;
+  /** The simulator's base URL once it listens. */
+  baseUrl: () => string;
+}
+
+/** A `{"error":{"message"}}` answer. */
+function errorResponse(status: number, message: string): RecordedResponse {
+  return { status, json: JSON.stringify({ error: { message } }) };
+}
+
+/**
+ * The request pipeline, in this order: rate limit (429), route (404, 405), `--fail-rate` before the work (503),
+ * API key (401), `X-Idempotency-Key` for writes, the handler, `--fail-rate` after the work (503, the write done).
+ */
+export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const rateLimiter = new RateLimiter(options.rateLimitPerMinute);
+  const idempotency = new IdempotencyStore();
+  const logger = options.logger;
+
+  async function handle(req: IncomingMessage): Promise<{ response: RecordedResponse; headers: Record<string, string>; contentType?: string; text?: string }> {
+    const method = (req.method ?? 'GET').toUpperCase();
+    const url = new URL(req.url ?? '/', 'http://simulator.invalid');
+    const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;
+
+    const decision = rateLimiter.take(req.socket.remoteAddress ?? 'unknown');
+    if (!decision.allowed) {
+      return {
+        response: errorResponse(API_ERROR_STATUSES.rateLimit, `Too many requests: at most ${options.rateLimitPerMinute} per minute per IP address. Retry after ${decision.retryAfterSeconds} s.`),
+        headers: { 'retry-after': String(decision.retryAfterSeconds) },
+      };
+    }
+
+    let params: Record<string, string> = {};
+    const onPath = routes.filter((route) => route.pattern.test(path));
+    const route = onPath.find((candidate) => candidate.method === method);
+    if (onPath.length === 0) return { response: errorResponse(404, `No route ${method} ${path}.`), headers: {} };
+    if (!route) {
+      const allowed = [...new Set(onPath.map((candidate) => candidate.method))].join(', ');
+      return { response: errorResponse(405, `${method} is not allowed on ${path}; use ${allowed}.`), headers: { allow: allowed } };
+    }
+    const match = route.pattern.exec(path)!;
+    params = Object.fromEntries(route.paramNames.map((name, i) => [name, decodeURIComponent(match[i + 1]!)]));
+
+    const rawBody = await readBody(req);
+    const isWrite = WRITE_METHODS.has(method);
+
+    let failAfterWrite = false;
+    if (!route.public && options.failRate > 0 && options.random() < options.failRate) {
+      // Half the simulated failures of a write hit after the work is done: the answer is "lost", the write is not.
+      if (isWrite && options.random() < 0.5) failAfterWrite = true;
+      else return { response: simulatedFailure(), headers: {} };
+    }
+
+    let environment: KeyEnvironment = 'staging';
+    if (!route.public) {
+      const key = KEY_PATTERN.exec(req.headers.authorization ?? '');
+      if (!key) {
+        return {
+          response: errorResponse(API_ERROR_STATUSES.authentication, 'Missing or invalid API key: send Authorization: Bearer sk_test_… (staging) or sk_live_… (production).'),
+          headers: { 'www-authenticate': 'Bearer' },
+        };
+      }
+      environment = key[2]!.toLowerCase() === 'live' ? 'production' : 'staging';
+    }
+
+    const execute = async (): Promise<RecordedResponse & { contentType?: string; text?: string }> => {
+      try {
+        const body = route.input && rawBody.trim().length > 0 ? parseJson(rawBody) : undefined;
+        const result = await route.run({ params, body, hasBody: rawBody.trim().length > 0, query: url.searchParams, environment, baseUrl: baseUrl() });
+        if ('text' in result) return { status: result.status, json: '', text: result.text, contentType: result.contentType };
+        // Serialized now: a replay must answer what the first call answered, not the state at replay time.
+        return { status: result.status, json: JSON.stringify(result.body) };
+      } catch (err) {
+        if (err instanceof ApiError) return errorResponse(err.status, err.message);
+        throw err;
+      }
+    };
+
+    const key = req.headers['x-idempotency-key'];
+    const idempotencyKey = Array.isArray(key) ? key[0] : key;
+    let outcome: RecordedResponse & { contentType?: string; text?: string };
+    let replayed = false;
+    if (isWrite && idempotencyKey !== undefined) {
+      try {
+        ({ response: outcome, replayed } = await idempotency.run(idempotencyKey, { method, path, rawBody }, execute));
+      } catch (err) {
+        if (err instanceof ApiError) return { response: errorResponse(err.status, err.message), headers: {} };
+        throw err;
+      }
+    } else {
+      outcome = await execute();
+    }
+    if (failAfterWrite) return { response: simulatedFailure(), headers: {} };
+    return { response: outcome, headers: replayed ? { 'idempotent-replayed': 'true' } : {}, ...(outcome.text !== undefined ? { text: outcome.text, contentType: outcome.contentType } : {}) };
+  }
+
+  return (req, res) => {
+    const started = performance.now();
+    handle(req)
+      .catch((err: unknown) => {
+        if (err instanceof ApiError) return { response: errorResponse(err.status, err.message), headers: err.headers };
+        logger?.error({ err, method: req.method, path: req.url }, 'simulator request failed');
+        return { response: errorResponse(500, 'Internal simulator error.'), headers: {} };
+      })
+      .then((result: { response: RecordedResponse; headers: Record<string, string>; contentType?: string | undefined; text?: string | undefined }) => {
+        const body = result.text ?? result.response.json;
+        res.writeHead(result.response.status, {
+          'content-type': result.contentType ?? 'application/json; charset=utf-8',
+          'content-length': String(Buffer.byteLength(body)),
+          ...result.headers,
+        });
+        res.end(body);
+        logger?.info({ method: req.method, path: req.url?.split('?')[0], status: result.response.status, durationMs: Math.round(performance.now() - started) }, 'request');
+      })
+      .catch((err: unknown) => logger?.warn({ err }, 'could not write a simulator response'));
+  };
+}
+
+function simulatedFailure(): RecordedResponse {
+  return errorResponse(503, 'Simulated failure (--fail-rate)');
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw badRequest('The body is not valid JSON.');
+  }
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_REQUEST_BODY_BYTES) {
+        reject(new ApiError(413, `The body is over ${MAX_REQUEST_BODY_BYTES} bytes.`));
+        req.resume();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
