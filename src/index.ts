@@ -29,6 +29,7 @@ export { createWorker, type Worker, type WorkerOptions } from './worker/worker.j
 export { backoffDelay, type BackoffOptions } from './worker/backoff.js';
 
 export { createLogger, REDACTED_PATHS } from './logger.js';
+export type { RegisterHandlers } from './cli/load-handlers.js';
 
 // Simulator
 export {

@@ -3,13 +3,15 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { createClient, type ApiClient } from '../client/index.js';
 import { createPayhooks, type Payhooks } from '../payhooks.js';
 import type { ServiceEnv } from './config.js';
+import type { RegisterHandlers } from './load-handlers.js';
 
 /** A running standalone service. */
 export interface RunningService {
   readonly url: string;
-  readonly hooks: Payhooks;
+  readonly hooks: Payhooks<ApiClient>;
   /** Stops accepting connections and lets requests in flight finish, stops the worker, closes the database. */
   close(): Promise<void>;
 }
@@ -23,7 +25,7 @@ export type ServiceRole = 'all' | 'receiver' | 'worker';
 export interface ServiceOptions {
   role?: ServiceRole | undefined;
   /** Registers handlers on the instance before the worker starts (what `--handlers <module>` loads). */
-  register?: ((hooks: Payhooks) => void | Promise<void>) | undefined;
+  register?: RegisterHandlers | undefined;
 }
 
 /**
@@ -38,15 +40,20 @@ export async function startService(env: ServiceEnv, logger: Logger, options: Ser
   if (receiving && !env.PAYHOOKS_WEBHOOK_SECRET?.length) {
     throw new Error('PAYHOOKS_WEBHOOK_SECRET is not set: give the endpoint signing secret (comma-separated during a rotation).');
   }
-  if (!env.PAYHOOKS_API_KEY) {
+  // Built before the database opens, so a bad key or a missing PAYHOOKS_API_URL stops the start with its reason.
+  const api = env.PAYHOOKS_API_KEY
+    ? createClient({ apiKey: env.PAYHOOKS_API_KEY, baseUrl: env.PAYHOOKS_API_URL, logger: logger.child({ component: 'api-client' }) })
+    : undefined;
+  if (!api) {
     logger.warn(
       'PAYHOOKS_API_KEY is not set: handlers and sinks will use the events\' own snapshots, and current-state reads (the defence against out-of-order delivery) are off.',
     );
   }
-  const hooks = createPayhooks({
+  const hooks = createPayhooks<ApiClient>({
     secret: env.PAYHOOKS_WEBHOOK_SECRET,
     database: { url: env.DATABASE_URL, dataDir: env.PAYHOOKS_DATA_DIR, schema: env.PAYHOOKS_SCHEMA },
     logger,
+    api,
   });
   const store = await hooks.ready();
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');

@@ -65,6 +65,8 @@ describe('command-line errors', () => {
   it.each([
     [['serve'], { PAYHOOKS_WEBHOOK_SECRET: undefined }, /PAYHOOKS_WEBHOOK_SECRET is not set/],
     [['serve'], { PAYHOOKS_WEBHOOK_SECRET: 's', PORT: 'eighty' }, /PORT must be a number/],
+    [['serve'], { PAYHOOKS_WEBHOOK_SECRET: 's', PAYHOOKS_API_KEY: 'pk_live_123', PAYHOOKS_API_URL: 'http://127.0.0.1:1' }, /apiKey must be a secret key starting with sk_/],
+    [['serve'], { PAYHOOKS_WEBHOOK_SECRET: 's', PAYHOOKS_API_KEY: 'sk_test_123', PAYHOOKS_API_URL: undefined }, /PAYHOOKS_API_URL/],
     [['prune', '--older-than', '1d'], {}, /retry horizon/],
     [['prune', '--older-than', 'soon'], {}, /Invalid duration "soon"/],
     [['replay'], {}, /Name event ids to replay, or pass --status/],

@@ -2,7 +2,12 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { createClient } from '../../src/client/index.js';
+import { startSimulator } from '../../src/simulator/index.js';
 import { exampleEvent } from '../../src/events/index.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
@@ -10,6 +15,16 @@ import { post, signedDelivery } from '../helpers/deliveries.js';
 import { waitFor } from '../helpers/inbox.js';
 
 const handlers = fileURLToPath(new URL('../fixtures/handlers.ts', import.meta.url));
+const apiHandlers = fileURLToPath(new URL('../fixtures/api-handlers.ts', import.meta.url));
+
+/** A port that was free a moment ago: serve's URL must be known before it starts, to register the endpoint. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 const scheme = createDefaultScheme({ secrets: ['serve-secret'] });
 
 describe('payhooks serve with handlers', () => {
@@ -57,5 +72,56 @@ describe('payhooks serve with handlers', () => {
     expect((await done).code).toBe(0);
     const listed = JSON.parse((await runCli(['events', 'list', '--json'], {}, dir)).stdout) as { status: string }[];
     expect(listed.map((e) => e.status)).toEqual(['pending']);
+  });
+
+  it('with PAYHOOKS_API_KEY and PAYHOOKS_API_URL, handlers read current state through ctx.api (against the simulator)', { timeout: 90_000 }, async () => {
+    const simulator = await startSimulator({ logger: pino({ level: 'silent' }) });
+    try {
+      const client = createClient({ apiKey: 'sk_test_serve', environment: simulator.url });
+      const port = await freePort();
+      const endpoint = await client.webhooks.create({ url: `http://127.0.0.1:${port}/webhooks`, description: 'serve test', enabledEvents: ['INVOICE_PAID'] });
+      const { secret } = await client.webhooks.getSecret(endpoint.id);
+
+      const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));
+      const handled = join(dir, 'handled.txt');
+      const env = {
+        PAYHOOKS_WEBHOOK_SECRET: secret,
+        PAYHOOKS_API_KEY: 'sk_test_serve',
+        PAYHOOKS_API_URL: simulator.url,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATABASE_URL: '',
+        HANDLED_FILE: handled,
+      };
+      const serve = spawnCli(['serve', '--handlers', apiHandlers], env, dir);
+      const done = collect(serve, 80_000);
+      await waitForLog(serve, /receiving webhooks/);
+
+      const customer = await client.customers.create({ username: 'serve-ada' });
+      const invoice = await client.invoices.create({
+        customerId: customer.id,
+        dueDate: '2026-12-01T06:00:00Z',
+        items: [{ quantity: 2, concept: { displayName: 'Lunch', amount: 4_500, currency: 'MXN' } }],
+      });
+      const { payment } = await client.invoices.requestPayment(invoice.id, { paymentType: 'TRANSFER' });
+      await client.sandbox.completePayment(payment.id, { outcome: 'SUCCEEDED' });
+      await waitFor(() => {
+        try {
+          return readFileSync(handled, 'utf8').length > 0;
+        } catch {
+          return false;
+        }
+      }, 'the handler to run');
+
+      serve.kill('SIGTERM');
+      const result = await done;
+      expect(result.code).toBe(0);
+      expect(readFileSync(handled, 'utf8')).toBe(`${invoice.id} isPaid=true\n`);
+      expect(result.stdout).not.toMatch(/PAYHOOKS_API_KEY is not set/);
+      expect(result.stdout + result.stderr).not.toContain('sk_test_serve');
+      expect(result.stdout + result.stderr).not.toContain(secret);
+    } finally {
+      await simulator.close();
+    }
   });
 });

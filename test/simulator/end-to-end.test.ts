@@ -1,13 +1,14 @@
 import { createServer } from 'node:http';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { apiInvoiceSchema, type ApiInvoice } from '../../src/events/api.js';
+import { createClient, type ApiClient } from '../../src/client/index.js';
+import type { ApiInvoice } from '../../src/events/api.js';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { listEvents } from '../../src/store/inbox.js';
 import { listen } from '../helpers/servers.js';
 import { backends, dispose } from '../helpers/stores.js';
-import { api, eventually, registerEndpoint } from './api.js';
+import { eventually } from './api.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -19,30 +20,35 @@ describe.each(backends)('end to end over loopback, inbox on $name', (backend) =>
       const simulator = await startSimulator({ logger: silent });
       const store = await backend.open();
       // The receiver's URL is needed to register the endpoint, and the endpoint's secret to build the receiver.
-      let hooks: Payhooks | undefined;
+      let hooks: Payhooks<ApiClient> | undefined;
       const receiver = await listen(createServer((req, res) => void hooks!.node()(req, res)));
       const seenByHandler: ApiInvoice[] = [];
       try {
-        const endpoint = await registerEndpoint(simulator.url, `${receiver.url}/webhooks`, ['INVOICE_PAID', 'PAYMENT_COMPLETED', 'CUSTOMER_CREATED']);
-        hooks = createPayhooks({ secret: endpoint.secret, database: store, logger: silent, worker: { pollIntervalMs: 50 } });
-        hooks.on('INVOICE_PAID', async (event) => {
-          // Current state over HTTP, as a handler does it (plain fetch until the API client lands).
-          const response = await fetch(`${simulator.url}/v1/invoices/${event.data.invoiceId}`, { headers: { authorization: 'Bearer sk_test_e2e' } });
-          seenByHandler.push(apiInvoiceSchema.parse(await response.json()));
+        const client = createClient({ apiKey: 'sk_test_e2e', environment: simulator.url });
+        const endpoint = await client.webhooks.create({
+          url: `${receiver.url}/webhooks`,
+          description: 'end-to-end test',
+          enabledEvents: ['INVOICE_PAID', 'PAYMENT_COMPLETED', 'CUSTOMER_CREATED'],
+        });
+        const { secret } = await client.webhooks.getSecret(endpoint.id);
+        hooks = createPayhooks({ secret, database: store, logger: silent, api: client, worker: { pollIntervalMs: 50 } });
+        hooks.on('INVOICE_PAID', async (event, ctx) => {
+          // Current state through the API client, not the event's snapshot: the defence against out-of-order delivery.
+          seenByHandler.push(await ctx.api!.invoices.get(event.data.invoiceId, { signal: ctx.signal }));
         });
         hooks.on('PAYMENT_COMPLETED', () => undefined);
         await hooks.start();
 
-        const client = api(simulator.url, 'sk_test_e2e');
-        const customer = (await client.post('/v1/customers', { username: 'e2e-ada', name: 'Ada', email: 'ada@example.com' })).body as { id: string };
-        const invoice = (await client.post('/v1/invoices', {
+        const customer = await client.customers.create({ username: 'e2e-ada', name: 'Ada', email: 'ada@example.com' });
+        const invoice = await client.invoices.create({
           customerId: customer.id,
           dueDate: '2026-12-01T06:00:00Z',
           items: [{ quantity: 1, concept: { displayName: 'Tuition, December', amount: 250_000, currency: 'MXN' } }],
-        })).body as { id: string };
-        const requested = (await client.post(`/v1/invoices/${invoice.id}/payments`, { paymentType: 'CASH' })).body as { payment: { id: string } };
-        const completed = await client.post(`/v1/sandbox/payments/${requested.payment.id}/complete`, { outcome: 'SUCCEEDED' });
-        expect(completed.status).toBe(200);
+        });
+        expect(invoice.isPaid).toBe(false);
+        const requested = await client.invoices.requestPayment(invoice.id, { paymentType: 'CASH' });
+        const completed = await client.sandbox.completePayment(requested.payment.id, { outcome: 'SUCCEEDED' });
+        expect(completed.payment).toMatchObject({ id: requested.payment.id, type: 'CASH' });
 
         await eventually(async () => (await listEvents(store, { status: 'done' })).length >= 2 && seenByHandler.length >= 1, 'the handlers to run', 30_000);
         await simulator.idle();
