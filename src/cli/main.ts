@@ -11,6 +11,7 @@ import { startService, type ServiceRole } from './service.js';
 import { loadHandlers } from './load-handlers.js';
 import { runSimulate, simulateOptionParsers, type SimulateCommandOptions } from './simulate-command.js';
 import { runTrigger } from './trigger-command.js';
+import { untilSignal } from './until-signal.js';
 
 const ENVIRONMENT_HELP = `
 Environment:
@@ -52,17 +53,7 @@ function buildProgram(out: (text: string) => void): Command {
       const logger = createLogger();
       const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
       const service = await startService(readServiceEnv(), logger, { role: opts.role, register });
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string) => {
-          logger.info({ signal }, 'shutting down');
-          service.close().then(resolve, (err: unknown) => {
-            logger.error({ err }, 'shutdown failed');
-            resolve();
-          });
-        };
-        process.once('SIGTERM', stop);
-        process.once('SIGINT', stop);
-      });
+      await untilSignal(logger, () => service.close());
     });
 
   program

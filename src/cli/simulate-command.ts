@@ -1,15 +1,9 @@
 import type { Logger } from 'pino';
-import { startSimulator, type SimulatorOptions } from '../simulator/index.js';
+import { startSimulator, type ResolvedSimulatorOptions, type SimulatorOptions } from '../simulator/index.js';
+import { untilSignal } from './until-signal.js';
 
 /** The options `payhooks simulate` takes, already parsed and checked by the command line. */
-export interface SimulateCommandOptions {
-  port: number;
-  host: string;
-  timeScale: number;
-  duplicateRate: number;
-  reorder: boolean;
-  failRate: number;
-}
+export type SimulateCommandOptions = Pick<ResolvedSimulatorOptions, 'port' | 'host' | 'timeScale' | 'duplicateRate' | 'reorder' | 'failRate'>;
 
 /** Commander parsers that fail with the flag's name in the message. */
 export const simulateOptionParsers = {
@@ -60,15 +54,5 @@ export async function runSimulate(options: SimulateCommandOptions, logger: Logge
   const simulatorOptions: SimulatorOptions = { ...options, logger };
   const simulator = await startSimulator(simulatorOptions);
   out(howTo(simulator.url, options));
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      logger.info({ signal }, 'shutting down');
-      simulator.close().then(resolve, (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        resolve();
-      });
-    };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
-  });
+  await untilSignal(logger, () => simulator.close());
 }

@@ -16,7 +16,7 @@ import {
 import { pageSchema } from './pagination.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { parseRetryAfter } from './retry-after.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../internal/sleep.js';
 import { zodIssues } from './zod-issues.js';
 
 /** The methods of the service's REST interface. Everything but GET is a write. */

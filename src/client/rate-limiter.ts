@@ -1,5 +1,5 @@
 import { API_RATE_LIMIT_PER_MINUTE } from '../events/api.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../internal/sleep.js';
 
 /**
  * A request budget. The client calls `acquire` before every HTTP attempt, retries included, and sends the

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { sleep } from '../internal/sleep.js';
 import type { PayhooksDatabase } from './database.js';
 
 /** The `api_rate_budget` table of migrations/002_api_rate_budget.sql. */
@@ -88,23 +89,8 @@ export function createPostgresRateLimiter(store: PayhooksDatabase, options: Post
         }
         // A little jitter, so that the waiting processes do not all hit the database at the same instant.
         const jitter = Math.random() * Math.min(50, windowMs / 20);
-        await wait(windowStart + windowMs - Date.now() + jitter, signal);
+        await sleep(windowStart + windowMs - Date.now() + jitter, signal);
       }
     },
   };
-}
-
-function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, Math.max(0, ms));
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
