@@ -17,6 +17,15 @@ import { waitFor } from '../helpers/inbox.js';
 const handlers = fileURLToPath(new URL('../fixtures/handlers.ts', import.meta.url));
 const apiHandlers = fileURLToPath(new URL('../fixtures/api-handlers.ts', import.meta.url));
 
+/** True once the handler has written to the file (it does not exist before). */
+function hasContent(path: string): boolean {
+  try {
+    return readFileSync(path, 'utf8').length > 0;
+  } catch {
+    return false;
+  }
+}
+
 /** A port that was free a moment ago: serve's URL must be known before it starts, to register the endpoint. */
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -40,13 +49,7 @@ describe('payhooks serve with handlers', () => {
     const event = exampleEvent('INVOICE_PAID', { eventId: 'evt_served' });
     expect((await post(url, signedDelivery(scheme, event))).status).toBe(200);
     expect((await post(url, signedDelivery(scheme, event))).body).toEqual({ received: true, duplicate: true });
-    await waitFor(() => {
-      try {
-        return readFileSync(handled, 'utf8').length > 0;
-      } catch {
-        return false;
-      }
-    }, 'the handler to run');
+    await waitFor(() => hasContent(handled), 'the handler to run');
 
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     expect(await (await fetch(`${base}/readyz`)).json()).toEqual({ ready: true });
@@ -105,13 +108,7 @@ describe('payhooks serve with handlers', () => {
       });
       const { payment } = await client.invoices.requestPayment(invoice.id, { paymentType: 'TRANSFER' });
       await client.sandbox.completePayment(payment.id, { outcome: 'SUCCEEDED' });
-      await waitFor(() => {
-        try {
-          return readFileSync(handled, 'utf8').length > 0;
-        } catch {
-          return false;
-        }
-      }, 'the handler to run');
+      await waitFor(() => hasContent(handled), 'the handler to run');
 
       serve.kill('SIGTERM');
       const result = await done;
