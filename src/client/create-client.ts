@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { API_PATHS, API_RATE_LIMIT_PER_MINUTE } from '../events/api.js';
+import { issuesOf } from '../events/issues.js';
 import { ApiClient, type ApiPaths, type ClientEnvironment } from './api-client.js';
 import { ApiInputError } from './errors.js';
 import { HttpTransport, type ClientLogger } from './http-transport.js';
 import { createRateLimiter, unlimited, type RateLimiter } from './rate-limiter.js';
-import { zodIssues } from './zod-issues.js';
 
 /** Options of {@link createClient}. Every default is listed here and applied in one place below. */
 export interface ClientOptions {
@@ -102,7 +102,7 @@ const optionsSchema = z.strictObject({
 export function createClient(options: ClientOptions): ApiClient {
   if (typeof options !== 'object' || options === null) throw new ApiInputError('createClient needs an options object with at least apiKey');
   const parsed = optionsSchema.safeParse(options);
-  if (!parsed.success) throw new ApiInputError('Invalid client options', zodIssues(parsed.error));
+  if (!parsed.success) throw new ApiInputError('Invalid client options', issuesOf(parsed.error));
   const apiKey = checkApiKey(options.apiKey);
 
   const { environment, baseUrl } = resolveEnvironment(options, apiKey);

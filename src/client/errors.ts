@@ -2,12 +2,10 @@
 // server's message), one subclass per status family, and one factory that picks the class. `instanceof`
 // is the intended way to branch.
 
+import type { FieldIssue } from '../events/issues.js';
+
 /** One failing field of a request input, a query, an option or a response: a dotted path and why. */
-export interface FieldIssue {
-  /** Dotted path of the field, e.g. `input.phoneNumber` or `data.3.amount`; empty for the value as a whole. */
-  path: string;
-  message: string;
-}
+export type { FieldIssue };
 
 /** What an {@link ApiError} knows about the request that failed. */
 export interface ApiErrorDetails {

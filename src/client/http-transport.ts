@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { apiErrorBodySchema, type ListPage } from '../events/api.js';
+import { issuesOf } from '../events/issues.js';
 import type { Infer } from '../events/primitives.js';
 import {
   ApiConnectionError,
@@ -17,7 +18,6 @@ import { pageSchema } from './pagination.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { parseRetryAfter } from './retry-after.js';
 import { sleep } from '../internal/sleep.js';
-import { zodIssues } from './zod-issues.js';
 
 /** The methods of the service's REST interface. Everything but GET is a write. */
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -133,7 +133,7 @@ export class HttpTransport {
       }
       const parsed = spec.response.safeParse(json);
       if (!parsed.success) {
-        throw new ApiResponseValidationError(`${method} ${path}: the ${status} response does not have the expected shape`, zodIssues(parsed.error), {
+        throw new ApiResponseValidationError(`${method} ${path}: the ${status} response does not have the expected shape`, issuesOf(parsed.error), {
           status,
           method,
           path,
@@ -199,7 +199,7 @@ export function backoffDelay(attempt: number): number {
 function check(checked: Checked, prefix: 'input' | 'query', method: string, path: string): unknown {
   const result = checked.schema.safeParse(checked.value);
   if (result.success) return result.data;
-  throw new ApiInputError(`${method} ${path}: invalid ${prefix}, no request was sent`, zodIssues(result.error, prefix), { method, path, cause: result.error });
+  throw new ApiInputError(`${method} ${path}: invalid ${prefix}, no request was sent`, issuesOf(result.error, prefix), { method, path, cause: result.error });
 }
 
 /** Checks the per-call options; returns the call's timeout if it sets one. */

@@ -1,27 +1,20 @@
-import type { z } from 'zod';
 import { envelopeSchema } from './envelope.js';
 import { EVENT_DATA_SCHEMAS, isEventType, type UnknownEvent, type WebhookEvent } from './event-types.js';
+import { describeIssues, issuesOf, type FieldIssue } from './issues.js';
 
 /** One failing field: its dotted path (`data.invoice.currency`) and what is wrong. */
-export interface EventIssue {
-  path: string;
-  message: string;
-}
+export type EventIssue = FieldIssue;
 
 /** An envelope or `data` that does not match its schema; `issues` lists every failing path. */
 export class EventParseError extends Error {
   constructor(readonly issues: EventIssue[]) {
-    super(`Invalid event: ${issues.map((issue) => `${issue.path || '(root)'}: ${issue.message}`).join('; ')}`);
+    super(`Invalid event: ${describeIssues(issues)}`);
     this.name = 'EventParseError';
   }
 }
 
 /** The outcome of {@link parseEvent}. */
 export type ParseEventResult = { ok: true; event: WebhookEvent | UnknownEvent } | { ok: false; error: EventParseError };
-
-function issuesOf(error: z.ZodError, prefix: string[] = []): EventIssue[] {
-  return error.issues.map((issue) => ({ path: [...prefix, ...issue.path.map(String)].join('.'), message: issue.message }));
-}
 
 /**
  * Validates a parsed delivery body: the envelope, then `data` with its event type's schema. Unknown fields
@@ -37,7 +30,7 @@ export function parseEvent(input: unknown): ParseEventResult {
   const { eventId, eventType, data } = envelope.data;
   if (!isEventType(eventType)) return { ok: true, event: { eventId, eventType, data, unknown: true } };
   const parsed = EVENT_DATA_SCHEMAS[eventType].safeParse(data);
-  if (!parsed.success) return { ok: false, error: new EventParseError(issuesOf(parsed.error, ['data'])) };
+  if (!parsed.success) return { ok: false, error: new EventParseError(issuesOf(parsed.error, 'data')) };
   return { ok: true, event: { eventId, eventType, data: parsed.data } as WebhookEvent };
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { API_ERROR_STATUSES } from '../events/api.js';
+import { describeIssues, issuesOf } from '../events/issues.js';
 import { ApiError, badRequest } from './api-error.js';
 
 /** Who is calling: `sk_test_…` keys are staging, `sk_live_…` production. */
@@ -119,7 +120,7 @@ function parseInput(schema: z.ZodType, body: unknown, hasBody: boolean, optional
     throw badRequest('The body must be a JSON object whose fields are wrapped in "input": {"input": {…}}.');
   }
   const parsed = schema.safeParse((body as { input: unknown }).input);
-  if (!parsed.success) throw badRequest(`Invalid input: ${describeIssues(parsed.error, 'input')}`);
+  if (!parsed.success) throw badRequest(`Invalid input: ${describeIssues(issuesOf(parsed.error, 'input'))}`);
   return parsed.data;
 }
 
@@ -133,16 +134,6 @@ function parseQuery(schema: z.ZodObject, query: URLSearchParams): unknown {
     values[name] = /^-?\d+$/.test(value) ? Number(value) : value;
   }
   const parsed = schema.safeParse(values);
-  if (!parsed.success) throw badRequest(`Invalid query: ${describeIssues(parsed.error)}`);
+  if (!parsed.success) throw badRequest(`Invalid query: ${describeIssues(issuesOf(parsed.error))}`);
   return parsed.data;
-}
-
-/** `input.email: Invalid email address; input.items.0.quantity: Too small…` */
-export function describeIssues(error: z.ZodError, prefix?: string): string {
-  return error.issues
-    .map((issue) => {
-      const path = [...(prefix ? [prefix] : []), ...issue.path.map(String)].join('.');
-      return `${path || '(root)'}: ${issue.message}`;
-    })
-    .join('; ');
 }
