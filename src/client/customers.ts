@@ -1,7 +1,7 @@
-import { apiCustomerSchema, createCustomerInputSchema, type ApiCustomer, type CreateCustomerInput, type ListPage, type PageQuery } from '../events/api.js';
+import { apiCustomerSchema, createCustomerInputSchema, pageQuerySchema, type ApiCustomer, type CreateCustomerInput, type ListPage, type PageQuery } from '../events/api.js';
 import { ApiResource } from './api-resource.js';
 import type { RequestOptions } from './http-transport.js';
-import { iteratePages, pageQuerySchema } from './pagination.js';
+import { iteratePages } from './pagination.js';
 
 /** Customers: `POST /v1/customers` (spec); `GET /v1/customers` and `GET /v1/customers/{id}` (assumed). */
 export class Customers extends ApiResource {

@@ -3,6 +3,7 @@ import {
   createInvoiceInputSchema,
   markPaidInputSchema,
   markPaidResponseSchema,
+  pageQuerySchema,
   requestPaymentInputSchema,
   requestPaymentResponseSchema,
   type ApiInvoice,
@@ -16,7 +17,7 @@ import {
 } from '../events/api.js';
 import { ApiResource } from './api-resource.js';
 import type { RequestOptions } from './http-transport.js';
-import { iteratePages, pageQuerySchema } from './pagination.js';
+import { iteratePages } from './pagination.js';
 
 /** Invoices (payment requests): list, create, payments and mark-paid (spec); `GET /v1/invoices/{id}` (assumed). */
 export class Invoices extends ApiResource {

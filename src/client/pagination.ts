@@ -1,12 +1,5 @@
 import { z } from 'zod';
 import { listPageSchema, PAGE_SIZE, type ListPage } from '../events/api.js';
-import { integer } from '../events/primitives.js';
-
-/** The query every list method takes, checked before any request: `take` 1 to 100, `skip` 0 or more. */
-export const pageQuerySchema = z.object({
-  take: integer.min(1, 'take must be at least 1').max(PAGE_SIZE.max, `take must be at most ${PAGE_SIZE.max} (the service's page size limit)`).optional(),
-  skip: integer.min(0, 'skip must be 0 or more').optional(),
-});
 
 /**
  * The schema of one page: `{data, total?, take?, skip?}` (unknown fields kept), or a bare array of items,

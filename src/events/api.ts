@@ -110,10 +110,14 @@ export type CustomerPortalSessionInput = { destination: 'home' | (string & {}); 
 export const authLinkInputSchema = z.object({ customerId: id, url: z.url().optional() });
 export type AuthLinkInput = z.input<typeof authLinkInputSchema>;
 
+/** The query of every list endpoint: `take` 1 to 100 (default 20 on the service), `skip` 0 or more. */
+export const pageQuerySchema = z.object({
+  take: integer.min(1, 'take must be at least 1').max(PAGE_SIZE.max, `take must be at most ${PAGE_SIZE.max} (the service's page size limit)`).optional(),
+  skip: integer.min(0, 'skip must be 0 or more').optional(),
+});
+
 /** Query of `GET /v1/webhook-events`; filters other than paging are assumed. */
-export const webhookEventsQuerySchema = z.object({
-  take: integer.min(1).max(PAGE_SIZE.max).optional(),
-  skip: integer.min(0).optional(),
+export const webhookEventsQuerySchema = pageQuerySchema.extend({
   eventId: z.string().optional(),
   endpointId: z.string().optional(),
   status: z.string().optional(),

@@ -1,9 +1,9 @@
-import { apiCustomerSchema, createCustomerInputSchema, listPageSchema } from '../events/api.js';
+import { apiCustomerSchema, createCustomerInputSchema, listPageSchema, pageQuerySchema } from '../events/api.js';
 import { conflict } from './api-error.js';
 import type { SimulatorContext } from './context.js';
 import { customerEventData } from './event-payloads.js';
 import { newId } from './ids.js';
-import { page, pageQuerySchema } from './paging.js';
+import { page } from './paging.js';
 import { defineRoute, type Route } from './route.js';
 import type { SimCustomer } from './state.js';
 

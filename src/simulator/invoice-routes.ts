@@ -1,9 +1,9 @@
-import { apiInvoiceSchema, createInvoiceInputSchema, listPageSchema, markPaidInputSchema, markPaidResponseSchema } from '../events/api.js';
+import { apiInvoiceSchema, createInvoiceInputSchema, listPageSchema, markPaidInputSchema, markPaidResponseSchema, pageQuerySchema } from '../events/api.js';
 import { badRequest, conflict } from './api-error.js';
 import type { SimulatorContext } from './context.js';
 import { invoiceEventData, paymentCompletedEventData } from './event-payloads.js';
 import { newId } from './ids.js';
-import { page, pageQuerySchema } from './paging.js';
+import { page } from './paging.js';
 import { defineRoute, type Route } from './route.js';
 import type { SimConcept, SimInvoice, SimPayment } from './state.js';
 
