@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
-import { ApiError, conflict } from './api-error.js';
+import { badRequest, conflict } from './api-error.js';
 
-/** A response as the router writes it, kept to be replayed: the JSON text, frozen at the time of the first answer. */
+/** A response as the router writes it, kept to be replayed: the body text, frozen at the time of the first answer. */
 export interface RecordedResponse {
   status: number;
-  json: string;
+  body: string;
+  /** Default `application/json; charset=utf-8`. */
+  contentType?: string | undefined;
 }
 
 /** How long a key is remembered (the spec does not say; 24 h is the common choice). */
@@ -29,7 +31,7 @@ export class IdempotencyStore {
   /** Runs `execute` at most once per key and fingerprint; `replayed` tells whether this answer is a replay. */
   async run(key: string, request: { method: string; path: string; rawBody: string }, execute: () => Promise<RecordedResponse>): Promise<{ response: RecordedResponse; replayed: boolean }> {
     if (key.length === 0 || key.length > IDEMPOTENCY_KEY_MAX_LENGTH) {
-      throw new ApiError(400, `X-Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters long.`);
+      throw badRequest(`X-Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters long.`);
     }
     const now = Date.now();
     this.#forgetExpired(now);

@@ -23,7 +23,13 @@ export interface RestHandlerOptions {
 
 /** A `{"error":{"message"}}` answer. */
 function errorResponse(status: number, message: string): RecordedResponse {
-  return { status, json: JSON.stringify({ error: { message } }) };
+  return { status, body: JSON.stringify({ error: { message } }) };
+}
+
+/** What the pipeline answers: the response and the headers that go with it. */
+interface Answer {
+  response: RecordedResponse;
+  headers: Record<string, string>;
 }
 
 /**
@@ -35,7 +41,7 @@ export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptio
   const idempotency = new IdempotencyStore();
   const logger = options.logger;
 
-  async function handle(req: IncomingMessage): Promise<{ response: RecordedResponse; headers: Record<string, string>; contentType?: string; text?: string }> {
+  async function handle(req: IncomingMessage): Promise<Answer> {
     const method = (req.method ?? 'GET').toUpperCase();
     const url = new URL(req.url ?? '/', 'http://simulator.invalid');
     const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;
@@ -81,13 +87,14 @@ export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptio
       environment = key[2]!.toLowerCase() === 'live' ? 'production' : 'staging';
     }
 
-    const execute = async (): Promise<RecordedResponse & { contentType?: string; text?: string }> => {
+    // A refusal of the handler is an answer like any other, so that an idempotent replay repeats it.
+    const execute = async (): Promise<RecordedResponse> => {
       try {
         const body = route.input && rawBody.trim().length > 0 ? parseJson(rawBody) : undefined;
         const result = await route.run({ params, body, hasBody: rawBody.trim().length > 0, query: url.searchParams, environment, baseUrl: baseUrl() });
-        if ('text' in result) return { status: result.status, json: '', text: result.text, contentType: result.contentType };
+        if ('text' in result) return { status: result.status, body: result.text, contentType: result.contentType };
         // Serialized now: a replay must answer what the first call answered, not the state at replay time.
-        return { status: result.status, json: JSON.stringify(result.body) };
+        return { status: result.status, body: JSON.stringify(result.body) };
       } catch (err) {
         if (err instanceof ApiError) return errorResponse(err.status, err.message);
         throw err;
@@ -96,39 +103,30 @@ export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptio
 
     const key = req.headers['x-idempotency-key'];
     const idempotencyKey = Array.isArray(key) ? key[0] : key;
-    let outcome: RecordedResponse & { contentType?: string; text?: string };
-    let replayed = false;
-    if (isWrite && idempotencyKey !== undefined) {
-      try {
-        ({ response: outcome, replayed } = await idempotency.run(idempotencyKey, { method, path, rawBody }, execute));
-      } catch (err) {
-        if (err instanceof ApiError) return { response: errorResponse(err.status, err.message), headers: {} };
-        throw err;
-      }
-    } else {
-      outcome = await execute();
-    }
+    const { response, replayed } =
+      isWrite && idempotencyKey !== undefined
+        ? await idempotency.run(idempotencyKey, { method, path, rawBody }, execute)
+        : { response: await execute(), replayed: false };
     if (failAfterWrite) return { response: simulatedFailure(), headers: {} };
-    return { response: outcome, headers: replayed ? { 'idempotent-replayed': 'true' } : {}, ...(outcome.text !== undefined ? { text: outcome.text, contentType: outcome.contentType } : {}) };
+    return { response, headers: replayed ? { 'idempotent-replayed': 'true' } : {} };
   }
 
   return (req, res) => {
     const started = performance.now();
     handle(req)
-      .catch((err: unknown) => {
+      .catch((err: unknown): Answer => {
         if (err instanceof ApiError) return { response: errorResponse(err.status, err.message), headers: err.headers };
         logger?.error({ err, method: req.method, path: req.url }, 'simulator request failed');
         return { response: errorResponse(500, 'Internal simulator error.'), headers: {} };
       })
-      .then((result: { response: RecordedResponse; headers: Record<string, string>; contentType?: string | undefined; text?: string | undefined }) => {
-        const body = result.text ?? result.response.json;
-        res.writeHead(result.response.status, {
-          'content-type': result.contentType ?? 'application/json; charset=utf-8',
-          'content-length': String(Buffer.byteLength(body)),
-          ...result.headers,
+      .then(({ response, headers }) => {
+        res.writeHead(response.status, {
+          'content-type': response.contentType ?? 'application/json; charset=utf-8',
+          'content-length': String(Buffer.byteLength(response.body)),
+          ...headers,
         });
-        res.end(body);
-        logger?.info({ method: req.method, path: req.url?.split('?')[0], status: result.response.status, durationMs: Math.round(performance.now() - started) }, 'request');
+        res.end(response.body);
+        logger?.info({ method: req.method, path: req.url?.split('?')[0], status: response.status, durationMs: Math.round(performance.now() - started) }, 'request');
       })
       .catch((err: unknown) => logger?.warn({ err }, 'could not write a simulator response'));
   };
