@@ -44,7 +44,13 @@ let round = 0;
 const insertMs = await median(3, async () => {
   round++;
   for (let i = 0; i < M; i++) {
-    await storeEvent(store, { eventId: `base_${round}_${i}`, eventType: 'PAYMENT_COMPLETED', resourceKey: 'payment:p', rawBody: body.toString(), headers: {} });
+    await storeEvent(store, {
+      eventId: `base_${round}_${i}`,
+      eventType: 'PAYMENT_COMPLETED',
+      resourceKey: 'payment:p',
+      rawBody: body.toString(),
+      headers: {},
+    });
   }
 });
 const receiveMs = await median(3, async () => {

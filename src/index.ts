@@ -19,8 +19,23 @@ export { fetchHandler } from './adapters/fetch.js';
 export { nodeHandler } from './adapters/node-http.js';
 
 export { openDatabase, DEFAULT_DATA_DIR, DEFAULT_SCHEMA, type DatabaseOptions, type PayhooksDatabase } from './store/database.js';
-export { migrate, readMigrations, MigrationChecksumError, MIGRATIONS_DIR, type MigrationFile, type MigrationReport } from './store/migrate.js';
-export { getEvent, listEvents, storeEvent, type IncomingEvent, type ListEventsFilter, type StoredEvent, type StoredEventDetail } from './store/inbox.js';
+export {
+  migrate,
+  readMigrations,
+  MigrationChecksumError,
+  MIGRATIONS_DIR,
+  type MigrationFile,
+  type MigrationReport,
+} from './store/migrate.js';
+export {
+  getEvent,
+  listEvents,
+  storeEvent,
+  type IncomingEvent,
+  type ListEventsFilter,
+  type StoredEvent,
+  type StoredEventDetail,
+} from './store/inbox.js';
 export { pruneEvents, replayEvents, SENDER_RETRY_HORIZON_MS } from './store/maintenance.js';
 export { EVENT_STATUSES, type EventStatus, type PayhooksTables } from './store/schema.js';
 

@@ -5,7 +5,14 @@ import { expressMiddleware } from './adapters/express.js';
 import { fetchHandler } from './adapters/fetch.js';
 import { nodeHandler } from './adapters/node-http.js';
 import { createLogger } from './logger.js';
-import { DEFAULT_MAX_BODY_BYTES, createReceiver, error, type Receiver, type ReceiveRequest, type ReceiveResponse } from './receiver/receiver.js';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  createReceiver,
+  error,
+  type Receiver,
+  type ReceiveRequest,
+  type ReceiveResponse,
+} from './receiver/receiver.js';
 import { createDefaultScheme, type SignatureScheme } from './signature/index.js';
 import { openDatabase, type DatabaseOptions, type PayhooksDatabase } from './store/database.js';
 import { replayEvents } from './store/maintenance.js';
@@ -94,7 +101,12 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
 
   function ready(): Promise<PayhooksDatabase> {
     opening ??= (async () => {
-      const store = given ?? (await openDatabase({ ...(options.database as DatabaseOptions | undefined), onIdleError: (err) => logger.warn({ err }, 'idle database connection failed') }));
+      const store =
+        given ??
+        (await openDatabase({
+          ...(options.database as DatabaseOptions | undefined),
+          onIdleError: (err) => logger.warn({ err }, 'idle database connection failed'),
+        }));
       if (options.migrate !== false) {
         try {
           const report = await migrate(store);
@@ -148,9 +160,18 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     },
     ready,
     receive,
-    express: () => (signatureScheme(), expressMiddleware(facade)),
-    node: () => (signatureScheme(), nodeHandler(facade)),
-    fetch: () => (signatureScheme(), fetchHandler(facade)),
+    express() {
+      signatureScheme();
+      return expressMiddleware(facade);
+    },
+    node() {
+      signatureScheme();
+      return nodeHandler(facade);
+    },
+    fetch() {
+      signatureScheme();
+      return fetchHandler(facade);
+    },
     on(types, handler, handlerOptions) {
       registry.on(types, handler, handlerOptions);
       return hooks;
@@ -173,7 +194,10 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     },
     async replay(which) {
       const store = await ready();
-      const ids = await replayEvents(store, typeof which === 'string' ? { eventIds: [which] } : 'status' in which ? which : { eventIds: which });
+      const ids = await replayEvents(
+        store,
+        typeof which === 'string' ? { eventIds: [which] } : 'status' in which ? which : { eventIds: which },
+      );
       worker?.wake();
       return ids;
     },

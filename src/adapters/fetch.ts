@@ -1,4 +1,4 @@
-import { error, tooLarge, type Receiver } from '../receiver/receiver.js';
+import { error, type ReceiveResponse, tooLarge, type Receiver } from '../receiver/receiver.js';
 
 /**
  * A Fetch-API handler around a receiver, for Next.js route handlers, Hono, Bun and Deno.
@@ -13,7 +13,7 @@ export function fetchHandler(receiver: Receiver): (request: Request) => Promise<
     request.headers.forEach((value, name) => {
       headers[name] = value;
     });
-    let response;
+    let response: ReceiveResponse;
     if (request.method !== 'POST') {
       response = await receiver.receive({ method: request.method, headers, rawBody: new Uint8Array() });
     } else {

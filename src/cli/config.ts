@@ -4,7 +4,12 @@ import { z } from 'zod';
 export const serviceEnvSchema = z.object({
   PAYHOOKS_WEBHOOK_SECRET: z
     .string()
-    .transform((value) => value.split(',').map((s) => s.trim()).filter(Boolean))
+    .transform((value) =>
+      value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
     .optional(),
   DATABASE_URL: z.string().trim().min(1).optional().catch(undefined),
   PAYHOOKS_DATA_DIR: z.string().min(1).default('./.payhooks/pgdata'),

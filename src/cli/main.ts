@@ -39,7 +39,7 @@ async function withDatabase<T>(work: (store: PayhooksDatabase, migrated: Migrati
 
 function buildProgram(out: (text: string) => void): Command {
   const program = new Command('payhooks')
-    .description('Receive the Payment Collection Service\'s webhooks, store each event once, run typed handlers.')
+    .description("Receive the Payment Collection Service's webhooks, store each event once, run typed handlers.")
     .addHelpText('after', ENVIRONMENT_HELP)
     .exitOverride()
     .showHelpAfterError();
@@ -47,7 +47,9 @@ function buildProgram(out: (text: string) => void): Command {
   program
     .command('serve')
     .description('run the webhook receiver (POST /webhooks, /healthz, /readyz, /metrics) and the worker until SIGTERM or SIGINT')
-    .addOption(new Option('--role <role>', 'receive only, run handlers only, or both').choices(['all', 'receiver', 'worker']).default('all'))
+    .addOption(
+      new Option('--role <role>', 'receive only, run handlers only, or both').choices(['all', 'receiver', 'worker']).default('all'),
+    )
     .option('--handlers <module>', 'a module whose default export registers handlers: export default (hooks) => hooks.on(…)')
     .action(async (opts: { role: ServiceRole; handlers?: string }) => {
       const logger = createLogger();
@@ -62,7 +64,8 @@ function buildProgram(out: (text: string) => void): Command {
     .argument('[eventIds...]', 'event ids to re-queue')
     .addOption(new Option('--status <status>', 're-queue every event in this state').choices(['dead', 'invalid', 'ignored', 'done']))
     .action(async (eventIds: string[], opts: { status?: 'dead' | 'invalid' | 'ignored' | 'done' }) => {
-      if (eventIds.length === 0 && !opts.status) throw new UsageError('Name event ids to replay, or pass --status dead|invalid|ignored|done.');
+      if (eventIds.length === 0 && !opts.status)
+        throw new UsageError('Name event ids to replay, or pass --status dead|invalid|ignored|done.');
       if (eventIds.length > 0 && opts.status) throw new UsageError('Give either event ids or --status, not both.');
       const replayed = await withDatabase((store) => replayEvents(store, opts.status ? { status: opts.status } : { eventIds }));
       const missing = eventIds.filter((id) => !replayed.includes(id));
@@ -76,7 +79,7 @@ function buildProgram(out: (text: string) => void): Command {
   program
     .command('prune')
     .description('delete finished (done, ignored) events older than the given age; never unfinished, dead or invalid ones')
-    .requiredOption('--older-than <age>', 'minimum age, e.g. 30d (at least 4d7h, the sender\'s retry horizon)')
+    .requiredOption('--older-than <age>', "minimum age, e.g. 30d (at least 4d7h, the sender's retry horizon)")
     .action(async (opts: { olderThan: string }) => {
       const olderThanMs = parseDuration(opts.olderThan);
       assertPruneAge(olderThanMs);
@@ -97,10 +100,20 @@ function buildProgram(out: (text: string) => void): Command {
     .description('run a local, in-memory Payment Collection Service: its REST interface and real signed webhook deliveries')
     .option('--port <port>', 'port to listen on (0: any free port)', simulateOptionParsers.port, 4010)
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
-    .option('--time-scale <n>', 'divide the retry delays (2 s … 3 days) and the rotation grace period by n', simulateOptionParsers.timeScale, 1)
+    .option(
+      '--time-scale <n>',
+      'divide the retry delays (2 s … 3 days) and the rotation grace period by n',
+      simulateOptionParsers.timeScale,
+      1,
+    )
     .option('--duplicate-rate <p>', 'probability that a delivery is sent twice', simulateOptionParsers.rate('--duplicate-rate'), 0)
     .option('--reorder', 'buffer deliveries briefly and send them shuffled', false)
-    .option('--fail-rate <p>', 'probability that a REST call answers 503 (for writes, half of them after the write is done)', simulateOptionParsers.rate('--fail-rate'), 0)
+    .option(
+      '--fail-rate <p>',
+      'probability that a REST call answers 503 (for writes, half of them after the write is done)',
+      simulateOptionParsers.rate('--fail-rate'),
+      0,
+    )
     .action(async (opts: SimulateCommandOptions) => {
       await runSimulate(opts, createLogger(), out);
     });
@@ -109,7 +122,7 @@ function buildProgram(out: (text: string) => void): Command {
     .command('trigger')
     .description('send one realistic signed event of a type to a receiver; exit 0 when it answers 2xx')
     .argument('<type>', 'an event type, e.g. INVOICE_PAID')
-    .requiredOption('--to <url>', 'the receiver\'s URL, e.g. http://127.0.0.1:8787/webhooks')
+    .requiredOption('--to <url>', "the receiver's URL, e.g. http://127.0.0.1:8787/webhooks")
     .option('--secret <secret>', 'the endpoint secret to sign with (default: PAYHOOKS_WEBHOOK_SECRET)')
     .action(async (type: string, opts: { to: string; secret?: string }) => {
       const result = await runTrigger(type, opts);
@@ -129,7 +142,19 @@ function buildProgram(out: (text: string) => void): Command {
       const rows = await withDatabase((store) => listEvents(store, { status: opts.status, eventType: opts.type, limit: opts.limit }));
       if (opts.json) return out(JSON.stringify(rows, null, 2));
       if (rows.length === 0) return out('no events');
-      out(table(rows.map((e) => [e.eventId, e.eventType, e.status, String(e.attempts), String(e.deliveries), e.receivedAt.toISOString(), e.lastError ?? ''])));
+      out(
+        table(
+          rows.map((e) => [
+            e.eventId,
+            e.eventType,
+            e.status,
+            String(e.attempts),
+            String(e.deliveries),
+            e.receivedAt.toISOString(),
+            e.lastError ?? '',
+          ]),
+        ),
+      );
     });
   events
     .command('show')
@@ -157,7 +182,14 @@ function table(rows: string[][]): string {
   const header = ['EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'DELIVERIES', 'RECEIVED', 'LAST ERROR'];
   const all = [header, ...rows];
   const widths = header.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)));
-  return all.map((row) => row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n');
+  return all
+    .map((row) =>
+      row
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 /**

@@ -46,7 +46,7 @@ export async function startService(env: ServiceEnv, logger: Logger, options: Ser
     : undefined;
   if (!api) {
     logger.warn(
-      'PAYHOOKS_API_KEY is not set: handlers and sinks will use the events\' own snapshots, and current-state reads (the defence against out-of-order delivery) are off.',
+      "PAYHOOKS_API_KEY is not set: handlers and sinks will use the events' own snapshots, and current-state reads (the defence against out-of-order delivery) are off.",
     );
   }
   const hooks = createPayhooks<ApiClient>({

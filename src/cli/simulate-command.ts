@@ -3,24 +3,32 @@ import { startSimulator, type ResolvedSimulatorOptions, type SimulatorOptions } 
 import { untilSignal } from './until-signal.js';
 
 /** The options `payhooks simulate` takes, already parsed and checked by the command line. */
-export type SimulateCommandOptions = Pick<ResolvedSimulatorOptions, 'port' | 'host' | 'timeScale' | 'duplicateRate' | 'reorder' | 'failRate'>;
+export type SimulateCommandOptions = Pick<
+  ResolvedSimulatorOptions,
+  'port' | 'host' | 'timeScale' | 'duplicateRate' | 'reorder' | 'failRate'
+>;
 
 /** Commander parsers that fail with the flag's name in the message. */
 export const simulateOptionParsers = {
   port(value: string): number {
     const n = Number(value);
-    if (!/^\d+$/.test(value) || n > 65535) throw new Error(`--port takes a whole number from 0 to 65535 (0: any free port), not ${JSON.stringify(value)}.`);
+    if (!/^\d+$/.test(value) || n > 65535)
+      throw new Error(`--port takes a whole number from 0 to 65535 (0: any free port), not ${JSON.stringify(value)}.`);
     return n;
   },
   timeScale(value: string): number {
     const n = Number(value);
-    if (value.trim() === '' || !Number.isFinite(n) || n <= 0) throw new Error(`--time-scale takes a number greater than 0 (e.g. 60: a minute's delay takes a second), not ${JSON.stringify(value)}.`);
+    if (value.trim() === '' || !Number.isFinite(n) || n <= 0)
+      throw new Error(
+        `--time-scale takes a number greater than 0 (e.g. 60: a minute's delay takes a second), not ${JSON.stringify(value)}.`,
+      );
     return n;
   },
   rate(flag: string) {
     return (value: string): number => {
       const n = Number(value);
-      if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new Error(`${flag} takes a probability between 0 and 1, not ${JSON.stringify(value)}.`);
+      if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1)
+        throw new Error(`${flag} takes a probability between 0 and 1, not ${JSON.stringify(value)}.`);
       return n;
     };
   },

@@ -12,14 +12,16 @@ export interface TriggerCommandResult {
  * message for the user when an argument is wrong or the receiver cannot be reached.
  */
 export async function runTrigger(eventType: string, options: { to: string; secret?: string | undefined }): Promise<TriggerCommandResult> {
-  if (!isEventType(eventType)) throw new Error(`Unknown event type ${JSON.stringify(eventType)}. Known types:\n  ${EVENT_TYPES.join('\n  ')}`);
+  if (!isEventType(eventType))
+    throw new Error(`Unknown event type ${JSON.stringify(eventType)}. Known types:\n  ${EVENT_TYPES.join('\n  ')}`);
   let url: URL;
   try {
     url = new URL(options.to);
   } catch {
     throw new Error(`--to takes the receiver's URL, e.g. http://127.0.0.1:8787/webhooks, not ${JSON.stringify(options.to)}.`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`--to must be an http or https URL, not ${JSON.stringify(options.to)}.`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new Error(`--to must be an http or https URL, not ${JSON.stringify(options.to)}.`);
   // During a rotation the variable holds several secrets; the first is the current one.
   const secret = (options.secret ?? process.env.PAYHOOKS_WEBHOOK_SECRET ?? '').split(',')[0]!.trim();
   if (!secret) throw new Error('No signing secret: pass --secret S or set PAYHOOKS_WEBHOOK_SECRET.');

@@ -31,7 +31,10 @@ export class ApiClient {
   readonly authLinks: AuthLinks;
 
   /** @internal Use `createClient`, which checks the options and settles the defaults. */
-  constructor(transport: HttpTransport, settings: { environment: ClientEnvironment; baseUrl: string; paths: ApiPaths; sandboxAllowed: boolean }) {
+  constructor(
+    transport: HttpTransport,
+    settings: { environment: ClientEnvironment; baseUrl: string; paths: ApiPaths; sandboxAllowed: boolean },
+  ) {
     const { paths } = settings;
     this.environment = settings.environment;
     this.baseUrl = settings.baseUrl;

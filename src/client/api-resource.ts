@@ -17,7 +17,9 @@ export abstract class ApiResource {
   /** `basePath/{id}/…rest`, the id checked (non-empty) and URL-encoded. */
   protected at(id: string, ...rest: string[]): string {
     if (typeof id !== 'string' || id.trim() === '') {
-      throw new ApiInputError(`${this.basePath}/{id}: the id must be a non-empty string, no request was sent`, [{ path: 'id', message: 'must be a non-empty string' }]);
+      throw new ApiInputError(`${this.basePath}/{id}: the id must be a non-empty string, no request was sent`, [
+        { path: 'id', message: 'must be a non-empty string' },
+      ]);
     }
     return [this.basePath, encodeURIComponent(id), ...rest].join('/');
   }

@@ -65,7 +65,10 @@ const optionsSchema = z.strictObject({
   apiKey: z.unknown(),
   environment: z
     .string()
-    .refine((value) => value === 'staging' || value === 'production' || isHttpUrl(value), "must be 'staging', 'production' or the service's base URL")
+    .refine(
+      (value) => value === 'staging' || value === 'production' || isHttpUrl(value),
+      "must be 'staging', 'production' or the service's base URL",
+    )
     .optional(),
   baseUrl: httpUrl.optional(),
   fetch: z.custom<typeof fetch>((value) => typeof value === 'function', 'must be a fetch function').optional(),
@@ -77,13 +80,23 @@ const optionsSchema = z.strictObject({
       (value) =>
         value === false ||
         (typeof value === 'object' && value !== null && 'acquire' in value && typeof value.acquire === 'function') ||
-        (typeof value === 'object' && value !== null && 'requestsPerMinute' in value && Number.isInteger(value.requestsPerMinute) && Number(value.requestsPerMinute) > 0),
+        (typeof value === 'object' &&
+          value !== null &&
+          'requestsPerMinute' in value &&
+          Number.isInteger(value.requestsPerMinute) &&
+          Number(value.requestsPerMinute) > 0),
       'must be false, a RateLimiter, or { requestsPerMinute } with a positive integer',
     )
     .optional(),
   logger: z
     .custom<ClientLogger>(
-      (value) => typeof value === 'object' && value !== null && 'debug' in value && 'warn' in value && typeof value.debug === 'function' && typeof value.warn === 'function',
+      (value) =>
+        typeof value === 'object' &&
+        value !== null &&
+        'debug' in value &&
+        'warn' in value &&
+        typeof value.debug === 'function' &&
+        typeof value.warn === 'function',
       'must be a logger with debug and warn methods',
     )
     .optional(),
@@ -124,7 +137,12 @@ export function createClient(options: ClientOptions): ApiClient {
     logger: options.logger,
   });
   const paths: ApiPaths = { ...API_PATHS, ...definedEntries(options.paths ?? {}) };
-  return new ApiClient(transport, { environment, baseUrl, paths, sandboxAllowed: environment === 'staging' && !apiKey.startsWith('sk_live_') });
+  return new ApiClient(transport, {
+    environment,
+    baseUrl,
+    paths,
+    sandboxAllowed: environment === 'staging' && !apiKey.startsWith('sk_live_'),
+  });
 }
 
 // The messages describe the key without showing it: it is a secret, and errors end up in logs.
@@ -145,10 +163,14 @@ function resolveEnvironment(options: ClientOptions, apiKey: string): { environme
   const named = given === 'staging' || given === 'production' ? given : undefined;
   const fromKey: ClientEnvironment = apiKey.startsWith('sk_live_') ? 'production' : 'staging';
   if (named === 'staging' && apiKey.startsWith('sk_live_')) {
-    throw new ApiInputError("Invalid client options: environment is 'staging' but apiKey is a production key (sk_live_); staging and production keys are issued separately");
+    throw new ApiInputError(
+      "Invalid client options: environment is 'staging' but apiKey is a production key (sk_live_); staging and production keys are issued separately",
+    );
   }
   if (named === 'production' && apiKey.startsWith('sk_test_')) {
-    throw new ApiInputError("Invalid client options: environment is 'production' but apiKey is a staging key (sk_test_); staging and production keys are issued separately");
+    throw new ApiInputError(
+      "Invalid client options: environment is 'production' but apiKey is a staging key (sk_test_); staging and production keys are issued separately",
+    );
   }
   if (options.environment !== undefined && named === undefined && options.baseUrl !== undefined) {
     throw new ApiInputError('Invalid client options: give the base URL either as environment or as baseUrl, not both');

@@ -1,4 +1,12 @@
-import { apiCustomerSchema, createCustomerInputSchema, pageQuerySchema, type ApiCustomer, type CreateCustomerInput, type ListPage, type PageQuery } from '../events/api.js';
+import {
+  apiCustomerSchema,
+  createCustomerInputSchema,
+  pageQuerySchema,
+  type ApiCustomer,
+  type CreateCustomerInput,
+  type ListPage,
+  type PageQuery,
+} from '../events/api.js';
 import { ApiResource } from './api-resource.js';
 import type { RequestOptions } from './http-transport.js';
 import { iteratePages } from './pagination.js';

@@ -124,21 +124,31 @@ export class HttpTransport {
         this.#config.logger?.debug({ method, path, status, attempt, durationMs: elapsed(started) }, 'api request');
       } catch (error) {
         if (!(error instanceof ApiError)) throw error;
-        this.#config.logger?.debug({ method, path, status: error.status, attempt, durationMs: elapsed(started), error: error.name }, 'api request failed');
+        this.#config.logger?.debug(
+          { method, path, status: error.status, attempt, durationMs: elapsed(started), error: error.name },
+          'api request failed',
+        );
         const delayMs = this.#retryDelay(error, attempt, replayable);
         if (delayMs === undefined) throw error;
-        this.#config.logger?.warn({ method, path, status: error.status, attempt, error: error.name, retryInMs: Math.round(delayMs) }, 'api request will be retried');
+        this.#config.logger?.warn(
+          { method, path, status: error.status, attempt, error: error.name, retryInMs: Math.round(delayMs) },
+          'api request will be retried',
+        );
         await sleep(delayMs, options.signal);
         continue;
       }
       const parsed = spec.response.safeParse(json);
       if (!parsed.success) {
-        throw new ApiResponseValidationError(`${method} ${path}: the ${status} response does not have the expected shape`, issuesOf(parsed.error), {
-          status,
-          method,
-          path,
-          cause: parsed.error,
-        });
+        throw new ApiResponseValidationError(
+          `${method} ${path}: the ${status} response does not have the expected shape`,
+          issuesOf(parsed.error),
+          {
+            status,
+            method,
+            path,
+            cause: parsed.error,
+          },
+        );
       }
       return parsed.data as Infer<S>;
     }
@@ -162,8 +172,13 @@ export class HttpTransport {
       text = await response.text();
     } catch (error) {
       if (callerSignal?.aborted) throw callerSignal.reason;
-      if (timeout.aborted) throw new ApiTimeoutError(`${method} ${path}: no response within ${timeoutMs} ms`, { method, path, cause: error });
-      throw new ApiConnectionError(`${method} ${path}: could not reach the service (${describeCause(error)})`, { method, path, cause: error });
+      if (timeout.aborted)
+        throw new ApiTimeoutError(`${method} ${path}: no response within ${timeoutMs} ms`, { method, path, cause: error });
+      throw new ApiConnectionError(`${method} ${path}: could not reach the service (${describeCause(error)})`, {
+        method,
+        path,
+        cause: error,
+      });
     }
     const { status, headers } = response;
     if (status >= 200 && status < 300) {
@@ -171,10 +186,23 @@ export class HttpTransport {
       try {
         return { json: JSON.parse(text), status };
       } catch (error) {
-        throw new ApiResponseValidationError(`${method} ${path}: the ${status} response is not JSON`, [], { status, headers, method, path, cause: error });
+        throw new ApiResponseValidationError(`${method} ${path}: the ${status} response is not JSON`, [], {
+          status,
+          headers,
+          method,
+          path,
+          cause: error,
+        });
       }
     }
-    throw makeApiError({ status, headers, method, path, serverMessage: errorMessageOf(text), retryAfter: parseRetryAfter(headers.get('retry-after')) });
+    throw makeApiError({
+      status,
+      headers,
+      method,
+      path,
+      serverMessage: errorMessageOf(text),
+      retryAfter: parseRetryAfter(headers.get('retry-after')),
+    });
   }
 
   /** How long to wait before the next attempt, or undefined when the error is final. */
@@ -199,17 +227,27 @@ export function backoffDelay(attempt: number): number {
 function check(checked: Checked, prefix: 'input' | 'query', method: string, path: string): unknown {
   const result = checked.schema.safeParse(checked.value);
   if (result.success) return result.data;
-  throw new ApiInputError(`${method} ${path}: invalid ${prefix}, no request was sent`, issuesOf(result.error, prefix), { method, path, cause: result.error });
+  throw new ApiInputError(`${method} ${path}: invalid ${prefix}, no request was sent`, issuesOf(result.error, prefix), {
+    method,
+    path,
+    cause: result.error,
+  });
 }
 
 /** Checks the per-call options; returns the call's timeout if it sets one. */
 function checkCallOptions(options: RequestOptions, method: string, path: string): number | undefined {
   const { idempotencyKey, timeoutMs } = options;
   if (idempotencyKey !== undefined && idempotencyKey !== false && (typeof idempotencyKey !== 'string' || idempotencyKey.trim() === '')) {
-    throw new ApiInputError(`${method} ${path}: idempotencyKey must be a non-empty string or false, no request was sent`, [], { method, path });
+    throw new ApiInputError(`${method} ${path}: idempotencyKey must be a non-empty string or false, no request was sent`, [], {
+      method,
+      path,
+    });
   }
   if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
-    throw new ApiInputError(`${method} ${path}: timeoutMs must be a positive number of milliseconds, no request was sent`, [], { method, path });
+    throw new ApiInputError(`${method} ${path}: timeoutMs must be a positive number of milliseconds, no request was sent`, [], {
+      method,
+      path,
+    });
   }
   return timeoutMs;
 }

@@ -53,11 +53,21 @@ export class Invoices extends ApiResource {
 
   /** Requests cash or transfer payment instructions for a pending invoice (`POST /v1/invoices/{id}/payments`). */
   async requestPayment(invoiceId: string, input: RequestPaymentInput, options?: RequestOptions): Promise<RequestPaymentResponse> {
-    return this.transport.post(this.at(invoiceId, 'payments'), { schema: requestPaymentInputSchema, value: input }, requestPaymentResponseSchema, options);
+    return this.transport.post(
+      this.at(invoiceId, 'payments'),
+      { schema: requestPaymentInputSchema, value: input },
+      requestPaymentResponseSchema,
+      options,
+    );
   }
 
   /** Records the invoice as paid outside the service (`POST /v1/invoices/{id}/mark-paid`); makes an `OTHER` payment. */
   async markPaid(invoiceId: string, input: MarkPaidInput = {}, options?: RequestOptions): Promise<MarkPaidResponse> {
-    return this.transport.post(this.at(invoiceId, 'mark-paid'), { schema: markPaidInputSchema, value: input }, markPaidResponseSchema, options);
+    return this.transport.post(
+      this.at(invoiceId, 'mark-paid'),
+      { schema: markPaidInputSchema, value: input },
+      markPaidResponseSchema,
+      options,
+    );
   }
 }

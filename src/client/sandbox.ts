@@ -1,4 +1,9 @@
-import { completePaymentInputSchema, completePaymentResponseSchema, type CompletePaymentInput, type CompletePaymentResponse } from '../events/api.js';
+import {
+  completePaymentInputSchema,
+  completePaymentResponseSchema,
+  type CompletePaymentInput,
+  type CompletePaymentResponse,
+} from '../events/api.js';
 import { ApiResource } from './api-resource.js';
 import { ApiInputError } from './errors.js';
 import type { HttpTransport, RequestOptions } from './http-transport.js';
@@ -21,7 +26,13 @@ export class Sandbox extends ApiResource {
    * await client.sandbox.completePayment(payment.id, { outcome: 'SUCCEEDED' });
    */
   async completePayment(paymentId: string, input: CompletePaymentInput, options?: RequestOptions): Promise<CompletePaymentResponse> {
-    if (this.#production) throw new ApiInputError('sandbox.completePayment works only in staging and this client is for production; no request was sent');
-    return this.transport.post(this.at(paymentId, 'complete'), { schema: completePaymentInputSchema, value: input }, completePaymentResponseSchema, options);
+    if (this.#production)
+      throw new ApiInputError('sandbox.completePayment works only in staging and this client is for production; no request was sent');
+    return this.transport.post(
+      this.at(paymentId, 'complete'),
+      { schema: completePaymentInputSchema, value: input },
+      completePaymentResponseSchema,
+      options,
+    );
   }
 }

@@ -1,4 +1,10 @@
-import { webhookEventRecordSchema, webhookEventsQuerySchema, type ListPage, type WebhookEventRecord, type WebhookEventsQuery } from '../events/api.js';
+import {
+  webhookEventRecordSchema,
+  webhookEventsQuerySchema,
+  type ListPage,
+  type WebhookEventRecord,
+  type WebhookEventsQuery,
+} from '../events/api.js';
 import { ApiResource } from './api-resource.js';
 import type { RequestOptions } from './http-transport.js';
 import { iteratePages } from './pagination.js';

@@ -112,7 +112,10 @@ export type AuthLinkInput = z.input<typeof authLinkInputSchema>;
 
 /** The query of every list endpoint: `take` 1 to 100 (default 20 on the service), `skip` 0 or more. */
 export const pageQuerySchema = z.object({
-  take: integer.min(1, 'take must be at least 1').max(PAGE_SIZE.max, `take must be at most ${PAGE_SIZE.max} (the service's page size limit)`).optional(),
+  take: integer
+    .min(1, 'take must be at least 1')
+    .max(PAGE_SIZE.max, `take must be at most ${PAGE_SIZE.max} (the service's page size limit)`)
+    .optional(),
   skip: integer.min(0, 'skip must be 0 or more').optional(),
 });
 
@@ -253,4 +256,11 @@ export type ApiErrorBody = z.infer<typeof apiErrorBodySchema>;
  * key (sandbox in production), 404 unknown id or path, 409 uniqueness, idempotency-key reuse with another
  * body, or a payment in the wrong state, 429 rate limit (`Retry-After` in seconds), 5xx server trouble.
  */
-export const API_ERROR_STATUSES = { validation: 400, authentication: 401, permission: 403, notFound: 404, conflict: 409, rateLimit: 429 } as const;
+export const API_ERROR_STATUSES = {
+  validation: 400,
+  authentication: 401,
+  permission: 403,
+  notFound: 404,
+  conflict: 409,
+  rateLimit: 429,
+} as const;

@@ -213,12 +213,19 @@ const EXAMPLE_DATA: EventMap = {
   },
   SUBSCRIPTION_CREATED: { subscription, customer, organization },
   SUBSCRIPTION_UPDATED: { subscription: { ...subscription, numberOfPayments: 12 }, customer, organization },
-  SUBSCRIPTION_CANCELED: { subscription: { ...subscription, status: 'CANCELED', isActive: false, nextCollectionDate: null }, customer, organization },
+  SUBSCRIPTION_CANCELED: {
+    subscription: { ...subscription, status: 'CANCELED', isActive: false, nextCollectionDate: null },
+    customer,
+    organization,
+  },
 };
 
 /** One realistic event of each of the 19 types. */
 export const EXAMPLE_EVENTS: { readonly [K in EventType]: WebhookEvent<K> } = Object.fromEntries(
-  Object.entries(EXAMPLE_DATA).map(([eventType, data]) => [eventType, { eventId: `evt_example_${eventType.toLowerCase()}`, eventType, data }]),
+  Object.entries(EXAMPLE_DATA).map(([eventType, data]) => [
+    eventType,
+    { eventId: `evt_example_${eventType.toLowerCase()}`, eventType, data },
+  ]),
 ) as { [K in EventType]: WebhookEvent<K> };
 
 /**
@@ -262,12 +269,21 @@ export const EDGE_CASE_EVENTS: readonly { name: string; event: { eventId: string
     event: {
       eventId: 'evt_edge_inv_absent',
       eventType: 'INVOICE_UPDATED',
-      data: { invoiceId: invoice.id, amount: 0, invoice: { id: invoice.id, amount: 0, currency: 'MXN', dueDate: '2026-11-30T00:00:00Z', items: [] }, organization },
+      data: {
+        invoiceId: invoice.id,
+        amount: 0,
+        invoice: { id: invoice.id, amount: 0, currency: 'MXN', dueDate: '2026-11-30T00:00:00Z', items: [] },
+        organization,
+      },
     },
   },
   {
     name: 'customer with null name, email and phone',
-    event: { eventId: 'evt_edge_cus', eventType: 'CUSTOMER_CREATED', data: { ...customer, name: null, email: null, phoneNumber: null, tags: ['vip'] } },
+    event: {
+      eventId: 'evt_edge_cus',
+      eventType: 'CUSTOMER_CREATED',
+      data: { ...customer, name: null, email: null, phoneNumber: null, tags: ['vip'] },
+    },
   },
   {
     name: 'failed attempt with no card detail and no session',
@@ -309,7 +325,15 @@ export const EDGE_CASE_EVENTS: readonly { name: string; event: { eventId: string
           confirmed: false,
           chargesConsented: true,
           cardDetail: null,
-          bankAccount: { id: 'ba_1', clabeFirst: '002', clabeLast: '1234', bankCode: '002', bankName: 'Example Bank', verified: false, extra: 1 },
+          bankAccount: {
+            id: 'ba_1',
+            clabeFirst: '002',
+            clabeLast: '1234',
+            bankCode: '002',
+            bankName: 'Example Bank',
+            verified: false,
+            extra: 1,
+          },
         },
         customer,
       },
@@ -317,18 +341,30 @@ export const EDGE_CASE_EVENTS: readonly { name: string; event: { eventId: string
   },
   {
     name: 'refund without a custom reason',
-    event: { eventId: 'evt_edge_re', eventType: 'PAYMENT_REFUNDED', data: { ...EXAMPLE_DATA.PAYMENT_REFUNDED, refund: { ...EXAMPLE_DATA.PAYMENT_REFUNDED.refund, customRefundReason: null } } },
+    event: {
+      eventId: 'evt_edge_re',
+      eventType: 'PAYMENT_REFUNDED',
+      data: { ...EXAMPLE_DATA.PAYMENT_REFUNDED, refund: { ...EXAMPLE_DATA.PAYMENT_REFUNDED.refund, customRefundReason: null } },
+    },
   },
   {
     name: 'dispute created with the response absent and respondBy null',
-    event: { eventId: 'evt_edge_dp', eventType: 'DISPUTE_CREATED', data: { dispute: { ...dispute, respondBy: null, reason: null }, payment, customer, organization } },
+    event: {
+      eventId: 'evt_edge_dp',
+      eventType: 'DISPUTE_CREATED',
+      data: { dispute: { ...dispute, respondBy: null, reason: null }, payment, customer, organization },
+    },
   },
   {
     name: 'subscription without limits or next date',
     event: {
       eventId: 'evt_edge_sub',
       eventType: 'SUBSCRIPTION_UPDATED',
-      data: { subscription: { ...subscription, numberOfPayments: null, lastCollectionDate: null, nextCollectionDate: null, description: null }, customer, organization },
+      data: {
+        subscription: { ...subscription, numberOfPayments: null, lastCollectionDate: null, nextCollectionDate: null, description: null },
+        customer,
+        organization,
+      },
     },
   },
 ];

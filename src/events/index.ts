@@ -1,9 +1,24 @@
 export { envelopeSchema, type Envelope } from './envelope.js';
 export * from './event-data.js';
-export { EVENT_DATA_SCHEMAS, EVENT_TYPES, isEventType, type EventMap, type EventType, type UnknownEvent, type WebhookEvent } from './event-types.js';
+export {
+  EVENT_DATA_SCHEMAS,
+  EVENT_TYPES,
+  isEventType,
+  type EventMap,
+  type EventType,
+  type UnknownEvent,
+  type WebhookEvent,
+} from './event-types.js';
 export { EDGE_CASE_EVENTS, EXAMPLE_EVENTS, exampleEvent } from './examples.js';
 export { EventParseError, parseEvent, parseEventOrThrow, type EventIssue, type ParseEventResult } from './parse-event.js';
-export { amount as amountSchema, currency as currencySchema, dateTime as dateTimeSchema, metadataPairSchema, type Infer, type Known } from './primitives.js';
+export {
+  amount as amountSchema,
+  currency as currencySchema,
+  dateTime as dateTimeSchema,
+  metadataPairSchema,
+  type Infer,
+  type Known,
+} from './primitives.js';
 export { resourceKeyOf } from './resource-key.js';
 export * from './resources.js';
 export * from './api.js';

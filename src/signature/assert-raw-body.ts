@@ -21,14 +21,20 @@ function isUint8Array(value: unknown): value is Uint8Array {
  */
 export function assertRawBody(body: unknown): asserts body is Uint8Array {
   if (isUint8Array(body)) return;
-  throw new WebhookVerificationError('body_already_parsed', `The webhook body reached the verifier ${describe(body)}, not as raw bytes. ${FIX}`);
+  throw new WebhookVerificationError(
+    'body_already_parsed',
+    `The webhook body reached the verifier ${describe(body)}, not as raw bytes. ${FIX}`,
+  );
 }
 
 function describe(body: unknown): string {
-  if (body === undefined || body === null) return `as ${String(body)} (nothing read the request body, or a body parser consumed the stream and left nothing usable)`;
-  if (typeof body === 'string') return 'as a string: a text body parser or some code decoded the bytes, and decoding does not guarantee the signed bytes back';
+  if (body === undefined || body === null)
+    return `as ${String(body)} (nothing read the request body, or a body parser consumed the stream and left nothing usable)`;
+  if (typeof body === 'string')
+    return 'as a string: a text body parser or some code decoded the bytes, and decoding does not guarantee the signed bytes back';
   if (body instanceof ArrayBuffer) return 'as an ArrayBuffer (wrap it: new Uint8Array(arrayBuffer))';
   if (ArrayBuffer.isView(body)) return `as a ${body.constructor.name} (pass a Uint8Array or Buffer over the same bytes)`;
-  if (typeof body === 'object') return 'as a parsed object: a JSON body parser (express.json(), bodyParser.json(), a framework\'s automatic parsing) ran first';
+  if (typeof body === 'object')
+    return "as a parsed object: a JSON body parser (express.json(), bodyParser.json(), a framework's automatic parsing) ran first";
   return `as a ${typeof body}`;
 }

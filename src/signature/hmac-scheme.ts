@@ -147,7 +147,7 @@ export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
         `None of the ${plural(candidates.length, 'signature')} in ${signatureHeader} matches the ${plural(input.rawBody.length, 'byte')} ` +
           `of the body signed with any of the ${plural(keys.length, 'configured secret')}. ` +
           'Check that the raw request body reaches the verifier byte for byte unchanged (no JSON parsing and re-serialising, ' +
-          'no body parser such as express.json() before the webhook middleware), and that the secret is this endpoint\'s ' +
+          "no body parser such as express.json() before the webhook middleware), and that the secret is this endpoint's " +
           'signing secret (GET /v1/webhooks/{id}/secret; during a rotation configure both the old and the new one).',
       );
     }
@@ -161,14 +161,14 @@ export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
       throw new WebhookVerificationError(
         'timestamp_too_old',
         `${read} is ${age} s old, over the tolerance of ${toleranceSeconds} s. The signature is valid, so this is a replay ` +
-          'of an old delivery or the sender\'s and this machine\'s clocks differ.',
+          "of an old delivery or the sender's and this machine's clocks differ.",
       );
     }
     if (-age > toleranceSeconds) {
       throw new WebhookVerificationError(
         'timestamp_in_future',
         `${read} is ${-age} s in the future, over the tolerance of ${toleranceSeconds} s. The signature is valid, so the ` +
-          'sender\'s and this machine\'s clocks differ (check NTP on this machine).',
+          "sender's and this machine's clocks differ (check NTP on this machine).",
       );
     }
     return webhookId === undefined ? { timestamp, matchedSecretIndex } : { timestamp, webhookId, matchedSecretIndex };
@@ -208,12 +208,17 @@ function secretList(secrets: unknown): string[] {
   if (list === undefined || list.length === 0) {
     throw new WebhookVerificationError(
       'no_secret',
-      'No webhook signing secret is configured: pass this endpoint\'s secret (GET /v1/webhooks/{id}/secret), or several during a rotation.',
+      "No webhook signing secret is configured: pass this endpoint's secret (GET /v1/webhooks/{id}/secret), or several during a rotation.",
     );
   }
   list.forEach((secret, index) => {
     if (typeof secret !== 'string' || secret.trim() === '') {
-      const what = typeof secret !== 'string' ? `a ${secret === null ? 'null' : typeof secret}, not a string` : secret === '' ? 'empty' : 'only whitespace';
+      const what =
+        typeof secret !== 'string'
+          ? `a ${secret === null ? 'null' : typeof secret}, not a string`
+          : secret === ''
+            ? 'empty'
+            : 'only whitespace';
       throw new WebhookVerificationError('no_secret', `Webhook secret #${index + 1} of ${list.length} is ${what}.`);
     }
   });
@@ -221,7 +226,8 @@ function secretList(secrets: unknown): string[] {
 }
 
 function headerName(value: unknown, option: string): string {
-  if (typeof value !== 'string' || !HEADER_NAME.test(value)) throw new TypeError(`${option} must be an HTTP header name, not ${String(value)}.`);
+  if (typeof value !== 'string' || !HEADER_NAME.test(value))
+    throw new TypeError(`${option} must be an HTTP header name, not ${String(value)}.`);
   return value.toLowerCase();
 }
 
@@ -235,14 +241,19 @@ function lookup(headers: HeaderMap, name: string): string | readonly string[] | 
 function allValues(headers: HeaderMap, name: string): string[] {
   const value = lookup(headers, name);
   const values = (value === undefined ? [] : typeof value === 'string' ? [value] : [...value]).map((v) => v.trim()).filter((v) => v !== '');
-  if (values.length === 0) throw new WebhookVerificationError('missing_header', `The ${name} header is missing${value === undefined ? '' : ' (present but empty)'}.`);
+  if (values.length === 0)
+    throw new WebhookVerificationError(
+      'missing_header',
+      `The ${name} header is missing${value === undefined ? '' : ' (present but empty)'}.`,
+    );
   return values;
 }
 
 /** A header that must hold one value: repeats are tolerated only when identical (a proxy may duplicate one). */
 function singleValue(headers: HeaderMap, name: string): string {
   const distinct = [...new Set(allValues(headers, name))];
-  if (distinct.length > 1) throw new WebhookVerificationError('malformed_header', `The ${name} header was sent ${distinct.length} times with different values.`);
+  if (distinct.length > 1)
+    throw new WebhookVerificationError('malformed_header', `The ${name} header was sent ${distinct.length} times with different values.`);
   return distinct[0]!;
 }
 

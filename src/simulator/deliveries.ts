@@ -225,7 +225,11 @@ export class DeliveryQueue {
     const sentAt = new Date().toISOString();
     const outcome = await postDelivery({
       url: endpoint.url,
-      headers: { 'content-type': 'application/json', 'user-agent': 'payhooks-simulator/1.0', ...signDelivery(record.body, secretsOf(endpoint)) },
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'payhooks-simulator/1.0',
+        ...signDelivery(record.body, secretsOf(endpoint)),
+      },
       body: record.body,
       timeoutMs: this.#options.deliveryTimeoutMs,
       signal: this.#abort.signal,
@@ -248,11 +252,27 @@ export class DeliveryQueue {
       durationMs: outcome.durationMs,
     });
     this.#options.logger?.info(
-      { webhookEventId: record.id, eventId: record.eventId, eventType: record.eventType, endpointId: record.endpointId, attemptNumber, duplicate: kind === 'duplicate', status: outcome.status, durationMs: outcome.durationMs, error: outcome.error ?? undefined },
+      {
+        webhookEventId: record.id,
+        eventId: record.eventId,
+        eventType: record.eventType,
+        endpointId: record.endpointId,
+        attemptNumber,
+        duplicate: kind === 'duplicate',
+        status: outcome.status,
+        durationMs: outcome.durationMs,
+        error: outcome.error ?? undefined,
+      },
       ok ? 'delivered' : 'delivery failed',
     );
     if (attemptNumber === null) return;
-    record.attempts.push({ attemptNumber, attemptedAt: sentAt, responseStatus: outcome.status, error: outcome.error, durationMs: outcome.durationMs });
+    record.attempts.push({
+      attemptNumber,
+      attemptedAt: sentAt,
+      responseStatus: outcome.status,
+      error: outcome.error,
+      durationMs: outcome.durationMs,
+    });
     if (ok) return this.#delivered(record);
     if (kind === 'scheduled' && record.status === 'pending') this.#scheduleRetry(record);
   }

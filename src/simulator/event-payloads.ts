@@ -53,7 +53,11 @@ export function invoiceEventData(
 }
 
 /** `data` of PAYMENT_ATTEMPT_SUCCEEDED / _FAILED. */
-export function paymentAttemptEventData(state: SimulatorState, payment: SimPayment, attempt: SimPaymentAttempt): EventMap['PAYMENT_ATTEMPT_SUCCEEDED'] {
+export function paymentAttemptEventData(
+  state: SimulatorState,
+  payment: SimPayment,
+  attempt: SimPaymentAttempt,
+): EventMap['PAYMENT_ATTEMPT_SUCCEEDED'] {
   return {
     payment: paymentSnapshot(payment),
     paymentAttempt: { ...attempt },
@@ -63,13 +67,19 @@ export function paymentAttemptEventData(state: SimulatorState, payment: SimPayme
 }
 
 /** `data` of PAYMENT_COMPLETED: the charged items with their concepts resolved, and the invoice settled. */
-export function paymentCompletedEventData(state: SimulatorState, payment: SimPayment, attempt: SimPaymentAttempt | null): EventMap['PAYMENT_COMPLETED'] {
+export function paymentCompletedEventData(
+  state: SimulatorState,
+  payment: SimPayment,
+  attempt: SimPaymentAttempt | null,
+): EventMap['PAYMENT_COMPLETED'] {
   const invoice = state.invoice(payment.invoiceId);
   const items = invoice.items.map((item) => ({ ...item, concept: structuredClone(state.concepts.get(item.conceptId) ?? null) }));
   return {
     payment: paymentSnapshot(payment),
     items,
-    relatedInvoices: [{ id: invoice.id, items: structuredClone(items), metadata: structuredClone(invoice.metadata), meta: { ...invoice.meta } }],
+    relatedInvoices: [
+      { id: invoice.id, items: structuredClone(items), metadata: structuredClone(invoice.metadata), meta: { ...invoice.meta } },
+    ],
     paymentAttempt: attempt ? { ...attempt } : null,
     customer: customerEventData(customerOfPayment(state, payment)),
     paymentSession: null,

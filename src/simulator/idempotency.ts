@@ -29,7 +29,11 @@ export class IdempotencyStore {
   readonly #entries = new Map<string, Entry>();
 
   /** Runs `execute` at most once per key and fingerprint; `replayed` tells whether this answer is a replay. */
-  async run(key: string, request: { method: string; path: string; rawBody: string }, execute: () => Promise<RecordedResponse>): Promise<{ response: RecordedResponse; replayed: boolean }> {
+  async run(
+    key: string,
+    request: { method: string; path: string; rawBody: string },
+    execute: () => Promise<RecordedResponse>,
+  ): Promise<{ response: RecordedResponse; replayed: boolean }> {
     if (key.length === 0 || key.length > IDEMPOTENCY_KEY_MAX_LENGTH) {
       throw badRequest(`X-Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters long.`);
     }
@@ -39,7 +43,9 @@ export class IdempotencyStore {
     const existing = this.#entries.get(key);
     if (existing) {
       if (existing.fingerprint !== fingerprint) {
-        throw conflict('This X-Idempotency-Key was already used for a different request (another method, path or body); use a new key for a new operation.');
+        throw conflict(
+          'This X-Idempotency-Key was already used for a different request (another method, path or body); use a new key for a new operation.',
+        );
       }
       return { response: await existing.response, replayed: true };
     }

@@ -1,4 +1,11 @@
-import { apiInvoiceSchema, createInvoiceInputSchema, listPageSchema, markPaidInputSchema, markPaidResponseSchema, pageQuerySchema } from '../events/api.js';
+import {
+  apiInvoiceSchema,
+  createInvoiceInputSchema,
+  listPageSchema,
+  markPaidInputSchema,
+  markPaidResponseSchema,
+  pageQuerySchema,
+} from '../events/api.js';
 import { badRequest, conflict } from './api-error.js';
 import type { SimulatorContext } from './context.js';
 import { invoiceEventData, paymentCompletedEventData } from './event-payloads.js';
@@ -37,7 +44,13 @@ export function invoiceRoutes(ctx: SimulatorContext): Route[] {
         if (currencies.size > 1) throw badRequest(`All items of an invoice must share one currency; got ${[...currencies].join(', ')}.`);
         const items = resolved.map((item) => {
           const concept = item.existing ?? createConcept(ctx, item.inline!, now);
-          return { description: concept.displayName, amount: concept.amount, currency: concept.currency, quantity: item.quantity, conceptId: concept.id };
+          return {
+            description: concept.displayName,
+            amount: concept.amount,
+            currency: concept.currency,
+            quantity: item.quantity,
+            conceptId: concept.id,
+          };
         });
         const invoice: SimInvoice = {
           id: newId('inv'),

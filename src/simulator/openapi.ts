@@ -14,7 +14,11 @@ import type { Route } from './route.js';
 export const OPENAPI_DOCUMENT_VERSION = '1.0.0';
 
 /** An OpenAPI 3.1 document, as plain JSON. */
-export type OpenApiDocument = { openapi: string; info: { title: string; version: string; description?: string }; paths: Record<string, Record<string, unknown>> } & Record<string, unknown>;
+export type OpenApiDocument = {
+  openapi: string;
+  info: { title: string; version: string; description?: string };
+  paths: Record<string, Record<string, unknown>>;
+} & Record<string, unknown>;
 
 type JsonSchema = Record<string, unknown>;
 
@@ -28,11 +32,17 @@ const SHARED_SCHEMAS = new Map<z.ZodType, string>([
 ]);
 
 const ERROR_RESPONSES: Record<number, { name: string; description: string }> = {
-  400: { name: 'BadRequest', description: 'The body is not `{"input": …}` JSON, or the input or query fails its schema; the message names each failing path.' },
+  400: {
+    name: 'BadRequest',
+    description: 'The body is not `{"input": …}` JSON, or the input or query fails its schema; the message names each failing path.',
+  },
   401: { name: 'Unauthorized', description: 'No API key, or not a `sk_test_…` / `sk_live_…` key.' },
   403: { name: 'Forbidden', description: 'Not allowed with this key (the sandbox with a production key).' },
   404: { name: 'NotFound', description: 'No resource with this id.' },
-  409: { name: 'Conflict', description: 'A unique field repeated, an idempotency key reused for another request, or a resource in the wrong state.' },
+  409: {
+    name: 'Conflict',
+    description: 'A unique field repeated, an idempotency key reused for another request, or a resource in the wrong state.',
+  },
   429: { name: 'TooManyRequests', description: 'Over the request rate per IP; wait `Retry-After` seconds.' },
   503: { name: 'ServiceUnavailable', description: 'A transient failure; retry, with the same `X-Idempotency-Key` for writes.' },
 };
@@ -106,7 +116,8 @@ export function buildOpenApiDocument(routes: readonly Route[], serverUrl?: strin
       responses,
       ...(route.public ? { security: [] } : {}),
     };
-    (paths[route.path] ??= {})[route.method.toLowerCase()] = operation;
+    paths[route.path] ??= {};
+    paths[route.path]![route.method.toLowerCase()] = operation;
   }
 
   const responses: Record<string, unknown> = {};
@@ -123,7 +134,7 @@ export function buildOpenApiDocument(routes: readonly Route[], serverUrl?: strin
       title: 'Payment Collection Service (payhooks simulator)',
       version: OPENAPI_DOCUMENT_VERSION,
       description:
-        'The REST interface of the Payment Collection Service as the payhooks simulator emulates it. Shapes the spec does not show are payhooks\' documented assumptions (src/events/api.ts).',
+        "The REST interface of the Payment Collection Service as the payhooks simulator emulates it. Shapes the spec does not show are payhooks' documented assumptions (src/events/api.ts).",
     },
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
     security: [{ bearerAuth: [] }],
@@ -131,7 +142,11 @@ export function buildOpenApiDocument(routes: readonly Route[], serverUrl?: strin
     paths,
     components: {
       securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer', description: 'An organization API key: `sk_test_…` (staging) or `sk_live_…` (production).' },
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An organization API key: `sk_test_…` (staging) or `sk_live_…` (production).',
+        },
       },
       parameters: {
         IdempotencyKey: {

@@ -107,12 +107,24 @@ export function resolveSimulatorOptions(options: SimulatorOptions = {}): Resolve
   for (const name of ['duplicateRate', 'failRate'] as const) {
     check(Number.isFinite(o[name]) && o[name] >= 0 && o[name] <= 1, `${name} must be between 0 and 1, not ${o[name]}.`);
   }
-  check(Number.isInteger(o.rateLimitPerMinute) && o.rateLimitPerMinute > 0, `rateLimitPerMinute must be a positive whole number, not ${o.rateLimitPerMinute}.`);
-  check(Number.isFinite(o.deliveryTimeoutMs) && o.deliveryTimeoutMs > 0, `deliveryTimeoutMs must be a positive number, not ${o.deliveryTimeoutMs}.`);
+  check(
+    Number.isInteger(o.rateLimitPerMinute) && o.rateLimitPerMinute > 0,
+    `rateLimitPerMinute must be a positive whole number, not ${o.rateLimitPerMinute}.`,
+  );
+  check(
+    Number.isFinite(o.deliveryTimeoutMs) && o.deliveryTimeoutMs > 0,
+    `deliveryTimeoutMs must be a positive number, not ${o.deliveryTimeoutMs}.`,
+  );
   check(Number.isFinite(o.rotationGraceMs) && o.rotationGraceMs >= 0, `rotationGraceMs must be 0 or more, not ${o.rotationGraceMs}.`);
-  check(Number.isInteger(o.deliveryConcurrency) && o.deliveryConcurrency > 0, `deliveryConcurrency must be a positive whole number, not ${o.deliveryConcurrency}.`);
+  check(
+    Number.isInteger(o.deliveryConcurrency) && o.deliveryConcurrency > 0,
+    `deliveryConcurrency must be a positive whole number, not ${o.deliveryConcurrency}.`,
+  );
   const random = options.random;
-  check(random === undefined || typeof random === 'function' || Number.isFinite(random), 'random must be a function like Math.random or a numeric seed.');
+  check(
+    random === undefined || typeof random === 'function' || Number.isFinite(random),
+    'random must be a function like Math.random or a numeric seed.',
+  );
   return {
     port: o.port,
     host: o.host,

@@ -1,5 +1,11 @@
 import { randomInt } from 'node:crypto';
-import { apiPaymentSchema, completePaymentInputSchema, completePaymentResponseSchema, requestPaymentInputSchema, requestPaymentResponseSchema } from '../events/api.js';
+import {
+  apiPaymentSchema,
+  completePaymentInputSchema,
+  completePaymentResponseSchema,
+  requestPaymentInputSchema,
+  requestPaymentResponseSchema,
+} from '../events/api.js';
 import { conflict } from './api-error.js';
 import type { SimulatorContext } from './context.js';
 import { invoiceEventData, paymentAttemptEventData, paymentCompletedEventData } from './event-payloads.js';
@@ -70,7 +76,9 @@ export function paymentRoutes(ctx: SimulatorContext): Route[] {
       handle({ params }) {
         const payment = state.payment(params.paymentId!);
         if (payment.status !== 'PENDING' || (payment.type !== 'CASH' && payment.type !== 'TRANSFER')) {
-          throw conflict(`Only pending CASH or TRANSFER payments can be completed in the sandbox; payment ${payment.id} is a ${payment.status} ${payment.type} payment.`);
+          throw conflict(
+            `Only pending CASH or TRANSFER payments can be completed in the sandbox; payment ${payment.id} is a ${payment.status} ${payment.type} payment.`,
+          );
         }
         const invoice = state.invoice(payment.invoiceId);
         if (invoice.isPaid) throw conflict(`Invoice ${invoice.id} was already paid by another payment.`);

@@ -49,7 +49,10 @@ export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptio
     const decision = rateLimiter.take(req.socket.remoteAddress ?? 'unknown');
     if (!decision.allowed) {
       return {
-        response: errorResponse(API_ERROR_STATUSES.rateLimit, `Too many requests: at most ${options.rateLimitPerMinute} per minute per IP address. Retry after ${decision.retryAfterSeconds} s.`),
+        response: errorResponse(
+          API_ERROR_STATUSES.rateLimit,
+          `Too many requests: at most ${options.rateLimitPerMinute} per minute per IP address. Retry after ${decision.retryAfterSeconds} s.`,
+        ),
         headers: { 'retry-after': String(decision.retryAfterSeconds) },
       };
     }
@@ -80,7 +83,10 @@ export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptio
       const key = KEY_PATTERN.exec(req.headers.authorization ?? '');
       if (!key) {
         return {
-          response: errorResponse(API_ERROR_STATUSES.authentication, 'Missing or invalid API key: send Authorization: Bearer sk_test_… (staging) or sk_live_… (production).'),
+          response: errorResponse(
+            API_ERROR_STATUSES.authentication,
+            'Missing or invalid API key: send Authorization: Bearer sk_test_… (staging) or sk_live_… (production).',
+          ),
           headers: { 'www-authenticate': 'Bearer' },
         };
       }
@@ -91,7 +97,14 @@ export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptio
     const execute = async (): Promise<RecordedResponse> => {
       try {
         const body = route.input && rawBody.trim().length > 0 ? parseJson(rawBody) : undefined;
-        const result = await route.run({ params, body, hasBody: rawBody.trim().length > 0, query: url.searchParams, environment, baseUrl: baseUrl() });
+        const result = await route.run({
+          params,
+          body,
+          hasBody: rawBody.trim().length > 0,
+          query: url.searchParams,
+          environment,
+          baseUrl: baseUrl(),
+        });
         if ('text' in result) return { status: result.status, body: result.text, contentType: result.contentType };
         // Serialized now: a replay must answer what the first call answered, not the state at replay time.
         return { status: result.status, body: JSON.stringify(result.body) };
@@ -126,7 +139,15 @@ export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptio
           ...headers,
         });
         res.end(response.body);
-        logger?.info({ method: req.method, path: req.url?.split('?')[0], status: response.status, durationMs: Math.round(performance.now() - started) }, 'request');
+        logger?.info(
+          {
+            method: req.method,
+            path: req.url?.split('?')[0],
+            status: response.status,
+            durationMs: Math.round(performance.now() - started),
+          },
+          'request',
+        );
       })
       .catch((err: unknown) => logger?.warn({ err }, 'could not write a simulator response'));
   };

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { API_ERROR_STATUSES } from '../events/api.js';
 import { describeIssues, issuesOf } from '../events/issues.js';
 import { ApiError, badRequest } from './api-error.js';
@@ -49,7 +49,14 @@ export interface Route {
   pattern: RegExp;
   paramNames: readonly string[];
   /** Validates the parsed body and query, then runs the handler. */
-  run(request: { params: Record<string, string>; body: unknown; hasBody: boolean; query: URLSearchParams; environment: KeyEnvironment; baseUrl: string }): Promise<RouteResponse>;
+  run(request: {
+    params: Record<string, string>;
+    body: unknown;
+    hasBody: boolean;
+    query: URLSearchParams;
+    environment: KeyEnvironment;
+    baseUrl: string;
+  }): Promise<RouteResponse>;
 }
 
 /** What {@link defineRoute} takes. */
@@ -68,7 +75,10 @@ export interface RouteDefinition<InputSchema extends z.ZodType | undefined, Quer
   contentType?: string;
   errors?: readonly number[];
   handle(
-    request: RouteRequest<InputSchema extends z.ZodType ? z.output<InputSchema> : undefined, QuerySchema extends z.ZodObject ? z.output<QuerySchema> : undefined>,
+    request: RouteRequest<
+      InputSchema extends z.ZodType ? z.output<InputSchema> : undefined,
+      QuerySchema extends z.ZodObject ? z.output<QuerySchema> : undefined
+    >,
   ): RouteResponse | Promise<RouteResponse>;
 }
 
@@ -99,9 +109,14 @@ export function defineRoute<InputSchema extends z.ZodType | undefined = undefine
     paramNames,
     async run(request) {
       if (definition.stagingOnly && request.environment !== 'staging') {
-        throw new ApiError(API_ERROR_STATUSES.permission, `${definition.method} ${definition.path} is a staging-only sandbox call: use a staging key (sk_test_…), not a production key (sk_live_…).`);
+        throw new ApiError(
+          API_ERROR_STATUSES.permission,
+          `${definition.method} ${definition.path} is a staging-only sandbox call: use a staging key (sk_test_…), not a production key (sk_live_…).`,
+        );
       }
-      const input = definition.input ? parseInput(definition.input, request.body, request.hasBody, definition.inputOptional === true) : undefined;
+      const input = definition.input
+        ? parseInput(definition.input, request.body, request.hasBody, definition.inputOptional === true)
+        : undefined;
       const query = definition.query ? parseQuery(definition.query, request.query) : undefined;
       return definition.handle({
         params: request.params,

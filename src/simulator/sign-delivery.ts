@@ -9,7 +9,11 @@ import { createDefaultScheme } from '../signature/index.js';
  * signDelivery('{"eventId":"evt_1",…}', ['new-secret', 'old-secret']);
  * // { 'x-webhook-timestamp': '1767225600', 'x-webhook-signature': 'v1=3f… v1=9a…' }
  */
-export function signDelivery(rawBody: string, secrets: readonly string[], timestamp = Math.floor(Date.now() / 1000)): Record<string, string> {
+export function signDelivery(
+  rawBody: string,
+  secrets: readonly string[],
+  timestamp = Math.floor(Date.now() / 1000),
+): Record<string, string> {
   const scheme = createDefaultScheme({ secrets });
   const signed = secrets.map((secret) => scheme.sign({ rawBody, timestamp, secret }));
   return {

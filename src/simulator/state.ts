@@ -163,7 +163,9 @@ export class SimulatorState {
   }
 
   /** The name of the unique customer field that `candidate` would repeat, if any. */
-  duplicateCustomerField(candidate: Pick<SimCustomer, 'username' | 'email' | 'phoneNumber'>): 'username' | 'email' | 'phoneNumber' | undefined {
+  duplicateCustomerField(
+    candidate: Pick<SimCustomer, 'username' | 'email' | 'phoneNumber'>,
+  ): 'username' | 'email' | 'phoneNumber' | undefined {
     for (const field of ['username', 'email', 'phoneNumber'] as const) {
       const value = candidate[field];
       if (value === null) continue;

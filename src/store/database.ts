@@ -127,4 +127,3 @@ async function openPGlite(dataDir: string, schema: string): Promise<PayhooksData
     },
   };
 }
-

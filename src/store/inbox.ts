@@ -46,9 +46,7 @@ export async function storeEvent(store: PayhooksDatabase, event: IncomingEvent):
       payload: NUL_ESCAPE.test(event.rawBody) ? null : event.rawBody,
       headers: JSON.stringify(event.headers),
     })
-    .onConflict((conflict) =>
-      conflict.column('event_id').doUpdateSet({ deliveries: sql`inbox_events.deliveries + 1` }),
-    )
+    .onConflict((conflict) => conflict.column('event_id').doUpdateSet({ deliveries: sql`inbox_events.deliveries + 1` }))
     // xmax is 0 on a freshly inserted row version and set on one the conflict branch updated.
     .returning(['deliveries', sql<boolean>`(xmax = 0)`.as('inserted')])
     .executeTakeFirstOrThrow();
@@ -127,7 +125,11 @@ function toStoredEvent(row: SummaryRow): StoredEvent {
 
 /** Lists stored events, newest first. */
 export async function listEvents(store: PayhooksDatabase, filter: ListEventsFilter = {}): Promise<StoredEvent[]> {
-  let query = store.db.selectFrom('inbox_events').select(summaryColumns).orderBy('seq', 'desc').limit(filter.limit ?? 100);
+  let query = store.db
+    .selectFrom('inbox_events')
+    .select(summaryColumns)
+    .orderBy('seq', 'desc')
+    .limit(filter.limit ?? 100);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.eventType) query = query.where('event_type', '=', filter.eventType);
   const rows = await query.execute();

@@ -63,10 +63,7 @@ export function readMigrations(directory: string = MIGRATIONS_DIR): MigrationFil
  * const store = await openDatabase({ url: process.env.DATABASE_URL });
  * const { applied } = await migrate(store);
  */
-export async function migrate(
-  store: PayhooksDatabase,
-  files: readonly MigrationFile[] = readMigrations(),
-): Promise<MigrationReport> {
+export async function migrate(store: PayhooksDatabase, files: readonly MigrationFile[] = readMigrations()): Promise<MigrationReport> {
   const schema = store.schema;
   const table = sql.raw(`${quoteIdent(schema)}.schema_migrations`);
   return store.db.transaction().execute(async (trx) => {

@@ -23,7 +23,11 @@ export async function markHandlerCompleted(
   eventId: string,
   handler: string,
 ): Promise<void> {
-  await db.insertInto('handler_runs').values({ event_id: eventId, handler }).onConflict((c) => c.doNothing()).execute();
+  await db
+    .insertInto('handler_runs')
+    .values({ event_id: eventId, handler })
+    .onConflict((c) => c.doNothing())
+    .execute();
 }
 
 /** Finishes an event held under `lease` in a final state; false if the lease was lost meanwhile. */

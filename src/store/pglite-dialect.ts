@@ -100,11 +100,8 @@ class PGliteDriver implements Driver {
   }
 
   async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    const modes = [
-      settings.isolationLevel ? `isolation level ${settings.isolationLevel}` : '',
-      settings.accessMode ?? '',
-    ].filter(Boolean);
-    await connection.executeQuery(CompiledQuery.raw(`begin${modes.length ? ' ' + modes.join(', ') : ''}`));
+    const modes = [settings.isolationLevel ? `isolation level ${settings.isolationLevel}` : '', settings.accessMode ?? ''].filter(Boolean);
+    await connection.executeQuery(CompiledQuery.raw(`begin${modes.length ? ` ${modes.join(', ')}` : ''}`));
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
@@ -131,7 +128,6 @@ class PGliteDriver implements Driver {
     if (!this.pglite.closed) await this.pglite.close();
   }
 }
-
 
 function lastOf(results: Results[]): Results {
   return results.at(-1) ?? { rows: [], fields: [] };

@@ -31,7 +31,12 @@ export interface PostgresRateLimiter {
  * Takes one request from the budget of the window starting at `windowStart`: one atomic upsert that adds 1
  * only while `used` is under the limit. Returns the new count, or undefined when the window is spent.
  */
-export async function takeFromBudget(store: PayhooksDatabase, budget: string, windowStart: Date, limit: number): Promise<number | undefined> {
+export async function takeFromBudget(
+  store: PayhooksDatabase,
+  budget: string,
+  windowStart: Date,
+  limit: number,
+): Promise<number | undefined> {
   const row = await store.db
     .withTables<{ api_rate_budget: ApiRateBudgetTable }>()
     .insertInto('api_rate_budget')

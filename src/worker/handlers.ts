@@ -56,7 +56,12 @@ export class HandlerRegistry<Api = unknown> {
   on<K extends EventType>(types: K | readonly K[], handler: EventHandler<K, Api>, options: HandlerOptions = {}): this {
     const list = typeof types === 'string' ? [types] : [...types];
     if (list.length === 0) throw new Error('on() needs at least one event type.');
-    this.#add(list, handler as AnyEventHandler<Api>, options.name ?? `${list.join('|')}:${handler.name || 'handler'}`, options.name !== undefined);
+    this.#add(
+      list,
+      handler as AnyEventHandler<Api>,
+      options.name ?? `${list.join('|')}:${handler.name || 'handler'}`,
+      options.name !== undefined,
+    );
     return this;
   }
 

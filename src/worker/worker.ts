@@ -7,7 +7,15 @@ import { parseEvent } from '../events/index.js';
 import { claimEvents, type ClaimedEvent } from '../store/claim.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { newEventChannel } from '../store/inbox.js';
-import { completedHandlers, extendLease, finishEvent, markHandlerCompleted, releaseLeases, retryEventLater, type Lease } from '../store/outcomes.js';
+import {
+  completedHandlers,
+  extendLease,
+  finishEvent,
+  markHandlerCompleted,
+  releaseLeases,
+  retryEventLater,
+  type Lease,
+} from '../store/outcomes.js';
 import type { PayhooksTables } from '../store/schema.js';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
@@ -76,9 +84,12 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   const maxAttempts = options.maxAttempts ?? 10;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   if (leaseMs <= handlerTimeoutMs) {
-    throw new Error(`leaseMs (${leaseMs}) must be longer than handlerTimeoutMs (${handlerTimeoutMs}), or another worker could take an event while its handler still runs.`);
+    throw new Error(
+      `leaseMs (${leaseMs}) must be longer than handlerTimeoutMs (${handlerTimeoutMs}), or another worker could take an event while its handler still runs.`,
+    );
   }
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`concurrency must be a whole number of at least 1, not ${concurrency}.`);
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new Error(`concurrency must be a whole number of at least 1, not ${concurrency}.`);
 
   const queue = new PQueue({ concurrency });
   const inFlight = new Map<string, InFlight>();
@@ -112,11 +123,13 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         for (const event of claimed) {
           const entry: InFlight = { event, started: false, abort: new AbortController() };
           inFlight.set(event.eventId, entry);
-          void queue.add(() => runEvent(entry)).finally(() => {
-            inFlight.delete(event.eventId);
-            // A finished event frees a slot and may unblock the next event of its resource.
-            void pump();
-          });
+          void queue
+            .add(() => runEvent(entry))
+            .finally(() => {
+              inFlight.delete(event.eventId);
+              // A finished event frees a slot and may unblock the next event of its resource.
+              void pump();
+            });
         }
         if (claimed.length === free) pumpAgain = true;
       } while (pumpAgain && running);
@@ -169,7 +182,12 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     }
   }
 
-  async function runHandler(handler: RegisteredHandler<Api>, event: Parameters<RegisteredHandler<Api>['run']>[0], entry: InFlight, log: Logger): Promise<void> {
+  async function runHandler(
+    handler: RegisteredHandler<Api>,
+    event: Parameters<RegisteredHandler<Api>['run']>[0],
+    entry: InFlight,
+    log: Logger,
+  ): Promise<void> {
     const controller = new AbortController();
     const onShutdown = () => controller.abort(entry.abort.signal.reason);
     entry.abort.signal.addEventListener('abort', onShutdown, { once: true });
@@ -180,7 +198,8 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       api: options.api,
       signal: controller.signal,
       async transaction<DB, T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-        if (markedInTransaction) throw new Error(`ctx.transaction was already used by handler ${handler.name} for this event; call it once.`);
+        if (markedInTransaction)
+          throw new Error(`ctx.transaction was already used by handler ${handler.name} for this event; call it once.`);
         markedInTransaction = true;
         return store.db.transaction().execute(async (trx: Transaction<PayhooksTables>) => {
           // The handler's own tables are not in the payhooks schema: hand it the connection unqualified.
@@ -253,7 +272,10 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       queue.clear();
       const drained = queue.onIdle();
       let timer: NodeJS.Timeout | undefined;
-      const finished = await Promise.race([drained.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)))]);
+      const finished = await Promise.race([
+        drained.then(() => true),
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs))),
+      ]);
       clearTimeout(timer);
       if (!finished) {
         logger.warn({ running: inFlight.size }, 'handlers still running at the stop timeout; aborting them');

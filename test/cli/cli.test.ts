@@ -12,8 +12,10 @@ import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 
 const run = promisify(execFile);
 
-describe('a newcomer\'s path on the embedded database', () => {
-  it('serve starts, a delivery signed with openssl and sent with curl is stored, and events list shows it after SIGTERM', { timeout: 90_000 }, async () => {
+describe("a newcomer's path on the embedded database", () => {
+  it('serve starts, a delivery signed with openssl and sent with curl is stored, and events list shows it after SIGTERM', {
+    timeout: 90_000,
+  }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-newcomer-'));
     const env = { PAYHOOKS_WEBHOOK_SECRET: 'my-endpoint-secret', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
     const serve = spawnCli(['serve'], env, dir);
@@ -51,8 +53,24 @@ describe('a newcomer\'s path on the embedded database', () => {
 
     const listed = await runCli(['events', 'list', '--json'], {}, dir);
     expect(listed.code).toBe(0);
-    const events = JSON.parse(listed.stdout) as { eventId: string; eventType: string; status: string; attempts: number; deliveries: number; lastError: null }[];
-    expect(events).toEqual([expect.objectContaining({ eventId: 'evt_curl_1', eventType: 'CUSTOMER_CREATED', status: 'pending', attempts: 0, deliveries: 2, lastError: null })]);
+    const events = JSON.parse(listed.stdout) as {
+      eventId: string;
+      eventType: string;
+      status: string;
+      attempts: number;
+      deliveries: number;
+      lastError: null;
+    }[];
+    expect(events).toEqual([
+      expect.objectContaining({
+        eventId: 'evt_curl_1',
+        eventType: 'CUSTOMER_CREATED',
+        status: 'pending',
+        attempts: 0,
+        deliveries: 2,
+        lastError: null,
+      }),
+    ]);
 
     const shown = await runCli(['events', 'show', 'evt_curl_1'], {}, dir);
     expect(JSON.parse(shown.stdout)).toMatchObject({ eventId: 'evt_curl_1', rawBody: expect.stringContaining('"username":"ada"') });
@@ -65,7 +83,11 @@ describe('command-line errors', () => {
   it.each([
     [['serve'], { PAYHOOKS_WEBHOOK_SECRET: undefined }, /PAYHOOKS_WEBHOOK_SECRET is not set/],
     [['serve'], { PAYHOOKS_WEBHOOK_SECRET: 's', PORT: 'eighty' }, /PORT must be a number/],
-    [['serve'], { PAYHOOKS_WEBHOOK_SECRET: 's', PAYHOOKS_API_KEY: 'pk_live_123', PAYHOOKS_API_URL: 'http://127.0.0.1:1' }, /apiKey must be a secret key starting with sk_/],
+    [
+      ['serve'],
+      { PAYHOOKS_WEBHOOK_SECRET: 's', PAYHOOKS_API_KEY: 'pk_live_123', PAYHOOKS_API_URL: 'http://127.0.0.1:1' },
+      /apiKey must be a secret key starting with sk_/,
+    ],
     [['serve'], { PAYHOOKS_WEBHOOK_SECRET: 's', PAYHOOKS_API_KEY: 'sk_test_123', PAYHOOKS_API_URL: undefined }, /PAYHOOKS_API_URL/],
     [['prune', '--older-than', '1d'], {}, /retry horizon/],
     [['prune', '--older-than', 'soon'], {}, /Invalid duration "soon"/],
@@ -82,7 +104,8 @@ describe('command-line errors', () => {
   it('--help lists the commands and the environment', async () => {
     const result = await runCli(['--help']);
     expect(result.code).toBe(0);
-    for (const word of ['serve', 'migrate', 'events', 'replay', 'prune', 'PAYHOOKS_WEBHOOK_SECRET', 'DATABASE_URL']) expect(result.stdout).toContain(word);
+    for (const word of ['serve', 'migrate', 'events', 'replay', 'prune', 'PAYHOOKS_WEBHOOK_SECRET', 'DATABASE_URL'])
+      expect(result.stdout).toContain(word);
   });
 });
 

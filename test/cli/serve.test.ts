@@ -37,7 +37,9 @@ async function freePort(): Promise<number> {
 const scheme = createDefaultScheme({ secrets: ['serve-secret'] });
 
 describe('payhooks serve with handlers', () => {
-  it('runs receiver and worker together: a delivery is handled once and ends done; /healthz, /readyz and /metrics answer', { timeout: 90_000 }, async () => {
+  it('runs receiver and worker together: a delivery is handled once and ends done; /healthz, /readyz and /metrics answer', {
+    timeout: 90_000,
+  }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));
     const handled = join(dir, 'handled.txt');
     const env = { PAYHOOKS_WEBHOOK_SECRET: 'serve-secret', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '', HANDLED_FILE: handled };
@@ -65,7 +67,13 @@ describe('payhooks serve with handlers', () => {
 
   it('--role receiver stores without running handlers; the events stay pending', { timeout: 90_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));
-    const env = { PAYHOOKS_WEBHOOK_SECRET: 'serve-secret', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '', HANDLED_FILE: join(dir, 'handled.txt') };
+    const env = {
+      PAYHOOKS_WEBHOOK_SECRET: 'serve-secret',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: '',
+      HANDLED_FILE: join(dir, 'handled.txt'),
+    };
     const serve = spawnCli(['serve', '--role', 'receiver', '--handlers', handlers], env, dir);
     const done = collect(serve, 80_000);
     const url = String((await waitForLog(serve, /receiving webhooks/)).url);
@@ -77,12 +85,18 @@ describe('payhooks serve with handlers', () => {
     expect(listed.map((e) => e.status)).toEqual(['pending']);
   });
 
-  it('with PAYHOOKS_API_KEY and PAYHOOKS_API_URL, handlers read current state through ctx.api (against the simulator)', { timeout: 90_000 }, async () => {
+  it('with PAYHOOKS_API_KEY and PAYHOOKS_API_URL, handlers read current state through ctx.api (against the simulator)', {
+    timeout: 90_000,
+  }, async () => {
     const simulator = await startSimulator({ logger: pino({ level: 'silent' }) });
     try {
       const client = createClient({ apiKey: 'sk_test_serve', environment: simulator.url });
       const port = await freePort();
-      const endpoint = await client.webhooks.create({ url: `http://127.0.0.1:${port}/webhooks`, description: 'serve test', enabledEvents: ['INVOICE_PAID'] });
+      const endpoint = await client.webhooks.create({
+        url: `http://127.0.0.1:${port}/webhooks`,
+        description: 'serve test',
+        enabledEvents: ['INVOICE_PAID'],
+      });
       const { secret } = await client.webhooks.getSecret(endpoint.id);
 
       const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));

@@ -30,7 +30,9 @@ describe('error statuses', () => {
   it.each(statuses)('%i maps to %O with the server message, status and headers', async (status, ErrorClass) => {
     const message = `the service says ${status}`;
     server().queue({ status, headers: { 'x-request-id': `req_${status}`, 'retry-after': '7' }, json: { error: { message } } });
-    const error = await client({ maxRetries: 0 }).invoices.get('inv_1').catch((e: unknown) => e);
+    const error = await client({ maxRetries: 0 })
+      .invoices.get('inv_1')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ErrorClass);
     expect(error).toBeInstanceOf(ApiError);
     const apiError = error as ApiError;
@@ -47,14 +49,18 @@ describe('error statuses', () => {
 
   it('an error body that is not the spec shape still gives the right class, with a plain message', async () => {
     server().queue({ status: 502, text: '<html>Bad gateway</html>' });
-    const error = await client({ maxRetries: 0 }).invoices.get('inv_1').catch((e: unknown) => e);
+    const error = await client({ maxRetries: 0 })
+      .invoices.get('inv_1')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServerError);
     expect((error as ServerError).message).toBe('GET /v1/invoices/inv_1: 502 no error message in the response');
   });
 
   it('an unexpected status is a plain ApiError', async () => {
     server().queue({ status: 418, json: { error: { message: 'teapot' } } });
-    const error = await client().invoices.get('inv_1').catch((e: unknown) => e);
+    const error = await client()
+      .invoices.get('inv_1')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiError);
     expect(error).not.toBeInstanceOf(ValidationError);
     expect((error as ApiError).status).toBe(418);
@@ -65,7 +71,9 @@ describe('malformed 2xx responses', () => {
   it('a response missing required fields names the failing paths', async () => {
     const { amount: _amount, ...withoutAmount } = invoice;
     server().queue({ json: { ...withoutAmount, items: [{ ...invoice.items[0], currency: 'mxn' }] } });
-    const error = await client().invoices.get('inv_1').catch((e: unknown) => e);
+    const error = await client()
+      .invoices.get('inv_1')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiResponseValidationError);
     const validation = error as ApiResponseValidationError;
     expect(validation.status).toBe(200);
@@ -77,14 +85,18 @@ describe('malformed 2xx responses', () => {
 
   it('a list page with a bad item names the item', async () => {
     server().queue({ json: { data: [invoice, { id: 'inv_2' }] } });
-    const error = await client().invoices.list().catch((e: unknown) => e);
+    const error = await client()
+      .invoices.list()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiResponseValidationError);
     expect((error as ApiResponseValidationError).issues.every((issue) => issue.path.startsWith('data.1.'))).toBe(true);
   });
 
   it('a body that is not JSON is a clear error, not retried', async () => {
     server().queue({ text: 'OK' }, { json: invoice });
-    const error = await client().invoices.get('inv_1').catch((e: unknown) => e);
+    const error = await client()
+      .invoices.get('inv_1')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiResponseValidationError);
     expect((error as Error).message).toBe('GET /v1/invoices/inv_1: the 200 response is not JSON');
     expect(server().requests).toHaveLength(1);

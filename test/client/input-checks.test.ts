@@ -5,7 +5,11 @@ import { API_KEY, useApiServer } from './support.js';
 const { server, client } = useApiServer();
 
 /** Asserts `call` fails with an ApiInputError matching `message`, and that the server saw no request. */
-async function refusedBeforeSending(call: (c: ApiClient) => Promise<unknown>, message: RegExp, c: ApiClient = client()): Promise<ApiInputError> {
+async function refusedBeforeSending(
+  call: (c: ApiClient) => Promise<unknown>,
+  message: RegExp,
+  c: ApiClient = client(),
+): Promise<ApiInputError> {
   const error = await call(c).catch((e: unknown) => e);
   expect(error).toBeInstanceOf(ApiInputError);
   expect((error as Error).message).toMatch(message);
@@ -23,7 +27,10 @@ describe('refused before any request', () => {
   });
 
   it('a phone number that is not E.164, without echoing it', async () => {
-    const error = await refusedBeforeSending((c) => c.customers.create({ username: 'ada', phoneNumber: '55 1234 5678' }), /input\.phoneNumber: must be an E\.164 phone number/);
+    const error = await refusedBeforeSending(
+      (c) => c.customers.create({ username: 'ada', phoneNumber: '55 1234 5678' }),
+      /input\.phoneNumber: must be an E\.164 phone number/,
+    );
     expect(error.message).not.toContain('55 1234 5678');
   });
 
@@ -36,8 +43,9 @@ describe('refused before any request', () => {
 
   it('an unknown event type', async () => {
     const error = await refusedBeforeSending(
-      // @ts-expect-error not an event type
-      (c) => c.webhooks.create({ url: 'https://example.com/webhooks', description: 'x', enabledEvents: ['INVOICE_PAID', 'INVOICE_EXPLODED'] }),
+      (c) =>
+        // @ts-expect-error not an event type
+        c.webhooks.create({ url: 'https://example.com/webhooks', description: 'x', enabledEvents: ['INVOICE_PAID', 'INVOICE_EXPLODED'] }),
       /input\.enabledEvents\.1/,
     );
     expect(error.issues).toHaveLength(1);
@@ -56,11 +64,17 @@ describe('refused before any request', () => {
     await refusedBeforeSending((c) => c.invoices.get(''), /the id must be a non-empty string/);
     // @ts-expect-error only CASH or TRANSFER
     await refusedBeforeSending((c) => c.invoices.requestPayment('inv_1', { paymentType: 'CARD' }), /input\.paymentType/);
-    await refusedBeforeSending((c) => c.invoices.create({ customerId: 'cus_1', dueDate: 'tomorrow', items: [] }), /input\.dueDate.*input\.items/);
+    await refusedBeforeSending(
+      (c) => c.invoices.create({ customerId: 'cus_1', dueDate: 'tomorrow', items: [] }),
+      /input\.dueDate.*input\.items/,
+    );
   });
 
   it('a bad per-call option', async () => {
-    await refusedBeforeSending((c) => c.customers.create({ username: 'ada' }, { idempotencyKey: '' }), /idempotencyKey must be a non-empty string/);
+    await refusedBeforeSending(
+      (c) => c.customers.create({ username: 'ada' }, { idempotencyKey: '' }),
+      /idempotencyKey must be a non-empty string/,
+    );
     await refusedBeforeSending((c) => c.invoices.get('inv_1', { timeoutMs: -1 }), /timeoutMs must be a positive number/);
   });
 });
@@ -70,7 +84,8 @@ describe('createClient options', () => {
     vi.unstubAllEnvs();
   });
 
-  const make = (options: Partial<ClientOptions>) => () => createClient({ apiKey: API_KEY, environment: server().url, ...options } as ClientOptions);
+  const make = (options: Partial<ClientOptions>) => () =>
+    createClient({ apiKey: API_KEY, environment: server().url, ...options } as ClientOptions);
 
   it('refuses a key that does not start with sk_, without printing it', () => {
     for (const apiKey of ['pk_test_secret123', 'Bearer sk_test_x', '', 'sk_']) {
@@ -90,7 +105,9 @@ describe('createClient options', () => {
   it('needs an address for a named environment: baseUrl, else PAYHOOKS_API_URL, else a clear error', () => {
     vi.stubEnv('PAYHOOKS_API_URL', '');
     expect(() => createClient({ apiKey: API_KEY, environment: 'staging' })).toThrow(/address must be given.*PAYHOOKS_API_URL/);
-    expect(createClient({ apiKey: API_KEY, environment: 'staging', baseUrl: 'https://api.staging.test/' }).baseUrl).toBe('https://api.staging.test');
+    expect(createClient({ apiKey: API_KEY, environment: 'staging', baseUrl: 'https://api.staging.test/' }).baseUrl).toBe(
+      'https://api.staging.test',
+    );
     vi.stubEnv('PAYHOOKS_API_URL', 'https://from-env.test');
     const fromEnv = createClient({ apiKey: API_KEY, environment: 'staging' });
     expect([fromEnv.baseUrl, fromEnv.environment]).toEqual(['https://from-env.test', 'staging']);

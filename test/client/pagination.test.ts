@@ -41,7 +41,11 @@ describe('iterate', () => {
   });
 
   it('walks bare-array pages too, and starts at skip', async () => {
-    servePages('/v1/customers', invoices(130).map((i) => ({ id: i.id, username: i.id })), { bare: true });
+    servePages(
+      '/v1/customers',
+      invoices(130).map((i) => ({ id: i.id, username: i.id })),
+      { bare: true },
+    );
     const ids: string[] = [];
     for await (const item of client().customers.iterate({ skip: 20 })) ids.push(item.id);
     expect(ids).toHaveLength(110);
@@ -55,7 +59,10 @@ describe('iterate', () => {
   });
 
   it('keeps webhook event filters on every page', async () => {
-    servePages('/v1/webhook-events', Array.from({ length: 150 }, (_, n) => ({ ...webhookEventRecord, id: `whe_${n}` })));
+    servePages(
+      '/v1/webhook-events',
+      Array.from({ length: 150 }, (_, n) => ({ ...webhookEventRecord, id: `whe_${n}` })),
+    );
     let count = 0;
     for await (const _ of client().webhookEvents.iterate({ status: 'failed' })) count++;
     expect(count).toBe(150);

@@ -40,10 +40,18 @@ describe('in-process rate limiter', () => {
     server().route('GET', '/v1/invoices/:id', { json: invoice });
     const granted: number[] = [];
     const inner = createRateLimiter({ requestsPerWindow: 5, windowMs: 500 });
-    const limiter: RateLimiter = { acquire: async (signal) => void (await inner.acquire(signal), granted.push(Date.now())) };
+    const limiter: RateLimiter = {
+      acquire: async (signal) => {
+        await inner.acquire(signal);
+        granted.push(Date.now());
+      },
+    };
     const [a, b] = [clientWith(limiter), clientWith(limiter)];
     const started = Date.now();
-    await Promise.all([...Array.from({ length: 6 }, () => a.invoices.get('inv_1')), ...Array.from({ length: 6 }, () => b.invoices.get('inv_1'))]);
+    await Promise.all([
+      ...Array.from({ length: 6 }, () => a.invoices.get('inv_1')),
+      ...Array.from({ length: 6 }, () => b.invoices.get('inv_1')),
+    ]);
     expect(granted).toHaveLength(12);
     // 490: a grant is recorded a tick after the limiter stamps it.
     expect(busiestSpan(granted, 490)).toBeLessThanOrEqual(5);
@@ -89,32 +97,38 @@ describe.each(backends)('Postgres-shared rate limiter on $name', (backend) => {
     if (first) await dispose(first);
   });
 
-  it.skipIf(!backend.available)('two clients with their own connections and a budget of 10 per 500 ms never exceed 10 per window', async () => {
-    const store = await backend.open();
-    opened.push(store);
-    // The real server gets a second pool, as a second process would have; PGlite has one connection to share.
-    const other = backend.name === 'postgres' ? await openDatabase({ url: pgUrl!, schema: store.schema }) : store;
-    if (other !== store) opened.push(other);
-    server().route('GET', '/v1/invoices/:id', { json: invoice });
-    const windowMs = 500;
-    const a = clientWith(createPostgresRateLimiter(store, { requestsPerWindow: 10, windowMs }));
-    const b = clientWith(createPostgresRateLimiter(other, { requestsPerWindow: 10, windowMs }));
+  it.skipIf(!backend.available)(
+    'two clients with their own connections and a budget of 10 per 500 ms never exceed 10 per window',
+    async () => {
+      const store = await backend.open();
+      opened.push(store);
+      // The real server gets a second pool, as a second process would have; PGlite has one connection to share.
+      const other = backend.name === 'postgres' ? await openDatabase({ url: pgUrl!, schema: store.schema }) : store;
+      if (other !== store) opened.push(other);
+      server().route('GET', '/v1/invoices/:id', { json: invoice });
+      const windowMs = 500;
+      const a = clientWith(createPostgresRateLimiter(store, { requestsPerWindow: 10, windowMs }));
+      const b = clientWith(createPostgresRateLimiter(other, { requestsPerWindow: 10, windowMs }));
 
-    await alignToWindow(windowMs);
-    await Promise.all([...Array.from({ length: 15 }, () => a.invoices.get('inv_1')), ...Array.from({ length: 15 }, () => b.invoices.get('inv_1'))]);
+      await alignToWindow(windowMs);
+      await Promise.all([
+        ...Array.from({ length: 15 }, () => a.invoices.get('inv_1')),
+        ...Array.from({ length: 15 }, () => b.invoices.get('inv_1')),
+      ]);
 
-    const times = server().requests.map((r) => r.at);
-    expect(times).toHaveLength(30);
-    const counts = perWindow(times, windowMs);
-    expect(Math.max(...counts)).toBeLessThanOrEqual(10);
-    expect(counts.length).toBeGreaterThanOrEqual(3);
-    const rows = await store.db
-      .withTables<{ api_rate_budget: { budget: string; window_start: Date; used: number } }>()
-      .selectFrom('api_rate_budget')
-      .select('used')
-      .execute();
-    // Spent windows are cleared as new ones start: at most the current one and the one before remain.
-    expect(rows.length).toBeLessThanOrEqual(2);
-    expect(rows.every((row) => row.used <= 10)).toBe(true);
-  });
+      const times = server().requests.map((r) => r.at);
+      expect(times).toHaveLength(30);
+      const counts = perWindow(times, windowMs);
+      expect(Math.max(...counts)).toBeLessThanOrEqual(10);
+      expect(counts.length).toBeGreaterThanOrEqual(3);
+      const rows = await store.db
+        .withTables<{ api_rate_budget: { budget: string; window_start: Date; used: number } }>()
+        .selectFrom('api_rate_budget')
+        .select('used')
+        .execute();
+      // Spent windows are cleared as new ones start: at most the current one and the one before remain.
+      expect(rows.length).toBeLessThanOrEqual(2);
+      expect(rows.every((row) => row.used <= 10)).toBe(true);
+    },
+  );
 });

@@ -27,7 +27,9 @@ describe('retries and idempotency', () => {
 
   it('gives up after maxRetries and throws the ServerError with the message', async () => {
     server().queue(unavailable, unavailable, unavailable, { json: customer });
-    const error = await client({ maxRetries: 2 }).customers.create({ username: 'ada' }).catch((e: unknown) => e);
+    const error = await client({ maxRetries: 2 })
+      .customers.create({ username: 'ada' })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServerError);
     expect((error as ServerError).status).toBe(503);
     expect((error as ServerError).message).toContain('try again');
@@ -70,7 +72,9 @@ describe('retries and idempotency', () => {
   it('throws the RateLimitError at once when Retry-After is beyond maxRetryAfterMs', async () => {
     server().queue({ status: 429, headers: { 'retry-after': '120' }, json: { error: { message: 'quota spent' } } }, { json: invoice });
     const started = Date.now();
-    const error = await client().invoices.get('inv_1').catch((e: unknown) => e);
+    const error = await client()
+      .invoices.get('inv_1')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RateLimitError);
     expect((error as RateLimitError).retryAfter).toBe(120);
     expect(Date.now() - started).toBeLessThan(1000);
@@ -80,7 +84,9 @@ describe('retries and idempotency', () => {
   it('sends a write without a key that times out exactly once, and throws ApiTimeoutError', async () => {
     server().queue({ hang: true }, { json: customer });
     const started = Date.now();
-    const error = await client({ timeoutMs: 200 }).customers.create({ username: 'ada' }, { idempotencyKey: false }).catch((e: unknown) => e);
+    const error = await client({ timeoutMs: 200 })
+      .customers.create({ username: 'ada' }, { idempotencyKey: false })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiTimeoutError);
     expect((error as ApiTimeoutError).message).toMatch(/POST \/v1\/customers: no response within 200 ms/);
     expect(Date.now() - started).toBeLessThan(1500);

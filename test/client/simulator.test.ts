@@ -42,7 +42,11 @@ describe('against the simulator', () => {
     expect(all.length).toBe((await client.invoices.list({ take: 1 })).total ?? all.length);
     expect(new Set(all).size).toBe(all.length);
 
-    const endpoint = await client.webhooks.create({ url: 'http://127.0.0.1:9/webhooks', description: 'client suite', enabledEvents: ['INVOICE_PAID'] });
+    const endpoint = await client.webhooks.create({
+      url: 'http://127.0.0.1:9/webhooks',
+      description: 'client suite',
+      enabledEvents: ['INVOICE_PAID'],
+    });
     const { secret } = await client.webhooks.getSecret(endpoint.id);
     expect((await client.webhooks.rotateSecret(endpoint.id)).secret).not.toBe(secret);
     expect(Array.isArray((await client.webhookEvents.list({ take: 10 })).data)).toBe(true);

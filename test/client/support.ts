@@ -4,7 +4,15 @@ import { startApiServer, type ApiServer } from '../helpers/api-server.js';
 
 export const API_KEY = 'sk_test_payhooks_0123456789';
 
-export const customer = { id: 'cus_1', username: 'ada', name: 'Ada Example', email: 'ada@example.com', phoneNumber: '+525500000001', metadata: [], meta: {} };
+export const customer = {
+  id: 'cus_1',
+  username: 'ada',
+  name: 'Ada Example',
+  email: 'ada@example.com',
+  phoneNumber: '+525500000001',
+  metadata: [],
+  meta: {},
+};
 export const invoice = {
   id: 'inv_1',
   amount: 250000,

@@ -49,7 +49,10 @@ describe('the catalog', () => {
     fc.assert(
       fc.property(
         fc.constantFrom(...EVENT_TYPES),
-        fc.dictionary(fc.string({ minLength: 1 }).filter((k) => !(k in {}) && k !== '__proto__'), fc.jsonValue()),
+        fc.dictionary(
+          fc.string({ minLength: 1 }).filter((k) => !(k in {}) && k !== '__proto__'),
+          fc.jsonValue(),
+        ),
         (type, extra) => {
           const base = exampleEvent(type);
           const data = { ...extra, ...base.data };
@@ -74,6 +77,7 @@ describe('the catalog', () => {
 });
 
 describe('wrongly typed fields are rejected with their paths', () => {
+  // biome-ignore lint/suspicious/noExplicitAny: each case breaks a different path of a JSON copy on purpose
   const wrong = <K extends EventType>(type: K, change: (data: Record<string, any>) => void) => {
     const event = JSON.parse(JSON.stringify(exampleEvent(type)));
     change(event.data);

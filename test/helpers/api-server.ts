@@ -78,7 +78,9 @@ export async function startApiServer(): Promise<ApiServer> {
         : route
           ? Promise.resolve(route.responder(recorded))
           : Promise.resolve({ status: 404, json: { error: { message: `no route for ${recorded.method} ${recorded.path}` } } });
-      pending.then((reply) => send(res, reply)).catch((error: unknown) => send(res, { status: 500, json: { error: { message: String(error) } } }));
+      pending
+        .then((reply) => send(res, reply))
+        .catch((error: unknown) => send(res, { status: 500, json: { error: { message: String(error) } } }));
     });
   });
   const { url, close } = await listen(server);
@@ -114,7 +116,10 @@ function parseBody(rawBody: string): unknown {
 function send(res: ServerResponse, reply: Reply): void {
   if (reply.hang) return;
   const text = reply.text ?? (reply.json === undefined ? '' : JSON.stringify(reply.json));
-  const headers: Record<string, string> = { ...(reply.text === undefined && reply.json !== undefined ? { 'content-type': 'application/json' } : {}), ...reply.headers };
+  const headers: Record<string, string> = {
+    ...(reply.text === undefined && reply.json !== undefined ? { 'content-type': 'application/json' } : {}),
+    ...reply.headers,
+  };
   res.writeHead(reply.status ?? 200, headers);
   res.end(text);
 }

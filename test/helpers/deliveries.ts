@@ -31,7 +31,10 @@ export async function post(url: string, delivery: Delivery): Promise<{ status: n
 }
 
 /** A minimal, realistic envelope with a fresh id. */
-export function envelope(eventId: string, eventType = 'CUSTOMER_CREATED'): { eventId: string; eventType: string; data: Record<string, unknown> } {
+export function envelope(
+  eventId: string,
+  eventType = 'CUSTOMER_CREATED',
+): { eventId: string; eventType: string; data: Record<string, unknown> } {
   return {
     eventId,
     eventType,

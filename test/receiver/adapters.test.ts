@@ -123,7 +123,11 @@ describe.each(ADAPTERS)('the %s adapter over real HTTP', (adapter) => {
 describe.each(ADAPTERS)('the %s adapter when storage is down', (adapter) => {
   it('503: nothing is acknowledged', async () => {
     // A port nobody listens on: connections are refused at once.
-    const hooks = createPayhooks({ secret: SECRET, database: { url: 'postgres://postgres@127.0.0.1:9/none', connectionTimeoutMs: 1000 }, ...silent });
+    const hooks = createPayhooks({
+      secret: SECRET,
+      database: { url: 'postgres://postgres@127.0.0.1:9/none', connectionTimeoutMs: 1000 },
+      ...silent,
+    });
     const { url, close } = await listen(serverFor(adapter, hooks));
     try {
       const response = await post(`${url}/webhooks`, signedDelivery(scheme, envelope(`${adapter}_down`)));

@@ -38,7 +38,11 @@ describe.skipIf(!pgUrl)('durability on the real PostgreSQL server', () => {
       const responses = await Promise.all(ids.map((id) => post(`${url}/webhooks`, signedDelivery(scheme, envelope(id)))));
       expect(responses.every((r) => r.status === 200)).toBe(true);
       expect(responses.filter((r) => !(r.body as { duplicate?: boolean }).duplicate)).toHaveLength(100);
-      const rows = await store.db.selectFrom('inbox_events').select(['event_id', 'deliveries']).where('event_id', 'like', 'conc_%').execute();
+      const rows = await store.db
+        .selectFrom('inbox_events')
+        .select(['event_id', 'deliveries'])
+        .where('event_id', 'like', 'conc_%')
+        .execute();
       expect(rows).toHaveLength(100);
       expect(rows.reduce((sum, row) => sum + row.deliveries, 0)).toBe(500);
     } finally {
@@ -96,7 +100,12 @@ describe.skipIf(!pgUrl)('durability on the real PostgreSQL server', () => {
     const proxy = await startTcpProxy(Number(new URL(pgUrl!).port || 5432), new URL(pgUrl!).hostname);
     const viaProxy = new URL(pgUrl!);
     viaProxy.port = String(proxy.port);
-    const hooks = createPayhooks({ secret: SECRET, database: { url: viaProxy.toString(), schema: store.schema }, ackBudgetMs: 500, logger });
+    const hooks = createPayhooks({
+      secret: SECRET,
+      database: { url: viaProxy.toString(), schema: store.schema },
+      ackBudgetMs: 500,
+      logger,
+    });
     const { url, close } = await listen(createServer(hooks.node()));
     try {
       expect((await post(`${url}/webhooks`, signedDelivery(scheme, envelope('hang_warmup')))).status).toBe(200);
@@ -111,7 +120,11 @@ describe.skipIf(!pgUrl)('durability on the real PostgreSQL server', () => {
       // The sender retries; the late insert may have landed meanwhile, so the answer is stored or duplicate.
       const retried = await post(`${url}/webhooks`, signedDelivery(scheme, envelope('hang_1')));
       expect(retried.status).toBe(200);
-      const row = await store.db.selectFrom('inbox_events').select(['event_id', 'deliveries']).where('event_id', '=', 'hang_1').executeTakeFirstOrThrow();
+      const row = await store.db
+        .selectFrom('inbox_events')
+        .select(['event_id', 'deliveries'])
+        .where('event_id', '=', 'hang_1')
+        .executeTakeFirstOrThrow();
       expect(row.deliveries).toBeGreaterThanOrEqual(1);
     } finally {
       await close();

@@ -19,11 +19,26 @@ describe('the default scheme: known answers', () => {
       body: bytes('{"eventId":"evt_1","eventType":"INVOICE_PAID","data":{}}'),
       hex: '7a94fd39270de0f8be0207fb4c925259f8c372d4f636fe9f05980e858c0f93fe',
     },
-    { secret: 'rotation-secret-2', timestamp: '1731234567', body: bytes('{}'), hex: '7e5c0e72b0b30dd53031bbec7da869543267e0cdad734b6fb658fa4c5df4a41a' },
+    {
+      secret: 'rotation-secret-2',
+      timestamp: '1731234567',
+      body: bytes('{}'),
+      hex: '7e5c0e72b0b30dd53031bbec7da869543267e0cdad734b6fb658fa4c5df4a41a',
+    },
     // A non-ASCII key (its UTF-8 bytes) and a non-ASCII body.
-    { secret: 'ключ', timestamp: '1700000000', body: bytes('héllo €'), hex: '4af7a19585ea72a3a9adb60646a31fcf8023ec47aa8d732818120dec1eba74a1' },
+    {
+      secret: 'ключ',
+      timestamp: '1700000000',
+      body: bytes('héllo €'),
+      hex: '4af7a19585ea72a3a9adb60646a31fcf8023ec47aa8d732818120dec1eba74a1',
+    },
     // A body that is not UTF-8 at all: decoding it to a string would change the bytes.
-    { secret: 'binary-secret', timestamp: '1700000000', body: Buffer.from([0xc3, 0x28, 0xa0, 0xa1, 0x00, 0xff]), hex: 'a6d1dd9e6b9efd742d51a7d3207ca982da80f2ce9c21fc6595185e5c8ab9a7ff' },
+    {
+      secret: 'binary-secret',
+      timestamp: '1700000000',
+      body: Buffer.from([0xc3, 0x28, 0xa0, 0xa1, 0x00, 0xff]),
+      hex: 'a6d1dd9e6b9efd742d51a7d3207ca982da80f2ce9c21fc6595185e5c8ab9a7ff',
+    },
     // A millisecond timestamp: the signed string holds the header text verbatim.
     {
       secret: 'ms-secret',
@@ -38,7 +53,10 @@ describe('the default scheme: known answers', () => {
     expect(opensslHmacHex(secret, Buffer.concat([bytes(`${timestamp}.`), body]))).toBe(hex);
     const seconds = timestamp.length >= 13 ? Math.floor(Number(timestamp) / 1000) : Number(timestamp);
     for (const signature of [`v1=${hex}`, hex]) {
-      expect(scheme.verify({ headers: headersFor(timestamp, signature), rawBody: body, now: seconds * 1000 })).toEqual({ timestamp: seconds, matchedSecretIndex: 0 });
+      expect(scheme.verify({ headers: headersFor(timestamp, signature), rawBody: body, now: seconds * 1000 })).toEqual({
+        timestamp: seconds,
+        matchedSecretIndex: 0,
+      });
     }
     expect(scheme.sign({ rawBody: body, timestamp: Number(timestamp) })).toEqual(headersFor(timestamp, `v1=${hex}`));
   });
@@ -176,13 +194,19 @@ describe('the default scheme: properties', () => {
   it('accepts now as a Date', () => {
     const headers = scheme.sign({ rawBody: 'x', timestamp: NOW });
     expect(scheme.verify({ headers, rawBody: bytes('x'), now: new Date(NOW_MS) }).timestamp).toBe(NOW);
-    expect(failure(() => scheme.verify({ headers, rawBody: bytes('x'), now: new Date(NOW_MS + 301_000) })).reason).toBe('timestamp_too_old');
+    expect(failure(() => scheme.verify({ headers, rawBody: bytes('x'), now: new Date(NOW_MS + 301_000) })).reason).toBe(
+      'timestamp_too_old',
+    );
   });
 
   it('a configurable tolerance, with the staleness in the message', () => {
     const strict = createDefaultScheme({ secrets: ['prop-secret'], toleranceSeconds: 10 });
-    expect(strict.verify({ headers: strict.sign({ rawBody: '{}', timestamp: NOW - 10 }), rawBody: bytes('{}'), now: NOW_MS }).timestamp).toBe(NOW - 10);
-    const error = failure(() => strict.verify({ headers: strict.sign({ rawBody: '{}', timestamp: NOW - 11 }), rawBody: bytes('{}'), now: NOW_MS }));
+    expect(
+      strict.verify({ headers: strict.sign({ rawBody: '{}', timestamp: NOW - 10 }), rawBody: bytes('{}'), now: NOW_MS }).timestamp,
+    ).toBe(NOW - 10);
+    const error = failure(() =>
+      strict.verify({ headers: strict.sign({ rawBody: '{}', timestamp: NOW - 11 }), rawBody: bytes('{}'), now: NOW_MS }),
+    );
     expect(error.reason).toBe('timestamp_too_old');
     expect(error.message).toMatch(/11 s old, over the tolerance of 10 s/);
   });
@@ -216,7 +240,10 @@ describe('the default scheme: properties', () => {
   it('with several secrets, any one matches and its index is reported', () => {
     fc.assert(
       fc.property(
-        fc.uniqueArray(fc.string({ minLength: 1, maxLength: 24 }).filter((s) => s.trim() !== ''), { minLength: 2, maxLength: 5 }),
+        fc.uniqueArray(
+          fc.string({ minLength: 1, maxLength: 24 }).filter((s) => s.trim() !== ''),
+          { minLength: 2, maxLength: 5 },
+        ),
         fc.nat(),
         fc.uint8Array({ maxLength: 64 }),
         (secrets, seed, body) => {
@@ -236,7 +263,9 @@ describe('the default scheme: properties', () => {
     const old = createDefaultScheme({ secrets: 'old-secret' }).sign({ rawBody: body, timestamp: NOW });
     expect(rotating.verify({ headers: old, rawBody: body, now: NOW_MS })).toEqual({ timestamp: NOW, matchedSecretIndex: 1 });
     const both = createDefaultScheme({ secrets: 'new-secret' }).sign({ rawBody: body, timestamp: NOW })['x-webhook-signature']!;
-    expect(rotating.verify({ headers: headersFor(NOW, `${old['x-webhook-signature']},${both}`), rawBody: body, now: NOW_MS }).matchedSecretIndex).toBe(0);
+    expect(
+      rotating.verify({ headers: headersFor(NOW, `${old['x-webhook-signature']},${both}`), rawBody: body, now: NOW_MS }).matchedSecretIndex,
+    ).toBe(0);
   });
 });
 
@@ -250,15 +279,23 @@ describe('the default scheme: timestamps in milliseconds', () => {
     expect(scheme.verify({ headers: headersFor(ms, hex), rawBody: body, now: NOW_MS })).toEqual({ timestamp: NOW, matchedSecretIndex: 0 });
     // Signing the seconds instead of the header text would not match.
     const secondsHex = opensslHmacHex('ms-secret', Buffer.concat([bytes(`${NOW}.`), body]));
-    expect(failure(() => scheme.verify({ headers: headersFor(ms, secondsHex), rawBody: body, now: NOW_MS })).reason).toBe('no_matching_signature');
+    expect(failure(() => scheme.verify({ headers: headersFor(ms, secondsHex), rawBody: body, now: NOW_MS })).reason).toBe(
+      'no_matching_signature',
+    );
   });
 
   it('millisecond timestamps get the same tolerance, and the message says how the value was read', () => {
-    expect(scheme.verify({ headers: scheme.sign({ rawBody: body, timestamp: NOW_MS - 300_000 }), rawBody: body, now: NOW_MS }).timestamp).toBe(NOW - 300);
-    const old = failure(() => scheme.verify({ headers: scheme.sign({ rawBody: body, timestamp: NOW_MS - 301_000 }), rawBody: body, now: NOW_MS }));
+    expect(
+      scheme.verify({ headers: scheme.sign({ rawBody: body, timestamp: NOW_MS - 300_000 }), rawBody: body, now: NOW_MS }).timestamp,
+    ).toBe(NOW - 300);
+    const old = failure(() =>
+      scheme.verify({ headers: scheme.sign({ rawBody: body, timestamp: NOW_MS - 301_000 }), rawBody: body, now: NOW_MS }),
+    );
     expect(old.reason).toBe('timestamp_too_old');
     expect(old.message).toMatch(/read as milliseconds\) is 301 s old/);
-    const future = failure(() => scheme.verify({ headers: scheme.sign({ rawBody: body, timestamp: NOW_MS + 301_000 }), rawBody: body, now: NOW_MS }));
+    const future = failure(() =>
+      scheme.verify({ headers: scheme.sign({ rawBody: body, timestamp: NOW_MS + 301_000 }), rawBody: body, now: NOW_MS }),
+    );
     expect(future.reason).toBe('timestamp_in_future');
   });
 
@@ -284,8 +321,12 @@ describe('the default scheme: headers', () => {
 
   it('refuses upper-case hex (the contract says lower case), and ignores entries of another version', () => {
     const hex = signed['x-webhook-signature']!.slice(3);
-    expect(failure(() => scheme.verify({ headers: headersFor(NOW, `v1=${hex.toUpperCase()}`), rawBody: body, now: NOW_MS })).reason).toBe('malformed_header');
-    expect(failure(() => scheme.verify({ headers: headersFor(NOW, `v0=${hex}`), rawBody: body, now: NOW_MS })).reason).toBe('malformed_header');
+    expect(failure(() => scheme.verify({ headers: headersFor(NOW, `v1=${hex.toUpperCase()}`), rawBody: body, now: NOW_MS })).reason).toBe(
+      'malformed_header',
+    );
+    expect(failure(() => scheme.verify({ headers: headersFor(NOW, `v0=${hex}`), rawBody: body, now: NOW_MS })).reason).toBe(
+      'malformed_header',
+    );
   });
 
   it('custom header names, given in any case', () => {
@@ -304,7 +345,9 @@ describe('the default scheme: headers', () => {
   it('a repeated timestamp header passes when the copies agree and is malformed when they differ', () => {
     const ts = signed['x-webhook-timestamp']!;
     expect(scheme.verify({ headers: { ...signed, 'x-webhook-timestamp': [ts, ts] }, rawBody: body, now: NOW_MS }).timestamp).toBe(NOW);
-    const error = failure(() => scheme.verify({ headers: { ...signed, 'x-webhook-timestamp': [ts, String(NOW + 1)] }, rawBody: body, now: NOW_MS }));
+    const error = failure(() =>
+      scheme.verify({ headers: { ...signed, 'x-webhook-timestamp': [ts, String(NOW + 1)] }, rawBody: body, now: NOW_MS }),
+    );
     expect(error.reason).toBe('malformed_header');
     expect(error.message).toMatch(/sent 2 times with different values/);
   });

@@ -21,22 +21,102 @@ const otherHex = createDefaultScheme({ secrets: 'another-secret' }).sign({ rawBo
 
 /** One targeted way to produce each reason from `verify`; `message` is what the log line must say. */
 const verifyCases: { name: string; input: VerifyInput; reason: VerificationFailureReason; message: RegExp }[] = [
-  { name: 'no timestamp header', input: { headers: { 'x-webhook-signature': signed['x-webhook-signature'] }, rawBody: body }, reason: 'missing_header', message: /x-webhook-timestamp header is missing\.$/ },
-  { name: 'no signature header', input: { headers: { 'x-webhook-timestamp': String(NOW) }, rawBody: body }, reason: 'missing_header', message: /x-webhook-signature header is missing\.$/ },
-  { name: 'an empty signature header', input: { headers: { ...signed, 'x-webhook-signature': '  ' }, rawBody: body }, reason: 'missing_header', message: /x-webhook-signature header is missing \(present but empty\)/ },
-  { name: 'an empty repeated header', input: { headers: { ...signed, 'x-webhook-timestamp': [] }, rawBody: body }, reason: 'missing_header', message: /x-webhook-timestamp header is missing/ },
-  { name: 'a timestamp that is not a number', input: { headers: { ...signed, 'x-webhook-timestamp': 'yesterday' }, rawBody: body }, reason: 'malformed_header', message: /x-webhook-timestamp header is not a unix timestamp .*got "yesterday"/ },
-  { name: 'a fractional timestamp', input: { headers: { ...signed, 'x-webhook-timestamp': '1700000000.5' }, rawBody: body }, reason: 'malformed_header', message: /not a unix timestamp/ },
-  { name: 'a negative timestamp', input: { headers: { ...signed, 'x-webhook-timestamp': '-1700000000' }, rawBody: body }, reason: 'malformed_header', message: /not a unix timestamp/ },
-  { name: 'a signature that is not hex', input: { headers: { ...signed, 'x-webhook-signature': 'v1=not-hex!' }, rawBody: body }, reason: 'malformed_header', message: /holds no hex signature that the default scheme can read: got "v1=not-hex!"\.$/ },
-  { name: 'hex of odd length', input: { headers: { ...signed, 'x-webhook-signature': `v1=${expectedHex.slice(1)}` }, rawBody: body }, reason: 'malformed_header', message: /holds no hex signature/ },
-  { name: 'a signature of another secret', input: { headers: { ...signed, 'x-webhook-signature': otherHex }, rawBody: body }, reason: 'no_matching_signature', message: /None of the 1 signature in x-webhook-signature matches/ },
-  { name: 'a truncated signature', input: { headers: { ...signed, 'x-webhook-signature': `v1=${expectedHex.slice(0, 62)}` }, rawBody: body }, reason: 'no_matching_signature', message: /matches the 56 bytes of the body/ },
-  { name: 'a re-serialised body', input: { headers: signed, rawBody: bytes(JSON.stringify(JSON.parse(body.toString()), null, 2)) }, reason: 'no_matching_signature', message: /byte for byte unchanged/ },
-  { name: 'a stale timestamp', input: { headers: scheme.sign({ rawBody: body, timestamp: NOW - 3600 }), rawBody: body }, reason: 'timestamp_too_old', message: /\(1699996400\) is 3600 s old, over the tolerance of 300 s/ },
-  { name: 'a timestamp in the future', input: { headers: scheme.sign({ rawBody: body, timestamp: NOW + 900 }), rawBody: body }, reason: 'timestamp_in_future', message: /is 900 s in the future, over the tolerance of 300 s/ },
-  { name: 'a parsed body', input: { headers: signed, rawBody: JSON.parse(body.toString()) as Uint8Array }, reason: 'body_already_parsed', message: /as a parsed object/ },
-  { name: 'a body decoded to a string', input: { headers: signed, rawBody: body.toString() as unknown as Uint8Array }, reason: 'body_already_parsed', message: /as a string/ },
+  {
+    name: 'no timestamp header',
+    input: { headers: { 'x-webhook-signature': signed['x-webhook-signature'] }, rawBody: body },
+    reason: 'missing_header',
+    message: /x-webhook-timestamp header is missing\.$/,
+  },
+  {
+    name: 'no signature header',
+    input: { headers: { 'x-webhook-timestamp': String(NOW) }, rawBody: body },
+    reason: 'missing_header',
+    message: /x-webhook-signature header is missing\.$/,
+  },
+  {
+    name: 'an empty signature header',
+    input: { headers: { ...signed, 'x-webhook-signature': '  ' }, rawBody: body },
+    reason: 'missing_header',
+    message: /x-webhook-signature header is missing \(present but empty\)/,
+  },
+  {
+    name: 'an empty repeated header',
+    input: { headers: { ...signed, 'x-webhook-timestamp': [] }, rawBody: body },
+    reason: 'missing_header',
+    message: /x-webhook-timestamp header is missing/,
+  },
+  {
+    name: 'a timestamp that is not a number',
+    input: { headers: { ...signed, 'x-webhook-timestamp': 'yesterday' }, rawBody: body },
+    reason: 'malformed_header',
+    message: /x-webhook-timestamp header is not a unix timestamp .*got "yesterday"/,
+  },
+  {
+    name: 'a fractional timestamp',
+    input: { headers: { ...signed, 'x-webhook-timestamp': '1700000000.5' }, rawBody: body },
+    reason: 'malformed_header',
+    message: /not a unix timestamp/,
+  },
+  {
+    name: 'a negative timestamp',
+    input: { headers: { ...signed, 'x-webhook-timestamp': '-1700000000' }, rawBody: body },
+    reason: 'malformed_header',
+    message: /not a unix timestamp/,
+  },
+  {
+    name: 'a signature that is not hex',
+    input: { headers: { ...signed, 'x-webhook-signature': 'v1=not-hex!' }, rawBody: body },
+    reason: 'malformed_header',
+    message: /holds no hex signature that the default scheme can read: got "v1=not-hex!"\.$/,
+  },
+  {
+    name: 'hex of odd length',
+    input: { headers: { ...signed, 'x-webhook-signature': `v1=${expectedHex.slice(1)}` }, rawBody: body },
+    reason: 'malformed_header',
+    message: /holds no hex signature/,
+  },
+  {
+    name: 'a signature of another secret',
+    input: { headers: { ...signed, 'x-webhook-signature': otherHex }, rawBody: body },
+    reason: 'no_matching_signature',
+    message: /None of the 1 signature in x-webhook-signature matches/,
+  },
+  {
+    name: 'a truncated signature',
+    input: { headers: { ...signed, 'x-webhook-signature': `v1=${expectedHex.slice(0, 62)}` }, rawBody: body },
+    reason: 'no_matching_signature',
+    message: /matches the 56 bytes of the body/,
+  },
+  {
+    name: 'a re-serialised body',
+    input: { headers: signed, rawBody: bytes(JSON.stringify(JSON.parse(body.toString()), null, 2)) },
+    reason: 'no_matching_signature',
+    message: /byte for byte unchanged/,
+  },
+  {
+    name: 'a stale timestamp',
+    input: { headers: scheme.sign({ rawBody: body, timestamp: NOW - 3600 }), rawBody: body },
+    reason: 'timestamp_too_old',
+    message: /\(1699996400\) is 3600 s old, over the tolerance of 300 s/,
+  },
+  {
+    name: 'a timestamp in the future',
+    input: { headers: scheme.sign({ rawBody: body, timestamp: NOW + 900 }), rawBody: body },
+    reason: 'timestamp_in_future',
+    message: /is 900 s in the future, over the tolerance of 300 s/,
+  },
+  {
+    name: 'a parsed body',
+    input: { headers: signed, rawBody: JSON.parse(body.toString()) as Uint8Array },
+    reason: 'body_already_parsed',
+    message: /as a parsed object/,
+  },
+  {
+    name: 'a body decoded to a string',
+    input: { headers: signed, rawBody: body.toString() as unknown as Uint8Array },
+    reason: 'body_already_parsed',
+    message: /as a string/,
+  },
 ];
 
 describe('each failure reason, with a precise message', () => {
@@ -55,13 +135,21 @@ describe('each failure reason, with a precise message', () => {
   it('covers every reason', () => {
     const reasons = new Set<VerificationFailureReason>(verifyCases.map((c) => c.reason));
     reasons.add(failure(() => createDefaultScheme({ secrets: [] })).reason);
-    expect([...reasons].sort()).toEqual(
-      ['body_already_parsed', 'malformed_header', 'missing_header', 'no_matching_signature', 'no_secret', 'timestamp_in_future', 'timestamp_too_old'],
-    );
+    expect([...reasons].sort()).toEqual([
+      'body_already_parsed',
+      'malformed_header',
+      'missing_header',
+      'no_matching_signature',
+      'no_secret',
+      'timestamp_in_future',
+      'timestamp_too_old',
+    ]);
   });
 
   it('no_matching_signature explains what to check', () => {
-    const { message } = failure(() => scheme.verify({ headers: { ...signed, 'x-webhook-signature': otherHex }, rawBody: body, now: NOW_MS }));
+    const { message } = failure(() =>
+      scheme.verify({ headers: { ...signed, 'x-webhook-signature': otherHex }, rawBody: body, now: NOW_MS }),
+    );
     expect(message).toMatch(/raw request body reaches the verifier byte for byte unchanged/);
     expect(message).toMatch(/no JSON parsing and re-serialising/);
     expect(message).toMatch(/no body parser such as express\.json\(\) before the webhook middleware/);
@@ -75,7 +163,9 @@ describe('each failure reason, with a precise message', () => {
   });
 
   it('quotes attacker-controlled header text safely and briefly', () => {
-    const { message } = failure(() => scheme.verify({ headers: { ...signed, 'x-webhook-timestamp': `1\n${'9'.repeat(100)}` }, rawBody: body, now: NOW_MS }));
+    const { message } = failure(() =>
+      scheme.verify({ headers: { ...signed, 'x-webhook-timestamp': `1\n${'9'.repeat(100)}` }, rawBody: body, now: NOW_MS }),
+    );
     expect(message).not.toContain('\n');
     expect(message).toContain('"1\\n99999');
     expect(message.length).toBeLessThan(200);
@@ -96,7 +186,8 @@ describe('no message ever holds a secret or an expected signature', () => {
 
   /** Fails `s` in every way verify can, starting from a valid delivery `good`. */
   function everyFailure(s: SignatureScheme, good: Record<string, string>, payload: Uint8Array): WebhookVerificationError[] {
-    const [tsName, sigName] = s.name === 'standard-webhooks' ? ['webhook-timestamp', 'webhook-signature'] : ['x-webhook-timestamp', 'x-webhook-signature'];
+    const [tsName, sigName] =
+      s.name === 'standard-webhooks' ? ['webhook-timestamp', 'webhook-signature'] : ['x-webhook-timestamp', 'x-webhook-signature'];
     const attempts: (() => unknown)[] = [
       () => s.verify({ headers: {}, rawBody: payload, now: NOW_MS }),
       () => s.verify({ headers: { ...good, [sigName!]: undefined }, rawBody: payload, now: NOW_MS }),
@@ -114,7 +205,9 @@ describe('no message ever holds a secret or an expected signature', () => {
     fc.assert(
       fc.property(fc.uniqueArray(secretArb, { minLength: 1, maxLength: 3 }), fc.uint8Array({ maxLength: 64 }), (secrets, payload) => {
         const rotating = createDefaultScheme({ secrets });
-        const expected = secrets.map((secret) => rotating.sign({ rawBody: payload, timestamp: NOW, secret })['x-webhook-signature']!.slice('v1='.length));
+        const expected = secrets.map((secret) =>
+          rotating.sign({ rawBody: payload, timestamp: NOW, secret })['x-webhook-signature']!.slice('v1='.length),
+        );
         const errors = everyFailure(rotating, rotating.sign({ rawBody: payload, timestamp: NOW }), payload);
         expect(new Set(errors.map((e) => e.reason)).size).toBe(7 - 1); // every reason but no_secret
         for (const error of errors) {
@@ -172,7 +265,9 @@ describe('options are validated with clear errors', () => {
     expect(failure(() => createDefaultScheme({ secrets: '' })).message).toMatch(/secret #1 of 1 is empty/);
     expect(failure(() => createDefaultScheme({ secrets: ['ok', '   '] })).message).toMatch(/secret #2 of 2 is only whitespace/);
     expect(failure(() => createDefaultScheme({ secrets: undefined as unknown as string })).reason).toBe('no_secret');
-    expect(failure(() => createDefaultScheme({ secrets: ['ok', 7 as unknown as string] })).message).toMatch(/#2 of 2 is a number, not a string/);
+    expect(failure(() => createDefaultScheme({ secrets: ['ok', 7 as unknown as string] })).message).toMatch(
+      /#2 of 2 is a number, not a string/,
+    );
     expect(failure(() => createStandardWebhooksScheme({ secrets: 'whsec_' })).message).toMatch(/gives an empty HMAC key/);
   });
 
@@ -191,7 +286,9 @@ describe('options are validated with clear errors', () => {
     expect(() => createHmacScheme({ ...base, signatureHeader: '' })).toThrow(/signatureHeader must be an HTTP header name/);
     expect(() => createHmacScheme({ ...base, signatureHeader: 'X-T' })).toThrow(/header names must differ/);
     expect(() => createHmacScheme({ ...base, encoding: 'base32' as 'hex' })).toThrow(/encoding must be 'hex' or 'base64'/);
-    expect(() => createHmacScheme({ ...base, signedContent: undefined as unknown as () => Uint8Array })).toThrow(/signedContent must be a function/);
+    expect(() => createHmacScheme({ ...base, signedContent: undefined as unknown as () => Uint8Array })).toThrow(
+      /signedContent must be a function/,
+    );
   });
 
   it('sign refuses a timestamp that is not whole seconds and a body that is not text or bytes', () => {

@@ -39,8 +39,12 @@ describe('createHmacScheme: a sender that signs differently', () => {
   it('has the default tolerance of 300 s', () => {
     expect(DEFAULT_TOLERANCE_SECONDS).toBe(300);
     const body = bytes('{}');
-    expect(custom.verify({ headers: custom.sign({ rawBody: body, timestamp: NOW - 300 }), rawBody: body, now: NOW_MS }).timestamp).toBe(NOW - 300);
-    expect(failure(() => custom.verify({ headers: custom.sign({ rawBody: body, timestamp: NOW - 301 }), rawBody: body, now: NOW_MS })).reason).toBe('timestamp_too_old');
+    expect(custom.verify({ headers: custom.sign({ rawBody: body, timestamp: NOW - 300 }), rawBody: body, now: NOW_MS }).timestamp).toBe(
+      NOW - 300,
+    );
+    expect(
+      failure(() => custom.verify({ headers: custom.sign({ rawBody: body, timestamp: NOW - 301 }), rawBody: body, now: NOW_MS })).reason,
+    ).toBe('timestamp_too_old');
   });
 });
 
@@ -68,7 +72,10 @@ describe('createHmacScheme: defaults and the id header', () => {
       timestampHeader: 'x-ts',
       signatureHeader: 'x-sig',
       encoding: 'hex',
-      signedContent: (parts) => (seen.push(parts), Buffer.concat([bytes(`${parts.webhookId}:${parts.timestamp}:`), parts.rawBody])),
+      signedContent: (parts) => {
+        seen.push(parts);
+        return Buffer.concat([bytes(`${parts.webhookId}:${parts.timestamp}:`), parts.rawBody]);
+      },
       deriveKey: (secret) => bytes(secret.toUpperCase()),
     });
     const body = bytes('{}');
@@ -77,13 +84,24 @@ describe('createHmacScheme: defaults and the id header', () => {
     expect(withId.headerNames).toEqual(['x-ts', 'x-sig', 'x-delivery']);
     expect(withId.verify({ headers, rawBody: body, now: NOW_MS })).toEqual({ timestamp: NOW, webhookId: 'dlv_1', matchedSecretIndex: 0 });
     expect(seen.at(-1)).toEqual({ timestamp: String(NOW), webhookId: 'dlv_1', rawBody: body });
-    expect(failure(() => withId.verify({ headers: { ...headers, 'x-delivery': undefined }, rawBody: body, now: NOW_MS })).reason).toBe('missing_header');
+    expect(failure(() => withId.verify({ headers: { ...headers, 'x-delivery': undefined }, rawBody: body, now: NOW_MS })).reason).toBe(
+      'missing_header',
+    );
     expect(() => withId.sign({ rawBody: body, webhookId: '' })).toThrow(/webhookId must be a non-empty string/);
   });
 
   it('a scheme without an id header passes undefined to signedContent and reports no webhookId', () => {
     const seen: SignedParts[] = [];
-    const noId = createHmacScheme({ secrets: 'x', timestampHeader: 'a', signatureHeader: 'b', encoding: 'hex', signedContent: (p) => (seen.push(p), p.rawBody) });
+    const noId = createHmacScheme({
+      secrets: 'x',
+      timestampHeader: 'a',
+      signatureHeader: 'b',
+      encoding: 'hex',
+      signedContent: (p) => {
+        seen.push(p);
+        return p.rawBody;
+      },
+    });
     const headers = noId.sign({ rawBody: 'x', timestamp: NOW, webhookId: 'ignored' });
     expect(Object.keys(headers)).toEqual(['a', 'b']);
     expect(noId.verify({ headers, rawBody: bytes('x'), now: NOW_MS })).not.toHaveProperty('webhookId');

@@ -23,8 +23,16 @@ describe('the Standard Webhooks preset against the standardwebhooks package', ()
     fc.assert(
       fc.property(fc.json(), msgId, fc.integer({ min: -300, max: 300 }), (payload, id, offset) => {
         const seconds = NOW + offset;
-        const headers = { 'webhook-id': id, 'webhook-timestamp': String(seconds), 'webhook-signature': reference.sign(id, new Date(seconds * 1000), payload) };
-        expect(scheme.verify({ headers, rawBody: bytes(payload), now: NOW_MS })).toEqual({ timestamp: seconds, webhookId: id, matchedSecretIndex: 0 });
+        const headers = {
+          'webhook-id': id,
+          'webhook-timestamp': String(seconds),
+          'webhook-signature': reference.sign(id, new Date(seconds * 1000), payload),
+        };
+        expect(scheme.verify({ headers, rawBody: bytes(payload), now: NOW_MS })).toEqual({
+          timestamp: seconds,
+          webhookId: id,
+          matchedSecretIndex: 0,
+        });
       }),
       { numRuns: 100 },
     );
@@ -34,7 +42,11 @@ describe('the Standard Webhooks preset against the standardwebhooks package', ()
     fc.assert(
       fc.property(fc.string({ unit: 'grapheme', maxLength: 200 }), msgId, (payload, id) => {
         const ours = scheme.sign({ rawBody: payload, webhookId: id, timestamp: NOW });
-        expect(ours).toEqual({ 'webhook-id': id, 'webhook-timestamp': String(NOW), 'webhook-signature': reference.sign(id, new Date(NOW_MS), payload) });
+        expect(ours).toEqual({
+          'webhook-id': id,
+          'webhook-timestamp': String(NOW),
+          'webhook-signature': reference.sign(id, new Date(NOW_MS), payload),
+        });
       }),
       { numRuns: 100 },
     );
@@ -61,7 +73,9 @@ describe('the Standard Webhooks preset against the standardwebhooks package', ()
     expect(rotating.verify({ headers: { ...base, 'webhook-signature': byOld }, rawBody: bytes(payload) }).matchedSecretIndex).toBe(1);
     expect(rotating.verify({ headers: { ...base, 'webhook-signature': byNew }, rawBody: bytes(payload) }).matchedSecretIndex).toBe(0);
     // A sender mid-rotation sends both signatures in one header.
-    expect(rotating.verify({ headers: { ...base, 'webhook-signature': `${byOld} ${byNew}` }, rawBody: bytes(payload) }).matchedSecretIndex).toBe(0);
+    expect(
+      rotating.verify({ headers: { ...base, 'webhook-signature': `${byOld} ${byNew}` }, rawBody: bytes(payload) }).matchedSecretIndex,
+    ).toBe(0);
     expect(() => reference.verify(payload, rotating.sign({ rawBody: payload, secret: SECRET }))).not.toThrow();
     expect(() => new Webhook(OTHER).verify(payload, rotating.sign({ rawBody: payload }))).not.toThrow();
     expect(() => reference.verify(payload, rotating.sign({ rawBody: payload }))).toThrow(/No matching signature/);
@@ -69,13 +83,27 @@ describe('the Standard Webhooks preset against the standardwebhooks package', ()
 
   it('several secrets: whichever the package used is found', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.uint8Array({ minLength: 24, maxLength: 32 }), { minLength: 2, maxLength: 4, selector: (k) => Buffer.from(k).toString('hex') }), fc.nat(), (keys, seed) => {
-        const secrets = keys.map((key) => `whsec_${Buffer.from(key).toString('base64')}`);
-        const index = seed % secrets.length;
-        const payload = '{"a":1}';
-        const headers = { 'webhook-id': 'msg_k', 'webhook-timestamp': String(NOW), 'webhook-signature': new Webhook(secrets[index]!).sign('msg_k', new Date(NOW_MS), payload) };
-        expect(createStandardWebhooksScheme({ secrets }).verify({ headers, rawBody: bytes(payload), now: NOW_MS }).matchedSecretIndex).toBe(index);
-      }),
+      fc.property(
+        fc.uniqueArray(fc.uint8Array({ minLength: 24, maxLength: 32 }), {
+          minLength: 2,
+          maxLength: 4,
+          selector: (k) => Buffer.from(k).toString('hex'),
+        }),
+        fc.nat(),
+        (keys, seed) => {
+          const secrets = keys.map((key) => `whsec_${Buffer.from(key).toString('base64')}`);
+          const index = seed % secrets.length;
+          const payload = '{"a":1}';
+          const headers = {
+            'webhook-id': 'msg_k',
+            'webhook-timestamp': String(NOW),
+            'webhook-signature': new Webhook(secrets[index]!).sign('msg_k', new Date(NOW_MS), payload),
+          };
+          expect(
+            createStandardWebhooksScheme({ secrets }).verify({ headers, rawBody: bytes(payload), now: NOW_MS }).matchedSecretIndex,
+          ).toBe(index);
+        },
+      ),
       { numRuns: 50 },
     );
   });
@@ -127,7 +155,9 @@ describe('the Standard Webhooks preset against the standardwebhooks package', ()
     const { 'webhook-id': _id, ...withoutId } = headers;
     const missing = failure(() => scheme.verify({ headers: withoutId, rawBody: payload, now: NOW_MS }));
     expect([missing.reason, missing.message]).toEqual(['missing_header', 'The webhook-id header is missing.']);
-    expect(failure(() => scheme.verify({ headers: { ...headers, 'webhook-id': 'msg_b' }, rawBody: payload, now: NOW_MS })).reason).toBe('no_matching_signature');
+    expect(failure(() => scheme.verify({ headers: { ...headers, 'webhook-id': 'msg_b' }, rawBody: payload, now: NOW_MS })).reason).toBe(
+      'no_matching_signature',
+    );
     expect(failure(() => scheme.verify({ headers, rawBody: bytes('{ }'), now: NOW_MS })).reason).toBe('no_matching_signature');
     expect(failure(() => scheme.verify({ headers, rawBody: payload, now: NOW_MS + 301_000 })).reason).toBe('timestamp_too_old');
     expect(failure(() => scheme.verify({ headers, rawBody: payload, now: NOW_MS - 301_000 })).reason).toBe('timestamp_in_future');

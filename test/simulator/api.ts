@@ -11,7 +11,11 @@ export interface ApiAnswer {
 
 /** A tiny REST caller (the real client is written elsewhere): `{input}` bodies, a bearer key. */
 export function api(baseUrl: string, key: string | null = 'sk_test_simulator') {
-  async function call(method: string, path: string, options: { input?: unknown; body?: string; headers?: Record<string, string> } = {}): Promise<ApiAnswer> {
+  async function call(
+    method: string,
+    path: string,
+    options: { input?: unknown; body?: string; headers?: Record<string, string> } = {},
+  ): Promise<ApiAnswer> {
     const headers: Record<string, string> = { ...(key ? { authorization: `Bearer ${key}` } : {}), ...options.headers };
     let body = options.body;
     if (options.input !== undefined) body = JSON.stringify({ input: options.input });
@@ -57,7 +61,11 @@ export async function recordingReceiver(respond: (request: { count: number; body
 }
 
 /** Registers a webhook endpoint and returns its id and secret. */
-export async function registerEndpoint(baseUrl: string, url: string, enabledEvents: readonly string[]): Promise<{ id: string; secret: string }> {
+export async function registerEndpoint(
+  baseUrl: string,
+  url: string,
+  enabledEvents: readonly string[],
+): Promise<{ id: string; secret: string }> {
   const client = api(baseUrl);
   const created = await client.post('/v1/webhooks', { url, description: 'test receiver', enabledEvents });
   if (created.status !== 200) throw new Error(`could not register the endpoint: ${JSON.stringify(created.body)}`);

@@ -26,10 +26,14 @@ describe(`chaos: duplicates and reordering, inbox on ${backend.name}`, () => {
 
       const started = performance.now();
       const emitted = Array.from({ length: EVENTS }, (_, i) => simulator.emit(EVENT_TYPES[i % EVENT_TYPES.length]!).eventId);
-      await eventually(async () => {
-        await simulator.idle();
-        return simulator.webhookEvents({ status: 'pending' }).length === 0;
-      }, 'every record to be delivered', 60_000);
+      await eventually(
+        async () => {
+          await simulator.idle();
+          return simulator.webhookEvents({ status: 'pending' }).length === 0;
+        },
+        'every record to be delivered',
+        60_000,
+      );
       const seconds = (performance.now() - started) / 1000;
 
       const posts = simulator.deliveryPosts();
@@ -37,7 +41,9 @@ describe(`chaos: duplicates and reordering, inbox on ${backend.name}`, () => {
       const totalDeliveries = stored.reduce((sum, event) => sum + event.deliveries, 0);
       const arrivalOrder = [...stored].reverse().map((event) => event.eventId); // listEvents is newest first
       const duplicates = posts.filter((post) => post.duplicate).length;
-      console.log(`chaos: ${EVENTS} events, ${posts.length} POSTs (${duplicates} duplicates), ${stored.length} rows, deliveries summed ${totalDeliveries}, ${seconds.toFixed(1)} s on ${backend.name}`);
+      console.log(
+        `chaos: ${EVENTS} events, ${posts.length} POSTs (${duplicates} duplicates), ${stored.length} rows, deliveries summed ${totalDeliveries}, ${seconds.toFixed(1)} s on ${backend.name}`,
+      );
 
       expect(stored).toHaveLength(EVENTS);
       expect(new Set(stored.map((event) => event.eventId))).toEqual(new Set(emitted));

@@ -34,7 +34,9 @@ describe('payhooks trigger', () => {
   });
 
   it('takes the secret from PAYHOOKS_WEBHOOK_SECRET', { timeout: 60_000 }, async () => {
-    const result = await runCli(['trigger', 'CUSTOMER_CREATED', '--to', `${receiver.url}/webhooks`], { PAYHOOKS_WEBHOOK_SECRET: `${SECRET},older-secret` });
+    const result = await runCli(['trigger', 'CUSTOMER_CREATED', '--to', `${receiver.url}/webhooks`], {
+      PAYHOOKS_WEBHOOK_SECRET: `${SECRET},older-secret`,
+    });
     expect(result.code).toBe(0);
   });
 
@@ -46,11 +48,23 @@ describe('payhooks trigger', () => {
   });
 
   it.each([
-    [['trigger', 'INVOICE_EXPLODED', '--to', 'http://127.0.0.1:1/webhooks', '--secret', 's'], {}, /Unknown event type "INVOICE_EXPLODED"\. Known types:[\s\S]*PAYMENT_COMPLETED/],
-    [['trigger', 'INVOICE_PAID', '--to', 'http://127.0.0.1:1/webhooks'], { PAYHOOKS_WEBHOOK_SECRET: undefined }, /No signing secret: pass --secret S or set PAYHOOKS_WEBHOOK_SECRET/],
+    [
+      ['trigger', 'INVOICE_EXPLODED', '--to', 'http://127.0.0.1:1/webhooks', '--secret', 's'],
+      {},
+      /Unknown event type "INVOICE_EXPLODED"\. Known types:[\s\S]*PAYMENT_COMPLETED/,
+    ],
+    [
+      ['trigger', 'INVOICE_PAID', '--to', 'http://127.0.0.1:1/webhooks'],
+      { PAYHOOKS_WEBHOOK_SECRET: undefined },
+      /No signing secret: pass --secret S or set PAYHOOKS_WEBHOOK_SECRET/,
+    ],
     [['trigger', 'INVOICE_PAID', '--to', 'not a url', '--secret', 's'], {}, /--to takes the receiver's URL/],
     [['trigger', 'INVOICE_PAID', '--secret', 's'], {}, /required option '--to <url>'/],
-    [['trigger', 'INVOICE_PAID', '--to', 'http://127.0.0.1:1/webhooks', '--secret', 's'], {}, /Could not deliver to http:\/\/127\.0\.0\.1:1\/webhooks: .*ECONNREFUSED/],
+    [
+      ['trigger', 'INVOICE_PAID', '--to', 'http://127.0.0.1:1/webhooks', '--secret', 's'],
+      {},
+      /Could not deliver to http:\/\/127\.0\.0\.1:1\/webhooks: .*ECONNREFUSED/,
+    ],
   ] as const)('payhooks %j fails clearly', { timeout: 60_000, concurrent: true }, async (args, env, message) => {
     const result = await runCli([...args], env);
     expect(result.code).toBe(1);

@@ -50,7 +50,11 @@ describe.each(backends)('end to end over loopback, inbox on $name', (backend) =>
         const completed = await client.sandbox.completePayment(requested.payment.id, { outcome: 'SUCCEEDED' });
         expect(completed.payment).toMatchObject({ id: requested.payment.id, type: 'CASH' });
 
-        await eventually(async () => (await listEvents(store, { status: 'done' })).length >= 2 && seenByHandler.length >= 1, 'the handlers to run', 30_000);
+        await eventually(
+          async () => (await listEvents(store, { status: 'done' })).length >= 2 && seenByHandler.length >= 1,
+          'the handlers to run',
+          30_000,
+        );
         await simulator.idle();
         const stored = await listEvents(store);
         const byType = (type: string) => stored.filter((event) => event.eventType === type);

@@ -24,10 +24,18 @@ function expectCatalogAccepts(body: string, context: string): void {
 describe('the events the simulator emits', () => {
   it('from REST actions parse with the catalog, as delivered', async () => {
     const client = api(simulator.url);
-    const customer = (await client.post('/v1/customers', { username: 'ev-user', name: 'Ev', email: 'ev@example.com', phoneNumber: '+525500000123' })).body as { id: string };
-    const invoiceInput = (amount: number) => ({ customerId: customer.id, dueDate: '2026-12-01T06:00:00Z', items: [{ quantity: 3, concept: { displayName: 'Lunch', amount, currency: 'MXN' } }] });
+    const customer = (
+      await client.post('/v1/customers', { username: 'ev-user', name: 'Ev', email: 'ev@example.com', phoneNumber: '+525500000123' })
+    ).body as { id: string };
+    const invoiceInput = (amount: number) => ({
+      customerId: customer.id,
+      dueDate: '2026-12-01T06:00:00Z',
+      items: [{ quantity: 3, concept: { displayName: 'Lunch', amount, currency: 'MXN' } }],
+    });
     const invoice = (await client.post('/v1/invoices', invoiceInput(4500))).body as { id: string };
-    const payment = ((await client.post(`/v1/invoices/${invoice.id}/payments`, { paymentType: 'TRANSFER' })).body as { payment: { id: string } }).payment;
+    const payment = (
+      (await client.post(`/v1/invoices/${invoice.id}/payments`, { paymentType: 'TRANSFER' })).body as { payment: { id: string } }
+    ).payment;
     await client.post(`/v1/sandbox/payments/${payment.id}/complete`, { outcome: 'SUCCEEDED' });
     const other = (await client.post('/v1/invoices', invoiceInput(100))).body as { id: string };
     await client.post(`/v1/invoices/${other.id}/mark-paid`, {});
@@ -35,7 +43,16 @@ describe('the events the simulator emits', () => {
     await simulator.idle();
 
     const types = simulator.events().map((event) => event.eventType);
-    expect(new Set(types)).toEqual(new Set(['CUSTOMER_CREATED', 'INVOICE_CREATED', 'PAYMENT_ATTEMPT_SUCCEEDED', 'INVOICE_PAID', 'PAYMENT_COMPLETED', 'INVOICE_PAID_OTHER']));
+    expect(new Set(types)).toEqual(
+      new Set([
+        'CUSTOMER_CREATED',
+        'INVOICE_CREATED',
+        'PAYMENT_ATTEMPT_SUCCEEDED',
+        'INVOICE_PAID',
+        'PAYMENT_COMPLETED',
+        'INVOICE_PAID_OTHER',
+      ]),
+    );
     expect(receiver.received).toHaveLength(types.length);
     for (const delivery of receiver.received) expectCatalogAccepts(delivery.body, delivery.body.slice(0, 80));
 
@@ -48,8 +65,14 @@ describe('the events the simulator emits', () => {
       customer: { id: customer.id, customerId: customer.id, username: 'ev-user' },
       organization: { id: expect.stringMatching(/^org_/), name: expect.any(String) },
     });
-    const completed = simulator.events().find((event) => event.eventType === 'PAYMENT_COMPLETED' && JSON.stringify(event.data).includes(payment.id));
-    expect(completed?.data).toMatchObject({ items: [{ concept: { displayName: 'Lunch', amount: 4500 } }], relatedInvoices: [{ id: invoice.id }], paymentAttempt: { success: true } });
+    const completed = simulator
+      .events()
+      .find((event) => event.eventType === 'PAYMENT_COMPLETED' && JSON.stringify(event.data).includes(payment.id));
+    expect(completed?.data).toMatchObject({
+      items: [{ concept: { displayName: 'Lunch', amount: 4500 } }],
+      relatedInvoices: [{ id: invoice.id }],
+      paymentAttempt: { success: true },
+    });
   });
 
   it('from emit() parse with the catalog for all 19 types, each with a fresh eventId', async () => {

@@ -35,15 +35,23 @@ describe('the OpenAPI document', () => {
       components: { securitySchemes: Record<string, { scheme: string }> };
     };
     for (const route of simulator.routes) {
-      expect(document.paths[route.path]?.[route.method.toLowerCase()]?.operationId, `${route.method} ${route.path}`).toBe(route.operationId);
+      expect(document.paths[route.path]?.[route.method.toLowerCase()]?.operationId, `${route.method} ${route.path}`).toBe(
+        route.operationId,
+      );
     }
     const paths = Object.keys(document.paths);
-    for (const path of Object.values(API_PATHS)) expect(paths.some((p) => p === path || p.startsWith(`${path}/`)), path).toBe(true);
+    for (const path of Object.values(API_PATHS))
+      expect(
+        paths.some((p) => p === path || p.startsWith(`${path}/`)),
+        path,
+      ).toBe(true);
     expect(document.components.securitySchemes.bearerAuth?.scheme).toBe('bearer');
     expect(document.paths['/openapi.json']?.get?.security).toEqual([]);
     expect(document.paths['/v1/invoices']?.post?.requestBody).toMatchObject({
       required: true,
-      content: { 'application/json': { schema: { required: ['input'], properties: { input: { $ref: '#/components/schemas/CreateInvoiceInput' } } } } },
+      content: {
+        'application/json': { schema: { required: ['input'], properties: { input: { $ref: '#/components/schemas/CreateInvoiceInput' } } } },
+      },
     });
   });
 });

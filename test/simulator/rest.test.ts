@@ -108,7 +108,11 @@ describe('request bodies', () => {
   });
 
   it('400 for a webhook URL that is plain http to another host; http on localhost is fine', async () => {
-    const remote = await client.post('/v1/webhooks', { url: 'http://example.com/hooks', description: 'x', enabledEvents: ['INVOICE_PAID'] });
+    const remote = await client.post('/v1/webhooks', {
+      url: 'http://example.com/hooks',
+      description: 'x',
+      enabledEvents: ['INVOICE_PAID'],
+    });
     expect(remote.status).toBe(400);
     expect(errorMessage(remote)).toMatch(/https/);
     const local = await client.post('/v1/webhooks', { url: 'http://localhost:1/hooks', description: 'x', enabledEvents: ['INVOICE_PAID'] });
@@ -309,7 +313,12 @@ describe('every operation', () => {
     const receiver = await recordingReceiver();
     const seen = new Set<string>();
     const errors: ApiAnswer[] = [];
-    const expectShape = async <T = { id: string }>(operationId: string, call: Promise<ApiAnswer>, schema: z.ZodType, error: Promise<ApiAnswer>) => {
+    const expectShape = async <T = { id: string }>(
+      operationId: string,
+      call: Promise<ApiAnswer>,
+      schema: z.ZodType,
+      error: Promise<ApiAnswer>,
+    ) => {
       const answer = await call;
       expect(answer.status, `${operationId}: ${JSON.stringify(answer.body)}`).toBe(200);
       const parsed = schema.safeParse(answer.body);
@@ -319,32 +328,112 @@ describe('every operation', () => {
       return answer.body as T;
     };
     try {
-      const customer = await expectShape('createCustomer', client.post('/v1/customers', { username: unique('t-'), name: 'Ada', email: `${unique('t')}@example.com`, phoneNumber: '+525512345678' }), apiCustomerSchema, client.post('/v1/customers', {}));
-      await expectShape('listCustomers', client.get('/v1/customers?take=3'), listPageSchema(apiCustomerSchema), client.get('/v1/customers?skip=x'));
+      const customer = await expectShape(
+        'createCustomer',
+        client.post('/v1/customers', {
+          username: unique('t-'),
+          name: 'Ada',
+          email: `${unique('t')}@example.com`,
+          phoneNumber: '+525512345678',
+        }),
+        apiCustomerSchema,
+        client.post('/v1/customers', {}),
+      );
+      await expectShape(
+        'listCustomers',
+        client.get('/v1/customers?take=3'),
+        listPageSchema(apiCustomerSchema),
+        client.get('/v1/customers?skip=x'),
+      );
       await expectShape('getCustomer', client.get(`/v1/customers/${customer.id}`), apiCustomerSchema, client.get('/v1/customers/cus_none'));
-      const invoice = await expectShape('createInvoice', client.post('/v1/invoices', { customerId: customer.id, dueDate: DUE, items: [item(1000, 'MXN', 2)] }), apiInvoiceSchema, client.post('/v1/invoices', { customerId: customer.id }));
+      const invoice = await expectShape(
+        'createInvoice',
+        client.post('/v1/invoices', { customerId: customer.id, dueDate: DUE, items: [item(1000, 'MXN', 2)] }),
+        apiInvoiceSchema,
+        client.post('/v1/invoices', { customerId: customer.id }),
+      );
       await expectShape('listInvoices', client.get('/v1/invoices'), listPageSchema(apiInvoiceSchema), client.get('/v1/invoices?take=1000'));
       await expectShape('getInvoice', client.get(`/v1/invoices/${invoice.id}`), apiInvoiceSchema, client.get('/v1/invoices/inv_none'));
-      const requested = await expectShape<{ payment: { id: string } }>('requestPayment', client.post(`/v1/invoices/${invoice.id}/payments`, { paymentType: 'TRANSFER' }), requestPaymentResponseSchema, client.post(`/v1/invoices/${invoice.id}/payments`, { paymentType: 'CARD' }));
+      const requested = await expectShape<{ payment: { id: string } }>(
+        'requestPayment',
+        client.post(`/v1/invoices/${invoice.id}/payments`, { paymentType: 'TRANSFER' }),
+        requestPaymentResponseSchema,
+        client.post(`/v1/invoices/${invoice.id}/payments`, { paymentType: 'CARD' }),
+      );
       const paymentId = requested.payment.id;
       await expectShape('getPayment', client.get(`/v1/payments/${paymentId}`), apiPaymentSchema, client.get('/v1/payments/pay_none'));
-      const endpoint = await expectShape('createWebhookEndpoint', client.post('/v1/webhooks', { url: receiver.url, description: 'shapes', enabledEvents: ['INVOICE_PAID', 'PAYMENT_COMPLETED'] }), webhookEndpointSchema, client.post('/v1/webhooks', { url: receiver.url, description: 'x', enabledEvents: ['NOT_A_TYPE'] }));
+      const endpoint = await expectShape(
+        'createWebhookEndpoint',
+        client.post('/v1/webhooks', { url: receiver.url, description: 'shapes', enabledEvents: ['INVOICE_PAID', 'PAYMENT_COMPLETED'] }),
+        webhookEndpointSchema,
+        client.post('/v1/webhooks', { url: receiver.url, description: 'x', enabledEvents: ['NOT_A_TYPE'] }),
+      );
       expect(endpoint).not.toHaveProperty('secret');
-      await expectShape('getWebhookSecret', client.get(`/v1/webhooks/${endpoint.id}/secret`), webhookSecretSchema, client.get('/v1/webhooks/we_none/secret'));
-      await expectShape('completeSandboxPayment', client.post(`/v1/sandbox/payments/${paymentId}/complete`, { outcome: 'SUCCEEDED' }), completePaymentResponseSchema, client.post(`/v1/sandbox/payments/${paymentId}/complete`, { outcome: 'SUCCEEDED' }));
+      await expectShape(
+        'getWebhookSecret',
+        client.get(`/v1/webhooks/${endpoint.id}/secret`),
+        webhookSecretSchema,
+        client.get('/v1/webhooks/we_none/secret'),
+      );
+      await expectShape(
+        'completeSandboxPayment',
+        client.post(`/v1/sandbox/payments/${paymentId}/complete`, { outcome: 'SUCCEEDED' }),
+        completePaymentResponseSchema,
+        client.post(`/v1/sandbox/payments/${paymentId}/complete`, { outcome: 'SUCCEEDED' }),
+      );
       await simulator.idle();
-      const history = await expectShape<{ data: { id: string }[] }>('listWebhookEvents', client.get(`/v1/webhook-events?endpointId=${endpoint.id}&status=delivered`), listPageSchema(webhookEventRecordSchema), client.get('/v1/webhook-events?take=-5'));
+      const history = await expectShape<{ data: { id: string }[] }>(
+        'listWebhookEvents',
+        client.get(`/v1/webhook-events?endpointId=${endpoint.id}&status=delivered`),
+        listPageSchema(webhookEventRecordSchema),
+        client.get('/v1/webhook-events?take=-5'),
+      );
       expect(history.data).toHaveLength(2);
       const recordId = history.data[0]!.id;
-      const retried = await expectShape<{ attempts: unknown[] }>('retryWebhookEvent', client.post(`/v1/webhook-events/${recordId}/retry`), webhookEventRecordSchema, client.post('/v1/webhook-events/whevt_none/retry'));
+      const retried = await expectShape<{ attempts: unknown[] }>(
+        'retryWebhookEvent',
+        client.post(`/v1/webhook-events/${recordId}/retry`),
+        webhookEventRecordSchema,
+        client.post('/v1/webhook-events/whevt_none/retry'),
+      );
       expect(retried.attempts).toHaveLength(2);
-      await expectShape('rotateWebhookSecret', client.post(`/v1/webhooks/${endpoint.id}/secret/rotate`), rotatedWebhookSecretSchema, client.post('/v1/webhooks/we_none/secret/rotate'));
+      await expectShape(
+        'rotateWebhookSecret',
+        client.post(`/v1/webhooks/${endpoint.id}/secret/rotate`),
+        rotatedWebhookSecretSchema,
+        client.post('/v1/webhooks/we_none/secret/rotate'),
+      );
       const other = await newInvoice();
-      await expectShape('markInvoicePaid', client.post(`/v1/invoices/${other.id}/mark-paid`, { paymentTime: '2026-11-20T10:00:00Z' }), markPaidResponseSchema, client.post(`/v1/invoices/${other.id}/mark-paid`, {}));
-      await expectShape('createCustomerPortalSession', client.post('/v1/customer-portal-session', { destination: 'home', customerId: customer.id }), signInUrlSchema, client.post('/v1/customer-portal-session', { destination: 'home', customerId: 'cus_none' }));
-      await expectShape('createAuthLink', client.post('/v1/auth-links', { customerId: customer.id, url: 'https://example.com/after' }), signInUrlSchema, client.post('/v1/auth-links', { customerId: '' }));
-      await expectShape('getOpenApiJson', api(simulator.url, null).get('/openapi.json'), simulator.routes.find((r) => r.operationId === 'getOpenApiJson')!.response, client.call('POST', '/openapi.json'));
-      await expectShape('getOpenApiYaml', api(simulator.url, null).get('/openapi.yaml'), simulator.routes.find((r) => r.operationId === 'getOpenApiYaml')!.response, client.call('PUT', '/openapi.yaml'));
+      await expectShape(
+        'markInvoicePaid',
+        client.post(`/v1/invoices/${other.id}/mark-paid`, { paymentTime: '2026-11-20T10:00:00Z' }),
+        markPaidResponseSchema,
+        client.post(`/v1/invoices/${other.id}/mark-paid`, {}),
+      );
+      await expectShape(
+        'createCustomerPortalSession',
+        client.post('/v1/customer-portal-session', { destination: 'home', customerId: customer.id }),
+        signInUrlSchema,
+        client.post('/v1/customer-portal-session', { destination: 'home', customerId: 'cus_none' }),
+      );
+      await expectShape(
+        'createAuthLink',
+        client.post('/v1/auth-links', { customerId: customer.id, url: 'https://example.com/after' }),
+        signInUrlSchema,
+        client.post('/v1/auth-links', { customerId: '' }),
+      );
+      await expectShape(
+        'getOpenApiJson',
+        api(simulator.url, null).get('/openapi.json'),
+        simulator.routes.find((r) => r.operationId === 'getOpenApiJson')!.response,
+        client.call('POST', '/openapi.json'),
+      );
+      await expectShape(
+        'getOpenApiYaml',
+        api(simulator.url, null).get('/openapi.yaml'),
+        simulator.routes.find((r) => r.operationId === 'getOpenApiYaml')!.response,
+        client.call('PUT', '/openapi.yaml'),
+      );
 
       expect([...seen].sort()).toEqual(simulator.routes.map((route) => route.operationId).sort());
       for (const error of errors) {

@@ -46,7 +46,9 @@ describe('delivery retries', () => {
     }
   });
 
-  it('a refused connection is retried: attempts with no status and the error; 9 failed attempts mark the record failed', { timeout: 20_000 }, async () => {
+  it('a refused connection is retried: attempts with no status and the error; 9 failed attempts mark the record failed', {
+    timeout: 20_000,
+  }, async () => {
     // At this scale the whole 4-day schedule takes about 0.4 s.
     const simulator = await startSimulator({ timeScale: 1_000_000 });
     try {
@@ -106,7 +108,11 @@ describe('delivery retries', () => {
       expect(record?.status).toBe('pending');
       const retried = await api(simulator.url).post(`/v1/webhook-events/${record!.id}/retry`);
       expect(retried.status).toBe(200);
-      expect(retried.body).toMatchObject({ status: 'delivered', nextAttemptAt: null, attempts: [{ responseStatus: 503 }, { responseStatus: 200, attemptNumber: 2 }] });
+      expect(retried.body).toMatchObject({
+        status: 'delivered',
+        nextAttemptAt: null,
+        attempts: [{ responseStatus: 503 }, { responseStatus: 200, attemptNumber: 2 }],
+      });
     } finally {
       await simulator.close();
       await receiver.close();

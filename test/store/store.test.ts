@@ -105,13 +105,21 @@ describe.each(backends)('store on $name', (backend) => {
       expect(await pruneEvents(store, SENDER_RETRY_HORIZON_MS)).toBe(2);
       const left = (await listEvents(store)).map((e) => e.eventId).sort();
       expect(left).toEqual(
-        states.flatMap((s) => [`${s}_old`, `${s}_young`]).filter((id) => id !== 'done_old' && id !== 'ignored_old').sort(),
+        states
+          .flatMap((s) => [`${s}_old`, `${s}_young`])
+          .filter((id) => id !== 'done_old' && id !== 'ignored_old')
+          .sort(),
       );
     });
 
     it('replay re-queues by id or state, keeps completion marks except for done events, and leaves processing ones alone', async () => {
       store = await backend.open();
-      for (const [id, status] of [['d1', 'dead'], ['d2', 'dead'], ['ok', 'done'], ['busy', 'processing']] as const) {
+      for (const [id, status] of [
+        ['d1', 'dead'],
+        ['d2', 'dead'],
+        ['ok', 'done'],
+        ['busy', 'processing'],
+      ] as const) {
         await storeEvent(store, incoming(id));
         await store.db.updateTable('inbox_events').set({ status, attempts: 10, last_error: 'x' }).where('event_id', '=', id).execute();
         await store.db.insertInto('handler_runs').values({ event_id: id, handler: 'h1' }).execute();
@@ -129,11 +137,17 @@ describe.each(backends)('store on $name', (backend) => {
     it('applies each file once and records its checksum; a second run applies nothing', async () => {
       store = await backend.open({ migrated: false });
       const first = await migrate(store);
-      expect(first.applied).toEqual(readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql')).sort());
+      expect(first.applied).toEqual(
+        readdirSync(MIGRATIONS_DIR)
+          .filter((f) => f.endsWith('.sql'))
+          .sort(),
+      );
       const second = await migrate(store);
       expect(second.applied).toEqual([]);
       expect(second.alreadyApplied).toEqual(first.applied);
-      const { rows } = await sql<{ checksum: string }>`select checksum from ${sql.raw(`"${store.schema}".schema_migrations`)}`.execute(store.db);
+      const { rows } = await sql<{ checksum: string }>`select checksum from ${sql.raw(`"${store.schema}".schema_migrations`)}`.execute(
+        store.db,
+      );
       expect(rows.map((r) => r.checksum)).toEqual(readMigrations().map((m) => m.checksum));
     });
 
@@ -146,7 +160,11 @@ describe.each(backends)('store on $name', (backend) => {
       writeFileSync(join(dir, '002_extra.sql'), 'create table extra (id int);\n');
       await expect(migrate(store, readMigrations(dir))).rejects.toThrow(MigrationChecksumError);
       await expect(migrate(store, readMigrations(dir))).rejects.toThrow(/001_inbox\.sql was edited after it was applied/);
-      const { rows } = await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = ${store.schema} and table_name = 'extra'`.execute(store.db);
+      const { rows } = await sql<{
+        n: number;
+      }>`select count(*)::int as n from information_schema.tables where table_schema = ${store.schema} and table_name = 'extra'`.execute(
+        store.db,
+      );
       expect(rows[0]?.n).toBe(0);
     });
 
@@ -156,7 +174,9 @@ describe.each(backends)('store on $name', (backend) => {
       writeFileSync(join(dir, '001_ok.sql'), 'create table ok_table (id int);\n');
       writeFileSync(join(dir, '002_bad.sql'), 'create table bad_table (id int);\nselect no_such_function();\n');
       await expect(migrate(store, readMigrations(dir))).rejects.toThrow(/no_such_function/);
-      const { rows } = await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = ${store.schema}`.execute(store.db);
+      const { rows } = await sql<{
+        n: number;
+      }>`select count(*)::int as n from information_schema.tables where table_schema = ${store.schema}`.execute(store.db);
       expect(rows[0]?.n ?? 0).toBe(0);
     });
   });

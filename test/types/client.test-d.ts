@@ -34,10 +34,14 @@ async function outputs(): Promise<void> {
 
   const requested = await client.invoices.requestPayment('inv_1', { paymentType: 'CASH' });
   expectTypeOf(requested.payment.id).toEqualTypeOf<string>();
-  expectTypeOf((await client.sandbox.completePayment(requested.payment.id, { outcome: 'SUCCEEDED' })).payment.amount).toEqualTypeOf<number>();
+  expectTypeOf(
+    (await client.sandbox.completePayment(requested.payment.id, { outcome: 'SUCCEEDED' })).payment.amount,
+  ).toEqualTypeOf<number>();
   expectTypeOf((await client.invoices.markPaid('inv_1')).payment.type).toEqualTypeOf<string | null | undefined>();
   expectTypeOf((await client.payments.get('pay_1')).invoiceId).toEqualTypeOf<string | null | undefined>();
-  expectTypeOf((await client.webhooks.create({ url: 'https://x.test/h', description: '', enabledEvents: ['INVOICE_PAID'] })).enabledEvents).toEqualTypeOf<string[]>();
+  expectTypeOf(
+    (await client.webhooks.create({ url: 'https://x.test/h', description: '', enabledEvents: ['INVOICE_PAID'] })).enabledEvents,
+  ).toEqualTypeOf<string[]>();
   expectTypeOf((await client.webhooks.getSecret('wh_1')).secret).toEqualTypeOf<string>();
   expectTypeOf((await client.webhooks.rotateSecret('wh_1')).previousSecretExpiresAt).toEqualTypeOf<string | null | undefined>();
   expectTypeOf((await client.webhookEvents.retry('whe_1')).attempts[0]!.responseStatus).toEqualTypeOf<number | null | undefined>();
@@ -55,8 +59,12 @@ async function inputs(): Promise<void> {
   await client.customers.create({ email: 'a@example.com' });
   // @ts-expect-error not a field of the input
   await client.customers.create({ username: 'ada', nickname: 'A' });
-  // @ts-expect-error amount is a number
-  await client.invoices.create({ customerId: 'c', dueDate: 'd', items: [{ quantity: 1, concept: { displayName: 'x', amount: '1', currency: 'MXN' } }] });
+  await client.invoices.create({
+    customerId: 'c',
+    dueDate: 'd',
+    // @ts-expect-error amount is a number
+    items: [{ quantity: 1, concept: { displayName: 'x', amount: '1', currency: 'MXN' } }],
+  });
   // @ts-expect-error not an event type
   await client.webhooks.create({ url: 'https://x.test/h', description: '', enabledEvents: ['INVOICE_EXPLODED'] });
   // @ts-expect-error the only outcome is SUCCEEDED

@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { exampleEvent } from '../../src/events/index.js';
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
@@ -67,7 +67,9 @@ describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => 
     }
   });
 
-  it('4 processes, 5,000 events with 30% duplicate deliveries, shuffled: all done, each effect once, no overlap per resource', { timeout: 240_000 }, async () => {
+  it('4 processes, 5,000 events with 30% duplicate deliveries, shuffled: all done, each effect once, no overlap per resource', {
+    timeout: 240_000,
+  }, async () => {
     const store = await freshSchema();
     stores.push(store);
     const events = Array.from({ length: 5000 }, (_, i) => {
@@ -75,13 +77,22 @@ describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => 
       return { ...base, data: { ...base.data, id: `cus_${i % 250}` } };
     });
     const deliveries = shuffle([...events, ...events.slice(0, 1500)]);
-    const workers = await Promise.all([1, 2, 3, 4].map((n) => startWorker({ PAYHOOKS_SCHEMA: store.schema, WORKER_NAME: `w${n}`, CONCURRENCY: '6' })));
+    const workers = await Promise.all(
+      [1, 2, 3, 4].map((n) => startWorker({ PAYHOOKS_SCHEMA: store.schema, WORKER_NAME: `w${n}`, CONCURRENCY: '6' })),
+    );
     try {
       for (let i = 0; i < deliveries.length; i += 50) {
         await Promise.all(deliveries.slice(i, i + 50).map((event) => putEvent(store, event)));
       }
       await waitFor(
-        async () => (await store.db.selectFrom('inbox_events').select(sql<number>`count(*)::int`.as('n')).where('status', '=', 'done').executeTakeFirstOrThrow()).n === 5000,
+        async () =>
+          (
+            await store.db
+              .selectFrom('inbox_events')
+              .select(sql<number>`count(*)::int`.as('n'))
+              .where('status', '=', 'done')
+              .executeTakeFirstOrThrow()
+          ).n === 5000,
         'all 5,000 events done',
         200_000,
       );
@@ -95,7 +106,10 @@ describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => 
     expect(new Set(rows.map((row) => row.worker)).size).toBeGreaterThan(1);
     const byResource = new Map<string, EffectRow[]>();
     for (const row of rows) byResource.set(row.resource_key!, [...(byResource.get(row.resource_key!) ?? []), row]);
-    const received = await store.db.selectFrom('inbox_events').select(['event_id', sql<string>`seq::text`.as('seq')]).execute();
+    const received = await store.db
+      .selectFrom('inbox_events')
+      .select(['event_id', sql<string>`seq::text`.as('seq')])
+      .execute();
     const seqOf = new Map(received.map((row) => [row.event_id, BigInt(row.seq)]));
     for (const runs of byResource.values()) {
       runs.sort((a, b) => a.started_at - b.started_at);
@@ -109,14 +123,22 @@ describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => 
     expect(statuses).toEqual([{ status: 'done' }]);
   });
 
-  it('kill -9 mid-batch: every event still ends done, and the held events run again only after their lease expired', { timeout: 120_000 }, async () => {
+  it('kill -9 mid-batch: every event still ends done, and the held events run again only after their lease expired', {
+    timeout: 120_000,
+  }, async () => {
     const store = await freshSchema();
     stores.push(store);
     for (let i = 0; i < 40; i++) {
       const base = exampleEvent('CUSTOMER_UPDATED', { eventId: `kill_${i}` });
       await putEvent(store, { ...base, data: { ...base.data, id: `cus_${i}` } });
     }
-    const victim = await startWorker({ PAYHOOKS_SCHEMA: store.schema, WORKER_NAME: 'victim', HANDLER_MS: '400', LEASE_MS: '3000', CONCURRENCY: '4' });
+    const victim = await startWorker({
+      PAYHOOKS_SCHEMA: store.schema,
+      WORKER_NAME: 'victim',
+      HANDLER_MS: '400',
+      LEASE_MS: '3000',
+      CONCURRENCY: '4',
+    });
     // Wait until the victim holds leases, then take them as they were at the kill.
     await waitFor(
       async () => (await store.db.selectFrom('inbox_events').select('event_id').where('status', '=', 'processing').execute()).length > 0,
@@ -134,7 +156,14 @@ describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => 
     const rescuer = await startWorker({ PAYHOOKS_SCHEMA: store.schema, WORKER_NAME: 'rescuer', HANDLER_MS: '5', CONCURRENCY: '4' });
     try {
       await waitFor(
-        async () => (await store.db.selectFrom('inbox_events').select(sql<number>`count(*)::int`.as('n')).where('status', '=', 'done').executeTakeFirstOrThrow()).n === 40,
+        async () =>
+          (
+            await store.db
+              .selectFrom('inbox_events')
+              .select(sql<number>`count(*)::int`.as('n'))
+              .where('status', '=', 'done')
+              .executeTakeFirstOrThrow()
+          ).n === 40,
         'all 40 events done after the kill',
         60_000,
       );
@@ -164,13 +193,19 @@ describe.skipIf(!pgUrl)('graceful stop', () => {
       await putEvent(store, base);
       const worker = await startWorker({ PAYHOOKS_SCHEMA: store.schema, WORKER_NAME: 'graceful', HANDLER_MS: '1500', LEASE_MS: '10000' });
       await waitFor(
-        async () => (await store.db.selectFrom('inbox_events').select('status').where('event_id', '=', 'slow_1').executeTakeFirst())?.status === 'processing',
+        async () =>
+          (await store.db.selectFrom('inbox_events').select('status').where('event_id', '=', 'slow_1').executeTakeFirst())?.status ===
+          'processing',
         'the slow event to start',
       );
       const signalledAt = Date.now();
       worker.kill('SIGTERM');
       expect(await exited(worker)).toBe(0);
-      const row = await store.db.selectFrom('inbox_events').select(['status', 'attempts']).where('event_id', '=', 'slow_1').executeTakeFirstOrThrow();
+      const row = await store.db
+        .selectFrom('inbox_events')
+        .select(['status', 'attempts'])
+        .where('event_id', '=', 'slow_1')
+        .executeTakeFirstOrThrow();
       expect(row).toEqual({ status: 'done', attempts: 1 });
       const [effect] = await effects(store);
       expect(effect?.ended_at).toBeGreaterThan(signalledAt);

@@ -27,7 +27,10 @@ describe.each(backends)('worker on $name', (backend) => {
     return { store, hooks };
   }
 
-  const done = (s: PayhooksDatabase, id: string, status = 'done') => async () => (await getEvent(s, id))?.status === status;
+  const done =
+    (s: PayhooksDatabase, id: string, status = 'done') =>
+    async () =>
+      (await getEvent(s, id))?.status === status;
 
   describe.skipIf(!backend.available)('outcomes', () => {
     it('a handler that fails twice then succeeds ends done after 3 attempts, with typed data', async () => {
@@ -53,10 +56,14 @@ describe.each(backends)('worker on $name', (backend) => {
       const { store, hooks } = await setup({ maxAttempts: 3 });
       let fixed = false;
       let runs = 0;
-      hooks.on('CUSTOMER_CREATED', async () => {
-        runs++;
-        if (!fixed) throw new Error('downstream CRM rejected the write');
-      }, { name: 'crm' });
+      hooks.on(
+        'CUSTOMER_CREATED',
+        async () => {
+          runs++;
+          if (!fixed) throw new Error('downstream CRM rejected the write');
+        },
+        { name: 'crm' },
+      );
       await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_dead' }));
       await hooks.start();
       await waitFor(done(store, 'evt_dead', 'dead'), 'evt_dead dead');
@@ -76,10 +83,14 @@ describe.each(backends)('worker on $name', (backend) => {
       const { store, hooks } = await setup();
       const runs = { first: 0, second: 0 };
       hooks.on('PAYMENT_COMPLETED', () => void runs.first++, { name: 'first' });
-      hooks.on('PAYMENT_COMPLETED', () => {
-        runs.second++;
-        if (runs.second === 1) throw new Error('once');
-      }, { name: 'second' });
+      hooks.on(
+        'PAYMENT_COMPLETED',
+        () => {
+          runs.second++;
+          if (runs.second === 1) throw new Error('once');
+        },
+        { name: 'second' },
+      );
       await putEvent(store, exampleEvent('PAYMENT_COMPLETED', { eventId: 'evt_partial' }));
       await hooks.start();
       await waitFor(done(store, 'evt_partial'), 'evt_partial done');
@@ -117,7 +128,12 @@ describe.each(backends)('worker on $name', (backend) => {
       hooks.on('INVOICE_CREATED', async (_event, ctx) => {
         calls++;
         if (calls > 1) return;
-        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => ((aborted = true), resolve())));
+        await new Promise<void>((resolve) =>
+          ctx.signal.addEventListener('abort', () => {
+            aborted = true;
+            resolve();
+          }),
+        );
       });
       await putEvent(store, exampleEvent('INVOICE_CREATED', { eventId: 'evt_slow' }));
       await hooks.start();
@@ -133,14 +149,18 @@ describe.each(backends)('worker on $name', (backend) => {
       await sql`create table public_effects_${sql.raw(store.schema)} (id text primary key, n int not null)`.execute(store.db);
       const table = `public_effects_${store.schema}`;
       let calls = 0;
-      hooks.on('INVOICE_PAID', async (event, ctx) => {
-        calls++;
-        await ctx.transaction(async (trx) => {
-          await sql`insert into ${sql.table(table)} (id, n) values (${event.data.invoiceId}, 1)
+      hooks.on(
+        'INVOICE_PAID',
+        async (event, ctx) => {
+          calls++;
+          await ctx.transaction(async (trx) => {
+            await sql`insert into ${sql.table(table)} (id, n) values (${event.data.invoiceId}, 1)
                     on conflict (id) do update set n = ${sql.table(table)}.n + 1`.execute(trx);
-          if (calls === 1) throw new Error('after the write');
-        });
-      }, { name: 'mirror' });
+            if (calls === 1) throw new Error('after the write');
+          });
+        },
+        { name: 'mirror' },
+      );
       await putEvent(store, exampleEvent('INVOICE_PAID', { eventId: 'evt_tx' }));
       await hooks.start();
       await waitFor(done(store, 'evt_tx'), 'evt_tx done');
@@ -184,7 +204,11 @@ describe.each(backends)('worker on $name', (backend) => {
       hooks = undefined;
       await instance.stop(200);
       expect(aborted).toBe(true);
-      const row = await store.db.selectFrom('inbox_events').select(['status', 'lease_owner', 'attempts']).where('event_id', '=', 'evt_stuck').executeTakeFirstOrThrow();
+      const row = await store.db
+        .selectFrom('inbox_events')
+        .select(['status', 'lease_owner', 'attempts'])
+        .where('event_id', '=', 'evt_stuck')
+        .executeTakeFirstOrThrow();
       expect(row).toEqual({ status: 'pending', lease_owner: null, attempts: 1 });
     });
   });
@@ -213,7 +237,8 @@ describe.each(backends)('worker on $name', (backend) => {
         const key = event.data.id;
         if (running.has(key)) overlaps.push(key);
         running.add(key);
-        (order[key] ??= []).push(event.eventId);
+        order[key] ??= [];
+        order[key].push(event.eventId);
         await new Promise((r) => setTimeout(r, 5));
         running.delete(key);
       });
@@ -222,7 +247,8 @@ describe.each(backends)('worker on $name', (backend) => {
         const customer = `cus_${i % 4}`;
         const base = exampleEvent('CUSTOMER_UPDATED', { eventId: `evt_order_${i}` });
         await putEvent(store, { ...base, data: { ...base.data, id: customer } });
-        (expected[customer] ??= []).push(`evt_order_${i}`);
+        expected[customer] ??= [];
+        expected[customer].push(`evt_order_${i}`);
       }
       await hooks.start();
       await waitFor(async () => Object.values(order).flat().length === 60, 'all 60 handled');
