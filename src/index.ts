@@ -41,7 +41,7 @@ export { EVENT_STATUSES, type EventStatus, type PayhooksTables } from './store/s
 
 export { HandlerRegistry, type AnyEventHandler, type EventHandler, type HandlerContext, type HandlerOptions } from './worker/handlers.js';
 export { createWorker, type Worker, type WorkerOptions } from './worker/worker.js';
-export { backoffDelay, type BackoffOptions } from './worker/backoff.js';
+export { eventRetryDelay, type BackoffOptions } from './worker/retry-delay.js';
 
 export { createLogger, REDACTED_PATHS } from './logger.js';
 export type { RegisterHandlers } from './cli/load-handlers.js';

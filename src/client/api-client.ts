@@ -1,4 +1,4 @@
-import type { API_PATHS } from '../events/api.js';
+import type { API_PATHS } from '../events/rest-contract.js';
 import { AuthLinks } from './auth-links.js';
 import { CustomerPortal } from './customer-portal.js';
 import { Customers } from './customers.js';

@@ -1,4 +1,4 @@
-import { authLinkInputSchema, signInUrlSchema, type AuthLinkInput, type SignInUrl } from '../events/api.js';
+import { authLinkInputSchema, signInUrlSchema, type AuthLinkInput, type SignInUrl } from '../events/rest-contract.js';
 import { ApiResource } from './api-resource.js';
 import type { RequestOptions } from './http-transport.js';
 

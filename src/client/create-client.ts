@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { API_PATHS, API_RATE_LIMIT_PER_MINUTE } from '../events/api.js';
+import { API_PATHS, API_RATE_LIMIT_PER_MINUTE } from '../events/rest-contract.js';
 import { issuesOf } from '../events/issues.js';
 import { ApiClient, type ApiPaths, type ClientEnvironment } from './api-client.js';
 import { ApiInputError } from './errors.js';

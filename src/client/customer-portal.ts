@@ -1,4 +1,9 @@
-import { customerPortalSessionInputSchema, signInUrlSchema, type CustomerPortalSessionInput, type SignInUrl } from '../events/api.js';
+import {
+  customerPortalSessionInputSchema,
+  signInUrlSchema,
+  type CustomerPortalSessionInput,
+  type SignInUrl,
+} from '../events/rest-contract.js';
 import { ApiResource } from './api-resource.js';
 import type { RequestOptions } from './http-transport.js';
 

@@ -6,7 +6,7 @@ import {
   type CreateCustomerInput,
   type ListPage,
   type PageQuery,
-} from '../events/api.js';
+} from '../events/rest-contract.js';
 import { ApiResource } from './api-resource.js';
 import type { RequestOptions } from './http-transport.js';
 import { iteratePages } from './pagination.js';

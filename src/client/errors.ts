@@ -2,7 +2,7 @@
 // server's message), one subclass per status family, and one factory that picks the class. `instanceof`
 // is the intended way to branch.
 
-import type { FieldIssue } from '../events/issues.js';
+import { describeIssues, type FieldIssue } from '../events/issues.js';
 
 /** One failing field of a request input, a query, an option or a response: a dotted path and why. */
 export type { FieldIssue };
@@ -79,7 +79,7 @@ export class ApiInputError extends ApiError {
   readonly issues: readonly FieldIssue[];
 
   constructor(message: string, issues: readonly FieldIssue[] = [], details: ApiErrorDetails = {}) {
-    super(issues.length === 0 ? message : `${message}: ${formatIssues(issues)}`, details);
+    super(issues.length === 0 ? message : `${message}: ${describeIssues(issues)}`, details);
     this.issues = issues;
   }
 }
@@ -89,16 +89,9 @@ export class ApiResponseValidationError extends ApiError {
   readonly issues: readonly FieldIssue[];
 
   constructor(message: string, issues: readonly FieldIssue[], details: ApiErrorDetails = {}) {
-    super(issues.length === 0 ? message : `${message}: ${formatIssues(issues)}`, details);
+    super(issues.length === 0 ? message : `${message}: ${describeIssues(issues)}`, details);
     this.issues = issues;
   }
-}
-
-/** Joins issues as `path: message; path: message`, at most ten of them. */
-export function formatIssues(issues: readonly FieldIssue[]): string {
-  const shown = issues.slice(0, 10).map((issue) => (issue.path ? `${issue.path}: ${issue.message}` : issue.message));
-  if (issues.length > 10) shown.push(`and ${issues.length - 10} more`);
-  return shown.join('; ');
 }
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { apiErrorBodySchema, type ListPage } from '../events/api.js';
+import { apiErrorBodySchema, type ListPage } from '../events/rest-contract.js';
 import { issuesOf } from '../events/issues.js';
 import type { Infer } from '../events/primitives.js';
 import {
@@ -210,7 +210,7 @@ export class HttpTransport {
     if (attempt > this.#config.maxRetries) return undefined;
     const retryAfter = parseRetryAfter(error.headers?.get('retry-after'));
     if (error instanceof RateLimitError || (replayable && (error instanceof ServerError || error instanceof ApiConnectionError))) {
-      if (retryAfter === undefined) return backoffDelay(attempt);
+      if (retryAfter === undefined) return requestRetryDelay(attempt);
       // Waiting longer than this would stall a handler or a worker; the caller decides what to do instead.
       return retryAfter * 1000 <= this.#config.maxRetryAfterMs ? retryAfter * 1000 : undefined;
     }
@@ -219,7 +219,7 @@ export class HttpTransport {
 }
 
 /** Exponential backoff from 500 ms, doubling, capped at 8 s, each delay drawn from its upper half (jitter). */
-export function backoffDelay(attempt: number): number {
+export function requestRetryDelay(attempt: number): number {
   const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (attempt - 1));
   return ceiling * (0.5 + Math.random() / 2);
 }

@@ -14,7 +14,7 @@ import {
   type PageQuery,
   type RequestPaymentInput,
   type RequestPaymentResponse,
-} from '../events/api.js';
+} from '../events/rest-contract.js';
 import { ApiResource } from './api-resource.js';
 import type { RequestOptions } from './http-transport.js';
 import { iteratePages } from './pagination.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listPageSchema, PAGE_SIZE, type ListPage } from '../events/api.js';
+import { listPageSchema, PAGE_SIZE, type ListPage } from '../events/rest-contract.js';
 
 /**
  * The schema of one page: `{data, total?, take?, skip?}` (unknown fields kept), or a bare array of items,

@@ -1,4 +1,4 @@
-import { apiPaymentSchema, type ApiPayment } from '../events/api.js';
+import { apiPaymentSchema, type ApiPayment } from '../events/rest-contract.js';
 import { ApiResource } from './api-resource.js';
 import type { RequestOptions } from './http-transport.js';
 

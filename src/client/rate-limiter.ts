@@ -1,4 +1,4 @@
-import { API_RATE_LIMIT_PER_MINUTE } from '../events/api.js';
+import { API_RATE_LIMIT_PER_MINUTE } from '../events/rest-contract.js';
 import { sleep } from '../internal/sleep.js';
 
 /**

@@ -3,7 +3,7 @@ import {
   completePaymentResponseSchema,
   type CompletePaymentInput,
   type CompletePaymentResponse,
-} from '../events/api.js';
+} from '../events/rest-contract.js';
 import { ApiResource } from './api-resource.js';
 import { ApiInputError } from './errors.js';
 import type { HttpTransport, RequestOptions } from './http-transport.js';

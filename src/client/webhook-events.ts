@@ -4,7 +4,7 @@ import {
   type ListPage,
   type WebhookEventRecord,
   type WebhookEventsQuery,
-} from '../events/api.js';
+} from '../events/rest-contract.js';
 import { ApiResource } from './api-resource.js';
 import type { RequestOptions } from './http-transport.js';
 import { iteratePages } from './pagination.js';

@@ -7,7 +7,7 @@ import {
   type RotatedWebhookSecret,
   type WebhookEndpoint,
   type WebhookSecret,
-} from '../events/api.js';
+} from '../events/rest-contract.js';
 import { ApiResource } from './api-resource.js';
 import type { RequestOptions } from './http-transport.js';
 

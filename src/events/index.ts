@@ -21,4 +21,4 @@ export {
 } from './primitives.js';
 export { resourceKeyOf } from './resource-key.js';
 export * from './resources.js';
-export * from './api.js';
+export * from './rest-contract.js';

@@ -20,7 +20,12 @@ export function issuesOf(error: z.ZodError, prefix = ''): FieldIssue[] {
   }));
 }
 
-/** `path: message; path: message`, with `(root)` for an issue of the value as a whole. */
+/** How many issues {@link describeIssues} spells out before summing up the rest. */
+const SHOWN_ISSUES = 10;
+
+/** `path: message; path: message` (at most ten, then `and N more`), with `(root)` for the value as a whole. */
 export function describeIssues(issues: readonly FieldIssue[]): string {
-  return issues.map((issue) => `${issue.path || '(root)'}: ${issue.message}`).join('; ');
+  const shown = issues.slice(0, SHOWN_ISSUES).map((issue) => `${issue.path || '(root)'}: ${issue.message}`);
+  if (issues.length > SHOWN_ISSUES) shown.push(`and ${issues.length - SHOWN_ISSUES} more`);
+  return shown.join('; ');
 }

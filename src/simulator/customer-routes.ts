@@ -1,5 +1,5 @@
-import { apiCustomerSchema, createCustomerInputSchema, listPageSchema, pageQuerySchema } from '../events/api.js';
-import { conflict } from './api-error.js';
+import { apiCustomerSchema, createCustomerInputSchema, listPageSchema, pageQuerySchema } from '../events/rest-contract.js';
+import { conflict } from './route-error.js';
 import type { SimulatorContext } from './context.js';
 import { customerEventData } from './event-payloads.js';
 import { newId } from './ids.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { badRequest, conflict } from './api-error.js';
+import { badRequest, conflict } from './route-error.js';
 
 /** A response as the router writes it, kept to be replayed: the body text, frozen at the time of the first answer. */
 export interface RecordedResponse {

@@ -5,8 +5,8 @@ import {
   markPaidInputSchema,
   markPaidResponseSchema,
   pageQuerySchema,
-} from '../events/api.js';
-import { badRequest, conflict } from './api-error.js';
+} from '../events/rest-contract.js';
+import { badRequest, conflict } from './route-error.js';
 import type { SimulatorContext } from './context.js';
 import { invoiceEventData, paymentCompletedEventData } from './event-payloads.js';
 import { newId } from './ids.js';

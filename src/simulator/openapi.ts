@@ -7,7 +7,7 @@ import {
   apiPaymentSchema,
   webhookEndpointSchema,
   webhookEventRecordSchema,
-} from '../events/api.js';
+} from '../events/rest-contract.js';
 import type { Route } from './route.js';
 
 /** The version the spec gives the machine-readable description. */

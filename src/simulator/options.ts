@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { API_RATE_LIMIT_PER_MINUTE } from '../events/api.js';
+import { API_RATE_LIMIT_PER_MINUTE } from '../events/rest-contract.js';
 
 /** A source of uniform numbers in [0, 1), like `Math.random`. */
 export type RandomSource = () => number;

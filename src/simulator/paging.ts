@@ -1,4 +1,4 @@
-import { PAGE_SIZE } from '../events/api.js';
+import { PAGE_SIZE } from '../events/rest-contract.js';
 
 /** One `{data, total, take, skip}` page of `items` (in their stored order, so offsets are stable). */
 export function page<T>(

@@ -5,8 +5,8 @@ import {
   completePaymentResponseSchema,
   requestPaymentInputSchema,
   requestPaymentResponseSchema,
-} from '../events/api.js';
-import { conflict } from './api-error.js';
+} from '../events/rest-contract.js';
+import { conflict } from './route-error.js';
 import type { SimulatorContext } from './context.js';
 import { invoiceEventData, paymentAttemptEventData, paymentCompletedEventData } from './event-payloads.js';
 import { newId } from './ids.js';

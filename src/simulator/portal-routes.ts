@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { authLinkInputSchema, customerPortalSessionInputSchema, signInUrlSchema } from '../events/api.js';
+import { authLinkInputSchema, customerPortalSessionInputSchema, signInUrlSchema } from '../events/rest-contract.js';
 import type { SimulatorContext } from './context.js';
 import { defineRoute, type Route } from './route.js';
 

@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { API_ERROR_STATUSES } from '../events/api.js';
-import { ApiError, badRequest } from './api-error.js';
+import { API_ERROR_STATUSES } from '../events/rest-contract.js';
+import { RouteError, badRequest } from './route-error.js';
 import { IdempotencyStore, type RecordedResponse } from './idempotency.js';
 import type { ResolvedSimulatorOptions } from './options.js';
-import { RateLimiter } from './rate-limit.js';
+import { RequestRateWindows } from './request-rate-windows.js';
 import type { KeyEnvironment, Route } from './route.js';
 
 /** The largest request body accepted. */
@@ -37,7 +37,7 @@ interface Answer {
  * API key (401), `X-Idempotency-Key` for writes, the handler, `--fail-rate` after the work (503, the write done).
  */
 export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const rateLimiter = new RateLimiter(options.rateLimitPerMinute);
+  const rateLimiter = new RequestRateWindows(options.rateLimitPerMinute);
   const idempotency = new IdempotencyStore();
   const logger = options.logger;
 
@@ -109,7 +109,7 @@ export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptio
         // Serialized now: a replay must answer what the first call answered, not the state at replay time.
         return { status: result.status, body: JSON.stringify(result.body) };
       } catch (err) {
-        if (err instanceof ApiError) return errorResponse(err.status, err.message);
+        if (err instanceof RouteError) return errorResponse(err.status, err.message);
         throw err;
       }
     };
@@ -128,7 +128,7 @@ export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptio
     const started = performance.now();
     handle(req)
       .catch((err: unknown): Answer => {
-        if (err instanceof ApiError) return { response: errorResponse(err.status, err.message), headers: err.headers };
+        if (err instanceof RouteError) return { response: errorResponse(err.status, err.message), headers: err.headers };
         logger?.error({ err, method: req.method, path: req.url }, 'simulator request failed');
         return { response: errorResponse(500, 'Internal simulator error.'), headers: {} };
       })
@@ -172,7 +172,7 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > MAX_REQUEST_BODY_BYTES) {
-        reject(new ApiError(413, `The body is over ${MAX_REQUEST_BODY_BYTES} bytes.`));
+        reject(new RouteError(413, `The body is over ${MAX_REQUEST_BODY_BYTES} bytes.`));
         req.resume();
         return;
       }

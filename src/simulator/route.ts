@@ -1,7 +1,7 @@
 import type { z } from 'zod';
-import { API_ERROR_STATUSES } from '../events/api.js';
+import { API_ERROR_STATUSES } from '../events/rest-contract.js';
 import { describeIssues, issuesOf } from '../events/issues.js';
-import { ApiError, badRequest } from './api-error.js';
+import { RouteError, badRequest } from './route-error.js';
 
 /** Who is calling: `sk_test_…` keys are staging, `sk_live_…` production. */
 export type KeyEnvironment = 'staging' | 'production';
@@ -109,7 +109,7 @@ export function defineRoute<InputSchema extends z.ZodType | undefined = undefine
     paramNames,
     async run(request) {
       if (definition.stagingOnly && request.environment !== 'staging') {
-        throw new ApiError(
+        throw new RouteError(
           API_ERROR_STATUSES.permission,
           `${definition.method} ${definition.path} is a staging-only sandbox call: use a staging key (sk_test_…), not a production key (sk_live_…).`,
         );

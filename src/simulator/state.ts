@@ -1,4 +1,4 @@
-import { notFound } from './api-error.js';
+import { notFound } from './route-error.js';
 import { newId } from './ids.js';
 
 // The simulator's in-memory data: plain records in insertion order (so offset pages are stable) and the

@@ -6,8 +6,8 @@ import {
   webhookEventRecordSchema,
   webhookEventsQuerySchema,
   webhookSecretSchema,
-} from '../events/api.js';
-import { notFound } from './api-error.js';
+} from '../events/rest-contract.js';
+import { notFound } from './route-error.js';
 import type { SimulatorContext } from './context.js';
 import { newId, newSecret } from './ids.js';
 import { page } from './paging.js';

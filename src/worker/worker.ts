@@ -17,7 +17,7 @@ import {
   type Lease,
 } from '../store/outcomes.js';
 import type { PayhooksTables } from '../store/schema.js';
-import { backoffDelay, type BackoffOptions } from './backoff.js';
+import { eventRetryDelay, type BackoffOptions } from './retry-delay.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
 
 /** Options of the worker; each default is documented and set in {@link createWorker}. */
@@ -234,7 +234,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         await finishEvent(store, lease, 'dead', message);
         log.error({ err }, `handler failed on the last of ${maxAttempts} attempts; event is dead (replay it once fixed)`);
       } else {
-        const delay = backoffDelay(entry.event.attempt, options.backoff);
+        const delay = eventRetryDelay(entry.event.attempt, options.backoff);
         await retryEventLater(store, lease, delay, message);
         log.warn({ err, retryInMs: delay }, 'handler failed; will retry');
       }

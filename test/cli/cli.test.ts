@@ -1,3 +1,4 @@
+import { dispose } from '../helpers/stores.js';
 import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -123,8 +124,7 @@ describe.skipIf(!pgUrl)('payhooks migrate on the real PostgreSQL server', () => 
       const { rows } = await sql<{ name: string }>`select name from ${sql.id(schema, 'schema_migrations')} order by name`.execute(store.db);
       expect(rows.map((r) => r.name)).toEqual(files);
     } finally {
-      await sql.raw(`drop schema "${schema}" cascade`).execute(store.db);
-      await store.close();
+      await dispose(store);
     }
   });
 });

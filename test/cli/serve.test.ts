@@ -12,7 +12,7 @@ import { exampleEvent } from '../../src/events/index.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
 import { post, signedDelivery } from '../helpers/deliveries.js';
-import { waitFor } from '../helpers/inbox.js';
+import { waitFor } from '../helpers/wait.js';
 
 const handlers = fileURLToPath(new URL('../fixtures/handlers.ts', import.meta.url));
 const apiHandlers = fileURLToPath(new URL('../fixtures/api-handlers.ts', import.meta.url));

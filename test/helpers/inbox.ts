@@ -13,15 +13,6 @@ export async function putEvent(store: PayhooksDatabase, envelope: { eventId: str
   });
 }
 
-/** Polls `check` until it returns true or `timeoutMs` passes; throws on timeout with `what`. */
-export async function waitFor(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 /** The status of every event, by id. */
 export async function statuses(store: PayhooksDatabase): Promise<Record<string, string>> {
   const rows = await store.db.selectFrom('inbox_events').select(['event_id', 'status']).execute();

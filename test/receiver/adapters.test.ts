@@ -1,3 +1,4 @@
+import { errorMessage } from '../helpers/error-body.js';
 import { createServer } from 'node:http';
 import express from 'express';
 import { pino } from 'pino';
@@ -23,10 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await store.close();
 });
-
-function errorMessage(body: unknown): string {
-  return (body as { error: { message: string } }).error.message;
-}
 
 describe.each(ADAPTERS)('the %s adapter over real HTTP', (adapter) => {
   let hooks: Payhooks;

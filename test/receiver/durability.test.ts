@@ -1,6 +1,6 @@
+import { dispose } from '../helpers/stores.js';
 import { createServer, request } from 'node:http';
 import { Readable } from 'node:stream';
-import { sql } from 'kysely';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPayhooks } from '../../src/payhooks.js';
@@ -23,8 +23,7 @@ describe.skipIf(!pgUrl)('durability on the real PostgreSQL server', () => {
     await migrate(store);
   });
   afterAll(async () => {
-    await sql.raw(`drop schema "${store.schema}" cascade`).execute(store.db);
-    await store.close();
+    await dispose(store);
   });
 
   it('500 concurrent deliveries of 100 events leave 100 rows whose delivery counts sum to 500', async () => {

@@ -1,5 +1,4 @@
 import { createServer, type IncomingMessage } from 'node:http';
-import { apiErrorBodySchema } from '../../src/events/api.js';
 import { listen } from '../helpers/servers.js';
 
 /** One answer of the simulator. */
@@ -37,11 +36,6 @@ export function api(baseUrl: string, key: string | null = 'sk_test_simulator') {
   };
 }
 
-/** The message of an error answer, after checking it has the spec's error shape. */
-export function errorMessage(answer: ApiAnswer): string {
-  return apiErrorBodySchema.parse(answer.body).error.message;
-}
-
 /** A plain loopback receiver that records each POST and answers with `respond` (default 200). */
 export async function recordingReceiver(respond: (request: { count: number; body: string }) => number = () => 200) {
   const received: { at: number; body: string; headers: IncomingMessage['headers'] }[] = [];
@@ -72,13 +66,4 @@ export async function registerEndpoint(
   const id = (created.body as { id: string }).id;
   const secret = await client.get(`/v1/webhooks/${id}/secret`);
   return { id, secret: (secret.body as { secret: string }).secret };
-}
-
-/** Polls until `check` holds or `timeoutMs` passes. */
-export async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }

@@ -7,7 +7,8 @@ import { startSimulator } from '../../src/simulator/index.js';
 import { listEvents } from '../../src/store/inbox.js';
 import { listen } from '../helpers/servers.js';
 import { backends, dispose } from '../helpers/stores.js';
-import { eventually, registerEndpoint } from './api.js';
+import { registerEndpoint } from './api.js';
+import { waitFor } from '../helpers/wait.js';
 
 const silent = pino({ level: 'silent' });
 const EVENTS = 1000;
@@ -26,7 +27,7 @@ describe(`chaos: duplicates and reordering, inbox on ${backend.name}`, () => {
 
       const started = performance.now();
       const emitted = Array.from({ length: EVENTS }, (_, i) => simulator.emit(EVENT_TYPES[i % EVENT_TYPES.length]!).eventId);
-      await eventually(
+      await waitFor(
         async () => {
           await simulator.idle();
           return simulator.webhookEvents({ status: 'pending' }).length === 0;

@@ -2,13 +2,13 @@ import { createServer } from 'node:http';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createClient, type ApiClient } from '../../src/client/index.js';
-import type { ApiInvoice } from '../../src/events/api.js';
+import type { ApiInvoice } from '../../src/events/rest-contract.js';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { listEvents } from '../../src/store/inbox.js';
 import { listen } from '../helpers/servers.js';
 import { backends, dispose } from '../helpers/stores.js';
-import { eventually } from './api.js';
+import { waitFor } from '../helpers/wait.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -50,7 +50,7 @@ describe.each(backends)('end to end over loopback, inbox on $name', (backend) =>
         const completed = await client.sandbox.completePayment(requested.payment.id, { outcome: 'SUCCEEDED' });
         expect(completed.payment).toMatchObject({ id: requested.payment.id, type: 'CASH' });
 
-        await eventually(
+        await waitFor(
           async () => (await listEvents(store, { status: 'done' })).length >= 2 && seenByHandler.length >= 1,
           'the handlers to run',
           30_000,

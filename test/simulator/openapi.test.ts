@@ -1,7 +1,7 @@
 import { validate, compileErrors } from '@readme/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { API_PATHS } from '../../src/events/api.js';
+import { API_PATHS } from '../../src/events/rest-contract.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 
 let simulator: Simulator;

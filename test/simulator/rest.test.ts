@@ -14,9 +14,10 @@ import {
   webhookEndpointSchema,
   webhookEventRecordSchema,
   webhookSecretSchema,
-} from '../../src/events/api.js';
+} from '../../src/events/rest-contract.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
-import { api, errorMessage, recordingReceiver, type ApiAnswer } from './api.js';
+import { errorMessage } from '../helpers/error-body.js';
+import { api, recordingReceiver, type ApiAnswer } from './api.js';
 
 const DUE = '2026-12-01T06:00:00.000Z';
 const item = (amount: number, currency = 'MXN', quantity = 1) => ({ quantity, concept: { displayName: 'Tuition', amount, currency } });
@@ -68,7 +69,7 @@ describe('API keys', () => {
   ])('401 for %s', async (_name, key) => {
     const answer = await api(simulator.url, key).get('/v1/customers');
     expect(answer.status).toBe(401);
-    expect(errorMessage(answer)).toMatch(/API key/);
+    expect(errorMessage(answer.body)).toMatch(/API key/);
     expect(answer.headers.get('www-authenticate')).toBe('Bearer');
   });
 
@@ -82,27 +83,27 @@ describe('request bodies', () => {
   it('400 for a body that is not JSON', async () => {
     const answer = await client.call('POST', '/v1/customers', { body: '{"input": ' });
     expect(answer.status).toBe(400);
-    expect(errorMessage(answer)).toMatch(/not valid JSON/);
+    expect(errorMessage(answer.body)).toMatch(/not valid JSON/);
   });
 
   it('400 for fields not wrapped in input', async () => {
     const answer = await client.call('POST', '/v1/customers', { body: JSON.stringify({ username: 'bare' }) });
     expect(answer.status).toBe(400);
-    expect(errorMessage(answer)).toMatch(/"input"/);
+    expect(errorMessage(answer.body)).toMatch(/"input"/);
   });
 
   it('400 naming every failing path of the input', async () => {
     const answer = await client.post('/v1/customers', { username: 'x', email: 'not-an-email', phoneNumber: '5512345678' });
     expect(answer.status).toBe(400);
-    expect(errorMessage(answer)).toMatch(/input\.email/);
-    expect(errorMessage(answer)).toMatch(/input\.phoneNumber/);
+    expect(errorMessage(answer.body)).toMatch(/input\.email/);
+    expect(errorMessage(answer.body)).toMatch(/input\.phoneNumber/);
   });
 
   it('400 for invoice items in two currencies, 404 for an unknown customer', async () => {
     const customer = await newCustomer();
     const mixed = await client.post('/v1/invoices', { customerId: customer.id, dueDate: DUE, items: [item(100, 'MXN'), item(100, 'USD')] });
     expect(mixed.status).toBe(400);
-    expect(errorMessage(mixed)).toMatch(/one currency/);
+    expect(errorMessage(mixed.body)).toMatch(/one currency/);
     const unknown = await client.post('/v1/invoices', { customerId: 'cus_missing', dueDate: DUE, items: [item(100)] });
     expect(unknown.status).toBe(404);
   });
@@ -114,7 +115,7 @@ describe('request bodies', () => {
       enabledEvents: ['INVOICE_PAID'],
     });
     expect(remote.status).toBe(400);
-    expect(errorMessage(remote)).toMatch(/https/);
+    expect(errorMessage(remote.body)).toMatch(/https/);
     const local = await client.post('/v1/webhooks', { url: 'http://localhost:1/hooks', description: 'x', enabledEvents: ['INVOICE_PAID'] });
     expect(local.status).toBe(200);
   });
@@ -129,7 +130,7 @@ describe('customers', () => {
     expect((await client.post('/v1/customers', first)).status).toBe(200);
     const answer = await client.post('/v1/customers', second);
     expect(answer.status).toBe(409);
-    expect(errorMessage(answer)).toContain(field);
+    expect(errorMessage(answer.body)).toContain(field);
   });
 });
 
@@ -142,7 +143,7 @@ describe('paging', () => {
   ])('400 for %s', async (query, message) => {
     const answer = await client.get(`/v1/customers?${query}`);
     expect(answer.status).toBe(400);
-    expect(errorMessage(answer)).toMatch(message);
+    expect(errorMessage(answer.body)).toMatch(message);
   });
 
   it('pages with take and skip, 20 by default', async () => {
@@ -174,7 +175,7 @@ describe('idempotency', () => {
 
     const otherBody = await client.post('/v1/customers', { ...input, username: 'something-else' }, key);
     expect(otherBody.status).toBe(409);
-    expect(errorMessage(otherBody)).toMatch(/X-Idempotency-Key/);
+    expect(errorMessage(otherBody.body)).toMatch(/X-Idempotency-Key/);
     const otherPath = await client.post('/v1/webhooks', input, key);
     expect(otherPath.status).toBe(409);
   });
@@ -198,7 +199,7 @@ describe('rate limit', () => {
       for (let i = 0; i < 5; i++) expect((await limitedClient.get('/v1/customers')).status).toBe(200);
       const refused = await limitedClient.get('/v1/customers');
       expect(refused.status).toBe(429);
-      expect(errorMessage(refused)).toMatch(/5 per minute/);
+      expect(errorMessage(refused.body)).toMatch(/5 per minute/);
       const retryAfter = Number(refused.headers.get('retry-after'));
       expect(Number.isInteger(retryAfter)).toBe(true);
       expect(retryAfter).toBeGreaterThanOrEqual(1);
@@ -219,7 +220,7 @@ describe('--fail-rate', () => {
       const key = { 'x-idempotency-key': 'lost-answer-1' };
       const lost = await flakyClient.post('/v1/customers', { username: 'lost-answer' }, key);
       expect(lost.status).toBe(503);
-      expect(errorMessage(lost)).toBe('Simulated failure (--fail-rate)');
+      expect(errorMessage(lost.body)).toBe('Simulated failure (--fail-rate)');
       const retried = await flakyClient.post('/v1/customers', { username: 'lost-answer' }, key);
       expect(retried.status).toBe(200);
       expect(retried.headers.get('idempotent-replayed')).toBe('true');
@@ -260,13 +261,13 @@ describe('state rules', () => {
     const payment = await pendingPayment('TRANSFER');
     const live = await api(simulator.url, 'sk_live_prod').post(`/v1/sandbox/payments/${payment.id}/complete`, { outcome: 'SUCCEEDED' });
     expect(live.status).toBe(403);
-    expect(errorMessage(live)).toMatch(/sk_test_/);
+    expect(errorMessage(live.body)).toMatch(/sk_test_/);
     const failed = await client.post(`/v1/sandbox/payments/${payment.id}/complete`, { outcome: 'FAILED' });
     expect(failed.status).toBe(400);
     expect((await client.post(`/v1/sandbox/payments/${payment.id}/complete`, { outcome: 'SUCCEEDED' })).status).toBe(200);
     const twice = await client.post(`/v1/sandbox/payments/${payment.id}/complete`, { outcome: 'SUCCEEDED' });
     expect(twice.status).toBe(409);
-    expect(errorMessage(twice)).toMatch(/pending CASH or TRANSFER/);
+    expect(errorMessage(twice.body)).toMatch(/pending CASH or TRANSFER/);
 
     const invoice = await newInvoice();
     const other = (await client.post(`/v1/invoices/${invoice.id}/mark-paid`, {})).body as { payment: { id: string } };
@@ -301,7 +302,7 @@ describe('routing', () => {
   it('404 for an unknown path, 405 with Allow for a wrong method', async () => {
     const unknown = await client.get('/v1/nothing-here');
     expect(unknown.status).toBe(404);
-    expect(errorMessage(unknown)).toMatch(/No route/);
+    expect(errorMessage(unknown.body)).toMatch(/No route/);
     const wrong = await client.call('DELETE', '/v1/invoices');
     expect(wrong.status).toBe(405);
     expect(wrong.headers.get('allow')).toBe('POST, GET');

@@ -1,9 +1,10 @@
 import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { webhookEventRecordSchema, listPageSchema } from '../../src/events/api.js';
+import { webhookEventRecordSchema, listPageSchema } from '../../src/events/rest-contract.js';
 import { RETRY_DELAYS_MS, startSimulator } from '../../src/simulator/index.js';
 import { listen } from '../helpers/servers.js';
-import { api, eventually, recordingReceiver, registerEndpoint } from './api.js';
+import { api, recordingReceiver, registerEndpoint } from './api.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** A loopback URL where nothing listens: a port that was free a moment ago. */
 async function refusedUrl(): Promise<string> {
@@ -19,7 +20,7 @@ describe('delivery retries', () => {
     try {
       const endpoint = await registerEndpoint(simulator.url, receiver.url, ['CUSTOMER_CREATED']);
       const event = simulator.emit('CUSTOMER_CREATED');
-      await eventually(() => receiver.received.length >= 4, 'the fourth attempt', 10_000);
+      await waitFor(() => receiver.received.length >= 4, 'the fourth attempt', 10_000);
 
       const gaps = receiver.received.slice(1).map((arrival, i) => arrival.at - receiver.received[i]!.at);
       const expected = RETRY_DELAYS_MS.slice(0, 3).map((delay) => delay / 100); // 20 ms, 100 ms, 3 s
@@ -54,7 +55,7 @@ describe('delivery retries', () => {
     try {
       await registerEndpoint(simulator.url, await refusedUrl(), ['INVOICE_PAID']);
       const event = simulator.emit('INVOICE_PAID');
-      await eventually(() => simulator.webhookEvents({ eventId: event.eventId })[0]?.status === 'failed', 'the record to fail', 10_000);
+      await waitFor(() => simulator.webhookEvents({ eventId: event.eventId })[0]?.status === 'failed', 'the record to fail', 10_000);
       const [record] = simulator.webhookEvents({ eventId: event.eventId });
       expect(record?.attempts).toHaveLength(1 + RETRY_DELAYS_MS.length);
       for (const attempt of record!.attempts) {
@@ -75,7 +76,7 @@ describe('delivery retries', () => {
     try {
       await registerEndpoint(simulator.url, `${url}/webhooks`, ['INVOICE_PAID']);
       const event = simulator.emit('INVOICE_PAID');
-      await eventually(() => (simulator.webhookEvents({ eventId: event.eventId })[0]?.attempts.length ?? 0) >= 1, 'the first attempt');
+      await waitFor(() => (simulator.webhookEvents({ eventId: event.eventId })[0]?.attempts.length ?? 0) >= 1, 'the first attempt');
       const [record] = simulator.webhookEvents({ eventId: event.eventId });
       expect(record).toMatchObject({ status: 'pending', attempts: [{ responseStatus: null, error: 'no answer within 200 ms' }] });
       expect(Date.parse(record!.nextAttemptAt!)).toBeGreaterThan(Date.now() + 1000);
@@ -89,7 +90,7 @@ describe('delivery retries', () => {
     const simulator = await startSimulator({ timeScale: 100 });
     await registerEndpoint(simulator.url, await refusedUrl(), ['INVOICE_PAID']);
     simulator.emit('INVOICE_PAID');
-    await eventually(() => simulator.deliveryPosts().length >= 1, 'the first attempt');
+    await waitFor(() => simulator.deliveryPosts().length >= 1, 'the first attempt');
     await simulator.close();
     const sent = simulator.deliveryPosts().length;
     await new Promise((resolve) => setTimeout(resolve, 250));
@@ -102,7 +103,7 @@ describe('delivery retries', () => {
     try {
       await registerEndpoint(simulator.url, receiver.url, ['INVOICE_PAID']);
       const event = simulator.emit('INVOICE_PAID');
-      await eventually(() => receiver.received.length === 1, 'the first attempt');
+      await waitFor(() => receiver.received.length === 1, 'the first attempt');
       await simulator.idle();
       const [record] = simulator.webhookEvents({ eventId: event.eventId });
       expect(record?.status).toBe('pending');

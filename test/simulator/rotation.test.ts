@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import { startSimulator } from '../../src/simulator/index.js';
-import { api, eventually, recordingReceiver, registerEndpoint } from './api.js';
+import { api, recordingReceiver, registerEndpoint } from './api.js';
+import { waitFor } from '../helpers/wait.js';
 
 function verifiesWith(secret: string, delivery: { body: string; headers: Record<string, string | string[] | undefined> }): boolean {
   try {
@@ -23,7 +24,7 @@ describe('secret rotation', () => {
       expect(oldSecret.length).toBeGreaterThanOrEqual(43);
 
       simulator.emit('PAYMENT_COMPLETED');
-      await eventually(() => receiver.received.length === 1, 'the delivery before rotation');
+      await waitFor(() => receiver.received.length === 1, 'the delivery before rotation');
       const before = receiver.received[0]!;
       expect(before.headers['x-webhook-signature']).toMatch(/^v1=[0-9a-f]{64}$/);
       expect(before.headers['content-type']).toBe('application/json');
@@ -37,7 +38,7 @@ describe('secret rotation', () => {
       expect((await api(simulator.url).get(`/v1/webhooks/${endpoint.id}/secret`)).body).toEqual({ secret: newSecret });
 
       simulator.emit('PAYMENT_COMPLETED');
-      await eventually(() => receiver.received.length === 2, 'the delivery during the grace period');
+      await waitFor(() => receiver.received.length === 2, 'the delivery during the grace period');
       const during = receiver.received[1]!;
       expect(during.headers['x-webhook-signature']).toMatch(/^v1=[0-9a-f]{64} v1=[0-9a-f]{64}$/);
       expect(verifiesWith(oldSecret, during)).toBe(true);
@@ -46,7 +47,7 @@ describe('secret rotation', () => {
 
       await new Promise((resolve) => setTimeout(resolve, Date.parse(previousSecretExpiresAt) - Date.now() + 50));
       simulator.emit('PAYMENT_COMPLETED');
-      await eventually(() => receiver.received.length === 3, 'the delivery after the grace period');
+      await waitFor(() => receiver.received.length === 3, 'the delivery after the grace period');
       const after = receiver.received[2]!;
       expect(after.headers['x-webhook-signature']).toMatch(/^v1=[0-9a-f]{64}$/);
       expect(verifiesWith(newSecret, after)).toBe(true);

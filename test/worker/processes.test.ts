@@ -1,3 +1,4 @@
+import { dispose } from '../helpers/stores.js';
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
@@ -5,7 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { exampleEvent } from '../../src/events/index.js';
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
-import { putEvent, waitFor } from '../helpers/inbox.js';
+import { putEvent } from '../helpers/inbox.js';
+import { waitFor } from '../helpers/wait.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 
 const fixture = fileURLToPath(new URL('../fixtures/effect-worker.ts', import.meta.url));
@@ -62,8 +64,7 @@ describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => 
   const stores: PayhooksDatabase[] = [];
   afterAll(async () => {
     for (const store of stores) {
-      await sql.raw(`drop schema "${store.schema}" cascade`).execute(store.db);
-      await store.close();
+      await dispose(store);
     }
   });
 
@@ -210,8 +211,7 @@ describe.skipIf(!pgUrl)('graceful stop', () => {
       const [effect] = await effects(store);
       expect(effect?.ended_at).toBeGreaterThan(signalledAt);
     } finally {
-      await sql.raw(`drop schema "${store.schema}" cascade`).execute(store.db);
-      await store.close();
+      await dispose(store);
     }
   });
 });

@@ -6,7 +6,8 @@ import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent } from '../../src/store/inbox.js';
 import { backends, dispose } from '../helpers/stores.js';
-import { putEvent, waitFor } from '../helpers/inbox.js';
+import { putEvent } from '../helpers/inbox.js';
+import { waitFor } from '../helpers/wait.js';
 
 const logger = pino({ level: 'silent' });
 const fast = { pollIntervalMs: 50, backoff: { baseMs: 10, maxMs: 50 } };

@@ -1,4 +1,4 @@
-/** What {@link RateLimiter.take} decides for one request. */
+/** What {@link RequestRateWindows.take} decides for one request. */
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
 const WINDOW_MS = 60_000;
@@ -7,7 +7,7 @@ const WINDOW_MS = 60_000;
  * The spec's "N requests per minute per IP": a fixed 60 s window per client address, started by its first
  * request. Beyond the limit the answer says, in whole seconds rounded up, when the window reopens.
  */
-export class RateLimiter {
+export class RequestRateWindows {
   readonly #windows = new Map<string, { startedAt: number; count: number }>();
 
   constructor(

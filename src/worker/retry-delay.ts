@@ -11,9 +11,9 @@ export interface BackoffOptions {
  * random factor in [0.5, 1) so that events failing together do not all come back at the same instant.
  *
  * @example
- * backoffDelay(3) // between 2000 and 4000 ms
+ * eventRetryDelay(3) // between 2000 and 4000 ms
  */
-export function backoffDelay(failedAttempt: number, options: BackoffOptions = {}, random: () => number = Math.random): number {
+export function eventRetryDelay(failedAttempt: number, options: BackoffOptions = {}, random: () => number = Math.random): number {
   const base = options.baseMs ?? 1000;
   const max = options.maxMs ?? 3_600_000;
   const exponential = Math.min(max, base * 2 ** Math.max(0, failedAttempt - 1));
