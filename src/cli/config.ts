@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** The environment of `payhooks serve` (DESIGN.md, "Environment of the standalone service"). */
+/** The environment of `payhooks serve` (docs/configuration.md, "Environment of payhooks serve"). */
 export const serviceEnvSchema = z.object({
   PAYHOOKS_WEBHOOK_SECRET: z
     .string()

@@ -5,7 +5,7 @@ import { customerSchema, invoiceSchema, paymentSchema } from './resources.js';
 
 // The wire contract of the service's REST interface, shared by the API client (which checks what it sends
 // and, leniently, what it gets) and the simulator (which emulates it). Where the spec says "not shown", the
-// shape here is payhooks' documented assumption; README "The API client" lists each one.
+// shape here is payhooks' documented assumption; docs/client.md lists each one.
 
 /** The paths of the REST interface; the ones marked assumed are not in the spec's table. */
 export const API_PATHS = {

@@ -16,7 +16,7 @@ export interface DefaultSchemeOptions {
 const PREFIX = 'v1=';
 
 /**
- * The default scheme (DESIGN.md, "Contracts"): the timestamp header holds unix seconds; the signature header holds
+ * The default scheme (docs/signatures.md): the timestamp header holds unix seconds; the signature header holds
  * one or more HMAC-SHA256 signatures in hex, separated by commas or whitespace, each optionally prefixed `v1=`;
  * the signed bytes are `<timestamp>.<raw body>`; the key is the secret's UTF-8 bytes; 300 s tolerance either way.
  *

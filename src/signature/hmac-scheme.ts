@@ -51,7 +51,7 @@ export interface HmacSchemeOptions {
 const MILLISECONDS_FROM = 1e12;
 const TIMESTAMP = /^\d{1,15}$/;
 const WELL_FORMED = {
-  // Lower case only, as DESIGN.md's contract says: a signature has one spelling, so any flipped bit of the
+  // Lower case only, as the contract in docs/signatures.md says: a signature has one spelling, so any flipped bit of the
   // header (a case bit included) is a different, failing signature.
   hex: /^(?:[0-9a-f]{2})+$/,
   base64: /^[A-Za-z0-9+/]+={0,2}$/,

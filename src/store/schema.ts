@@ -1,6 +1,6 @@
 import type { ColumnType, Generated } from 'kysely';
 
-/** The states an inbox event moves through (see DESIGN.md, "Event states"). */
+/** The states an inbox event moves through (see docs/event-states.md). */
 export const EVENT_STATUSES = ['pending', 'processing', 'done', 'dead', 'ignored', 'invalid'] as const;
 export type EventStatus = (typeof EVENT_STATUSES)[number];
 

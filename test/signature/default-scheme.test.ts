@@ -95,7 +95,7 @@ function flipBit(data: Uint8Array, bit: number): Buffer {
 }
 
 /**
- * What the contract (DESIGN.md) says a signature header does: entries split on commas/whitespace, an optional
+ * What the contract (docs/signatures.md) says a signature header does: entries split on commas/whitespace, an optional
  * `v1=` prefix, hex. Used as a model to predict the reason a tampered header fails with.
  */
 function modelReason(header: string, validHex: string): 'ok' | 'malformed_header' | 'no_matching_signature' {
