@@ -1,8 +1,12 @@
-import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { type ChildLoggerOptions, type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
+
+type ChildOptions = ChildLoggerOptions<never>;
+import { scrubForLog, scrubText } from './internal/scrub.js';
 
 /**
  * Paths pino blanks out wherever they appear: secrets, and the personal data a webhook or API response
- * carries. payhooks never logs bodies, but handlers log with the same logger, so the net is wide.
+ * carries. payhooks never logs bodies, but handlers log with the same logger, so the net is wide. Beyond
+ * these paths every logged object is scrubbed at any depth (see {@link createLogger}).
  */
 export const REDACTED_PATHS = [
   'secret',
@@ -25,8 +29,68 @@ export const REDACTED_PATHS = [
   'body',
 ];
 
-/** The logger payhooks uses when none is given: JSON lines on stdout, with redaction. */
+const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
+
+/**
+ * The logger payhooks uses when none is given: JSON lines on stdout. Every argument of every call is scrubbed
+ * before pino sees it: emails, phone numbers, API keys and secrets are masked at any depth (by key name, and
+ * by shape inside strings, error messages included), long text is capped at 8 KB, and an error keeps only
+ * its type, message, code and stack (a database error's `detail`, which echoes the row's values, is dropped).
+ *
+ * @example
+ * const logger = createLogger({ level: 'debug' });
+ */
 export function createLogger(options: LoggerOptions = {}, destination?: DestinationStream): Logger {
-  const settings = { level: process.env.PAYHOOKS_LOG_LEVEL ?? 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, ...options };
+  const settings: LoggerOptions = {
+    level: process.env.PAYHOOKS_LOG_LEVEL ?? 'info',
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    ...options,
+    // Errors arrive already reduced by the scrub; pino's own err serializer would rename their type.
+    serializers: { err: (value: unknown) => value, ...options.serializers },
+    hooks: {
+      logMethod(args, method) {
+        method.apply(this, scrubArguments(args) as Parameters<typeof method>);
+      },
+    },
+  };
   return destination ? pino(settings, destination) : pino(settings);
+}
+
+/**
+ * A child of any pino logger (one an app passed in included) whose calls are scrubbed like
+ * {@link createLogger}'s, for what payhooks hands to handlers as `ctx.logger`: a handler that logs the
+ * event, or `{ email }`, must not put personal data into the app's logs.
+ *
+ * @example
+ * const log = scrubbingChild(appLogger, { eventId });
+ * log.info({ customer: event.data.customer }, 'paid'); // email and phone masked
+ */
+export function scrubbingChild(parent: Logger, bindings: Record<string, unknown>): Logger {
+  return scrubbing(parent.child(scrubForLog(bindings) as Record<string, unknown>));
+}
+
+/** A view of `logger` whose log calls and children scrub their arguments; everything else passes through. */
+function scrubbing(logger: Logger): Logger {
+  return new Proxy(logger, {
+    get(target, property) {
+      if (typeof property === 'string' && (LEVELS as readonly string[]).includes(property)) {
+        const log = target[property as (typeof LEVELS)[number]] as (...args: unknown[]) => void;
+        return (...args: unknown[]) => log.apply(target, scrubArguments(args));
+      }
+      if (property === 'child') {
+        return (more: Record<string, unknown>, options?: ChildOptions) =>
+          scrubbing(target.child(scrubForLog(more) as Record<string, unknown>, options));
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/** A log call's arguments, scrubbed; `log.error(err)` keeps pino's shape `{ err }` with the message as `msg`. */
+function scrubArguments(args: unknown[]): unknown[] {
+  const [first, ...rest] = args;
+  if (first instanceof Error)
+    return [{ err: scrubForLog(first) }, ...(rest.length ? rest.map((arg) => scrubForLog(arg)) : [scrubText(first.message)])];
+  return args.map((arg) => scrubForLog(arg));
 }

@@ -1,6 +1,8 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../src/logger.js';
+import { pino } from 'pino';
+import { describeThrown } from '../src/internal/scrub.js';
+import { createLogger, scrubbingChild } from '../src/logger.js';
 
 describe('the default logger', () => {
   it('blanks out secrets and personal data wherever a handler puts them', () => {
@@ -28,5 +30,88 @@ describe('the default logger', () => {
     }
     expect(output).toContain('cus_1');
     expect(output).toContain('4242');
+  });
+});
+
+function capture() {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  return { sink, text: () => lines.join('') };
+}
+
+describe('scrubbing at any depth', () => {
+  const personal = ['ada@example.com', '+525500000001', '+52 55 1234 5678', 'sk_live_abc123', 'whsec_c2VjcmV0'];
+  const event = {
+    eventId: 'evt_1',
+    nested: { deeper: { customer: { contact: { email: 'ada@example.com', phoneNumber: '+525500000001' } } } },
+    note: 'call +52 55 1234 5678 or write to ada@example.com',
+    keys: [{ authorization: 'Bearer sk_live_abc123' }, 'whsec_c2VjcmV0'],
+  };
+
+  it('masks emails, phones and keys however deep a logged object puts them, and in strings', () => {
+    const { sink, text } = capture();
+    createLogger({ level: 'info' }, sink).info({ event }, 'handler logged the event');
+    for (const leaked of personal) expect(text()).not.toContain(leaked);
+    expect(text()).toContain('evt_1');
+  });
+
+  it('masks them in error messages and drops what a database error echoes (detail)', () => {
+    const { sink, text } = capture();
+    const err = Object.assign(new Error('duplicate key value for +525500000001'), {
+      code: '23505',
+      detail: 'Key (email)=(ada@example.com)',
+    });
+    createLogger({ level: 'info' }, sink).error({ err }, 'could not store');
+    expect(text()).not.toContain('+525500000001');
+    expect(text()).not.toContain('ada@example.com');
+    expect(JSON.parse(text()).err).toMatchObject({ type: 'Error', code: '23505' });
+  });
+
+  it('caps a 10 MB error message, noting its length', () => {
+    const { sink, text } = capture();
+    createLogger({ level: 'info' }, sink).error(new Error('x'.repeat(10_000_000)));
+    expect(text().length).toBeLessThan(40_000);
+    expect(text()).toContain('10000000 characters in all');
+  });
+
+  it('logs values that cannot be turned into text without throwing', () => {
+    const { sink, text } = capture();
+    const hostile = {
+      get boom() {
+        throw new Error('no');
+      },
+    };
+    createLogger({ level: 'info' }, sink).info({ a: Object.create(null), hostile }, 'odd values');
+    expect(text()).toContain('odd values');
+  });
+
+  it("a scrubbing child of an app's own pino logger masks the same way", () => {
+    const { sink, text } = capture();
+    const log = scrubbingChild(pino({ level: 'info' }, sink), { eventId: 'evt_1' }).child({ handler: 'h' });
+    log.info({ customer: event.nested.deeper.customer }, 'from a handler');
+    log.warn(event.note);
+    for (const leaked of personal) expect(text()).not.toContain(leaked);
+    expect(text()).toContain('"eventId":"evt_1"');
+    expect(text()).toContain('"handler":"h"');
+  });
+});
+
+describe('describeThrown', () => {
+  it('turns any thrown value into capped text without throwing', () => {
+    expect(describeThrown(new TypeError('bad'))).toBe('TypeError: bad');
+    expect(describeThrown(Object.create(null))).toMatch(/without prototype/);
+    expect(describeThrown(Object.assign(Object.create(null), { message: 'm' }))).toContain('"message":"m"');
+    const hostile = {
+      toString: () => {
+        throw new Error('no');
+      },
+    };
+    expect(typeof describeThrown(hostile)).toBe('string');
+    expect(describeThrown('y'.repeat(100_000)).length).toBeLessThan(9000);
   });
 });

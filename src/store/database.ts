@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { lockDataDir } from './data-dir-lock.js';
+import { lockDataDir, type ReleaseLock } from './data-dir-lock.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import { quoteIdent } from './quote-ident.js';
 import type { PayhooksTables } from './schema.js';
@@ -98,16 +98,16 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
 
 async function openPGlite(dataDir: string, schema: string): Promise<PayhooksDatabase> {
   const inMemory = dataDir.startsWith('memory://');
-  let unlock = () => {};
+  let unlock: ReleaseLock = async () => {};
   if (!inMemory) {
     mkdirSync(dirname(resolve(dataDir)), { recursive: true });
-    unlock = lockDataDir(resolve(dataDir));
+    unlock = await lockDataDir(resolve(dataDir));
   }
   let pglite: PGlite;
   try {
     pglite = await PGlite.create(inMemory ? dataDir : resolve(dataDir));
   } catch (err) {
-    unlock();
+    await unlock();
     throw err;
   }
   const base = new Kysely<PayhooksTables>({ dialect: new PGliteDialect(pglite) });
@@ -123,7 +123,7 @@ async function openPGlite(dataDir: string, schema: string): Promise<PayhooksData
     },
     async close() {
       await base.destroy();
-      unlock();
+      await unlock();
     },
   };
 }
