@@ -1,85 +1,97 @@
-// The public entry of payhooks: what users may import. Everything else is internal.
+// The root entry of payhooks (`import … from 'payhooks'`): what most apps need, each export by name, so that
+// growing the public surface is a visible decision (test/public-surface.snapshot.json lists the run-time
+// exports). The API client, the simulator and the test helpers have their own entries (`payhooks/client`,
+// `payhooks/simulator`, `payhooks/testing`); nothing else is public (src/internal/README.md).
 
-export { createPayhooks, type Payhooks, type PayhooksOptions, type PayhooksWorkerOptions } from './payhooks.js';
-
-export * from './events/index.js';
-export * from './signature/index.js';
-
+// The library in one call
 export {
-  createReceiver,
-  DEFAULT_ACK_BUDGET_MS,
-  DEFAULT_MAX_BODY_BYTES,
-  type Receiver,
-  type ReceiveRequest,
-  type ReceiveResponse,
-  type ReceiverOptions,
-} from './receiver/receiver.js';
+  createPayhooks,
+  type Payhooks,
+  type PayhooksOptions,
+  type PayhooksWorkerOptions,
+  type RegisterHandlers,
+} from './payhooks.js';
+export { PayhooksError } from './errors.js';
+export { createLogger, REDACTED_PATHS } from './logger.js';
+
+// Signatures
+export {
+  createDefaultScheme,
+  createHmacScheme,
+  createStandardWebhooksScheme,
+  DEFAULT_TOLERANCE_SECONDS,
+  WebhookVerificationError,
+  type DefaultSchemeOptions,
+  type HeaderMap,
+  type HmacSchemeOptions,
+  type SignatureScheme,
+  type SignedParts,
+  type SignInput,
+  type StandardWebhooksSchemeOptions,
+  type VerificationFailureReason,
+  type VerifiedDelivery,
+  type VerifyInput,
+} from './signature/index.js';
+
+// Events: the catalog, parsing, and every payload type
+export {
+  EVENT_DATA_SCHEMAS,
+  EVENT_TYPES,
+  EventParseError,
+  envelopeSchema,
+  isEventType,
+  parseEvent,
+  parseEventOrThrow,
+  resourceKeyOf,
+  type BankAccount,
+  type CardDetail,
+  type Customer,
+  type CustomerEventData,
+  type Dispute,
+  type DisputeEventData,
+  type DisputeResponse,
+  type Envelope,
+  type EventIssue,
+  type EventMap,
+  type EventType,
+  type Invoice,
+  type InvoiceCustomer,
+  type InvoiceEventData,
+  type InvoiceItem,
+  type Organization,
+  type ParseEventResult,
+  type Payment,
+  type PaymentAttempt,
+  type PaymentAttemptEventData,
+  type PaymentCompletedEventData,
+  type PaymentConcept,
+  type PaymentMethod,
+  type PaymentMethodEventData,
+  type PaymentSession,
+  type Refund,
+  type RefundEventData,
+  type RelatedInvoice,
+  type Subscription,
+  type SubscriptionEventData,
+  type SubscriptionItem,
+  type UnknownEvent,
+  type WebhookEvent,
+} from './events/index.js';
+
+// The receiver and its adapters, for apps that compose by hand instead of calling createPayhooks
+export { createReceiver, type Receiver, type ReceiveRequest, type ReceiveResponse, type ReceiverOptions } from './receiver/receiver.js';
 export { expressMiddleware } from './adapters/express.js';
 export { fetchHandler } from './adapters/fetch.js';
 export { nodeHandler } from './adapters/node-http.js';
 
-export { openDatabase, DEFAULT_DATA_DIR, DEFAULT_SCHEMA, type DatabaseOptions, type PayhooksDatabase } from './store/database.js';
-export {
-  migrate,
-  readMigrations,
-  MigrationChecksumError,
-  MIGRATIONS_DIR,
-  type MigrationFile,
-  type MigrationReport,
-} from './store/migrate.js';
-export {
-  getEvent,
-  listEvents,
-  storeEvent,
-  type IncomingEvent,
-  type ListEventsFilter,
-  type StoredEvent,
-  type StoredEventDetail,
-} from './store/inbox.js';
-export { pruneEvents, replayEvents, SENDER_RETRY_HORIZON_MS } from './store/maintenance.js';
+// The inbox: opening, migrating, reading and maintaining it
+export { openDatabase, type DatabaseOptions, type PayhooksDatabase } from './store/database.js';
+export { migrate, readMigrations, MigrationChecksumError, type MigrationFile, type MigrationReport } from './store/migrate.js';
+export { getEvent, listEvents, type ListEventsFilter, type StoredEvent, type StoredEventDetail } from './store/inbox.js';
+export { pruneEvents, replayEvents } from './store/maintenance.js';
 export { EVENT_STATUSES, type EventStatus, type PayhooksTables } from './store/schema.js';
 
-export { HandlerRegistry, type AnyEventHandler, type EventHandler, type HandlerContext, type HandlerOptions } from './worker/handlers.js';
-export { createWorker, type Worker, type WorkerOptions } from './worker/worker.js';
-export { eventRetryDelay, type BackoffOptions } from './worker/retry-delay.js';
-
-export { createLogger, REDACTED_PATHS } from './logger.js';
-export type { RegisterHandlers } from './cli/load-handlers.js';
-
-// Simulator
-export {
-  startSimulator,
-  triggerEvent,
-  signDelivery,
-  buildOpenApiDocument,
-  openApiYaml,
-  resolveSimulatorOptions,
-  seededRandom,
-  SimulatorOptionError,
-  SIMULATOR_DEFAULTS,
-  RETRY_DELAYS_MS,
-  REORDER_WINDOW_MS,
-  OPENAPI_DOCUMENT_VERSION,
-  type Simulator,
-  type SimulatorOptions,
-  type ResolvedSimulatorOptions,
-  type RandomSource,
-  type DeliveryAttempt,
-  type DeliveryPost,
-  type DeliveryRecord,
-  type DeliveryRecordFilter,
-  type DeliveryStatus,
-  type EmittedEvent,
-  type OpenApiDocument,
-  type Route as SimulatorRoute,
-  type TriggerOptions,
-  type TriggerResult,
-} from './simulator/index.js';
-
-// API client
-export * from './client/index.js';
-export {
-  createPostgresRateLimiter,
-  type PostgresRateLimiter,
-  type PostgresRateLimiterOptions,
-} from './store/rate-budget.js';
+// Handlers and the worker that runs them (hooks.on / hooks.start)
+export type { AnyEventHandler, EventHandler, HandlerContext, HandlerOptions } from './worker/handlers.js';
+export type { Worker } from './worker/worker.js';
+export type { BackoffOptions } from './worker/retry-delay.js';

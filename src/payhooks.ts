@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { expressMiddleware } from './adapters/express.js';
+import type { ApiClient } from './client/api-client.js';
 import { fetchHandler } from './adapters/fetch.js';
 import { nodeHandler } from './adapters/node-http.js';
 import { createLogger } from './logger.js';
@@ -83,6 +84,20 @@ export interface Payhooks<Api = unknown> {
   close(): Promise<void>;
   readonly logger: Logger;
 }
+
+/**
+ * What a handlers module (`payhooks serve --handlers`) exports: a function that registers handlers on the
+ * instance. `ctx.api` is the API client when `PAYHOOKS_API_KEY` is set, undefined otherwise.
+ *
+ * @example
+ * const register: RegisterHandlers = (hooks) => {
+ *   hooks.on('INVOICE_PAID', async (event, ctx) => {
+ *     const invoice = await ctx.api?.invoices.get(event.data.invoiceId, { signal: ctx.signal });
+ *   });
+ * };
+ * export default register;
+ */
+export type RegisterHandlers = (hooks: Payhooks<ApiClient>) => void | Promise<void>;
 
 /**
  * Creates a payhooks instance.

@@ -1,21 +1,6 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ApiClient } from '../client/index.js';
-import type { Payhooks } from '../payhooks.js';
-
-/**
- * What a `--handlers` module exports: a function that registers handlers on the instance. `ctx.api` is the
- * API client when `PAYHOOKS_API_KEY` is set, undefined otherwise.
- *
- * @example
- * const register: RegisterHandlers = (hooks) => {
- *   hooks.on('INVOICE_PAID', async (event, ctx) => {
- *     const invoice = await ctx.api?.invoices.get(event.data.invoiceId, { signal: ctx.signal });
- *   });
- * };
- * export default register;
- */
-export type RegisterHandlers = (hooks: Payhooks<ApiClient>) => void | Promise<void>;
+import type { RegisterHandlers } from '../payhooks.js';
 
 /**
  * Imports a handlers module (a path relative to the working directory) and returns its register function:

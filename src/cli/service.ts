@@ -4,9 +4,8 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import { createClient, type ApiClient } from '../client/index.js';
-import { createPayhooks, type Payhooks } from '../payhooks.js';
+import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhooks.js';
 import type { ServiceEnv } from './config.js';
-import type { RegisterHandlers } from './load-handlers.js';
 
 /** A running standalone service. */
 export interface RunningService {

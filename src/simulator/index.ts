@@ -1,11 +1,12 @@
-// The simulator's public surface, re-exported by src/index.ts.
+// The `payhooks/simulator` entry: a local emulation of the Payment Collection Service (REST endpoints and signed
+// deliveries with the sender's retries), and one-off signed deliveries. Each export by name;
+// test/public-surface.snapshot.json lists the run-time ones.
+
 export { startSimulator, type Simulator } from './start-simulator.js';
 export {
-  REORDER_WINDOW_MS,
   RETRY_DELAYS_MS,
   SIMULATOR_DEFAULTS,
   SimulatorOptionError,
-  resolveSimulatorOptions,
   seededRandom,
   type RandomSource,
   type ResolvedSimulatorOptions,
@@ -15,5 +16,5 @@ export type { DeliveryAttempt, DeliveryPost, DeliveryStatus, DeliveryRecordFilte
 export type { EmittedEvent } from './context.js';
 export { signDelivery } from './sign-delivery.js';
 export { triggerEvent, type TriggerOptions, type TriggerResult } from './trigger.js';
-export { buildOpenApiDocument, openApiYaml, OPENAPI_DOCUMENT_VERSION, type OpenApiDocument } from './openapi.js';
+export { buildOpenApiDocument, openApiYaml, type OpenApiDocument } from './openapi.js';
 export type { Route } from './route.js';

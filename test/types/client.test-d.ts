@@ -3,14 +3,14 @@ import { expectTypeOf } from 'vitest';
 import {
   createClient,
   createPostgresRateLimiter,
-  createPayhooks,
   type ApiClient,
   type ApiCustomer,
   type ApiInvoice,
   type ListPage,
   type RateLimiter,
   type WebhookEventRecord,
-} from '../../src/index.js';
+} from '../../src/client/index.js';
+import { createPayhooks } from '../../src/index.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 
 const client = createClient({ apiKey: 'sk_test_x', environment: 'staging', baseUrl: 'http://127.0.0.1:1' });
