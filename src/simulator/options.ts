@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { PayhooksError } from '../errors.js';
 import { API_RATE_LIMIT_PER_MINUTE } from '../events/rest-contract.js';
 
 /** A source of uniform numbers in [0, 1), like `Math.random`. */
@@ -85,7 +86,7 @@ export interface ResolvedSimulatorOptions {
 }
 
 /** A simulator option out of range; the message names the option and what it takes. */
-export class SimulatorOptionError extends RangeError {
+export class SimulatorOptionError extends PayhooksError {
   override readonly name = 'SimulatorOptionError';
 }
 
