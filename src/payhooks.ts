@@ -5,16 +5,17 @@ import { expressMiddleware } from './adapters/express.js';
 import type { ApiClient } from './client/api-client.js';
 import { fetchHandler } from './adapters/fetch.js';
 import { nodeHandler } from './adapters/node-http.js';
+import { errorResponse } from './internal/error-response.js';
 import { createLogger } from './logger.js';
 import {
-  DEFAULT_MAX_BODY_BYTES,
+  assertScheme,
   createReceiver,
-  error,
+  receiverLimits,
   type Receiver,
   type ReceiveRequest,
   type ReceiveResponse,
 } from './receiver/receiver.js';
-import { createDefaultScheme, type SignatureScheme } from './signature/index.js';
+import { createDefaultScheme, parseSecretList, type SignatureScheme } from './signature/index.js';
 import { openDatabase, type DatabaseOptions, type PayhooksDatabase } from './store/database.js';
 import { replayEvents } from './store/maintenance.js';
 import { migrate } from './store/migrate.js';
@@ -31,7 +32,10 @@ export type PayhooksWorkerOptions = Pick<
 
 /** Options of {@link createPayhooks}; each default is the one the standalone service uses. */
 export interface PayhooksOptions<Api = unknown> {
-  /** The endpoint's signing secret(s); several during a rotation. Required unless `scheme` is given. */
+  /**
+   * The endpoint's signing secret(s); several during a rotation: an array, or one string separated by commas (as
+   * PAYHOOKS_WEBHOOK_SECRET holds them). Required unless `scheme` is given.
+   */
   secret?: string | readonly string[] | undefined;
   /** A signature scheme other than the default (e.g. `createStandardWebhooksScheme`). */
   scheme?: SignatureScheme | undefined;
@@ -100,7 +104,9 @@ export interface Payhooks<Api = unknown> {
 export type RegisterHandlers = (hooks: Payhooks<ApiClient>) => void | Promise<void>;
 
 /**
- * Creates a payhooks instance.
+ * Creates a payhooks instance. A mistake in the options throws a TypeError or RangeError: the body limit and the
+ * ack budget here, the secret (or `scheme`) when a receiver is first asked for (`express()`, `node()`, `fetch()`),
+ * so that a worker-only process needs no secret.
  *
  * @example
  * const hooks = createPayhooks({ secret: process.env.PAYHOOKS_WEBHOOK_SECRET, database: { url: process.env.DATABASE_URL } });
@@ -108,9 +114,17 @@ export type RegisterHandlers = (hooks: Payhooks<ApiClient>) => void | Promise<vo
  */
 export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Payhooks<Api> {
   const logger = options.logger ?? createLogger();
+  const limits = receiverLimits(options);
   // Built on first use, so a worker-only process needs no secret; a receiver without one fails at mount time.
   let scheme = options.scheme;
-  const signatureScheme = () => (scheme ??= createDefaultScheme({ secrets: requireSecrets(options.secret) }));
+  const signatureScheme = (): SignatureScheme => {
+    if (scheme !== undefined) {
+      assertScheme(scheme, 'scheme');
+      return scheme;
+    }
+    scheme = createDefaultScheme({ secrets: requireSecrets(options.secret) });
+    return scheme;
+  };
   const given = isOpenDatabase(options.database) ? options.database : undefined;
   let opening: Promise<PayhooksDatabase> | undefined;
 
@@ -148,19 +162,18 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
       receiver ??= createReceiver({
         store: await ready(),
         scheme: verifier,
-        maxBodyBytes: options.maxBodyBytes,
-        ackBudgetMs: options.ackBudgetMs,
+        ...limits,
         logger,
         onStored: () => worker?.wake(),
       });
     } catch (err) {
       logger.error({ err }, 'the inbox database could not be opened; answering 503');
-      return error(503, 'Storage is unavailable; the delivery was not accepted and should be retried.');
+      return errorResponse(503, 'Storage is unavailable; the delivery was not accepted and should be retried.');
     }
     return receiver.receive(request);
   }
   // Adapters need the body limit before the database is open; the rest goes through receive().
-  const facade: Receiver = { maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, receive };
+  const facade: Receiver = { maxBodyBytes: limits.maxBodyBytes, receive, logger };
 
   const close = async () => {
     if (!given && opening) await (await opening.catch(() => undefined))?.close();
@@ -222,9 +235,11 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
 }
 
 function requireSecrets(secret: string | readonly string[] | undefined): string[] {
-  const secrets = (typeof secret === 'string' ? secret.split(',') : [...(secret ?? [])]).map((s) => s.trim()).filter(Boolean);
+  const secrets = secret === undefined ? [] : parseSecretList(secret);
   if (secrets.length === 0) {
-    throw new Error('payhooks needs the endpoint signing secret: pass { secret } (or set PAYHOOKS_WEBHOOK_SECRET for `payhooks serve`).');
+    throw new TypeError(
+      'payhooks needs the endpoint signing secret: pass { secret } (or set PAYHOOKS_WEBHOOK_SECRET for `payhooks serve`).',
+    );
   }
   return secrets;
 }

@@ -4,7 +4,8 @@ import { receiveNode, writeNodeResponse } from './node-http.js';
 
 /**
  * Express 5 middleware around a receiver. Mount it before any JSON body parser (or give the webhook path
- * `express.raw({ type: 'application/json' })`): the signature covers the exact bytes.
+ * `express.raw({ type: 'application/json' })`): the signature covers the exact bytes. When the receiver throws,
+ * the error goes to `next(err)`, i.e. to the app's error handler (Express answers 500 by default).
  *
  * @example
  * app.post('/webhooks', expressMiddleware(receiver));

@@ -1,7 +1,11 @@
-import { error, type ReceiveResponse, tooLarge, type Receiver } from '../receiver/receiver.js';
+import type { ReceiveResponse, Receiver } from '../receiver/receiver.js';
+import { internalError } from './internal-error.js';
+import { readRequestBody } from './read-body.js';
 
 /**
- * A Fetch-API handler around a receiver, for Next.js route handlers, Hono, Bun and Deno.
+ * A Fetch-API handler around a receiver, for Next.js route handlers, Hono, Bun and Deno. It always resolves to a
+ * Response: when the receiver throws, a 500 `{"error":{"message":"Internal error."}}`, the error going to the
+ * receiver's logger.
  *
  * @example
  * // app/api/webhooks/route.ts
@@ -9,43 +13,31 @@ import { error, type ReceiveResponse, tooLarge, type Receiver } from '../receive
  */
 export function fetchHandler(receiver: Receiver): (request: Request) => Promise<Response> {
   return async (request) => {
-    const headers: Record<string, string> = {};
-    request.headers.forEach((value, name) => {
-      headers[name] = value;
-    });
     let response: ReceiveResponse;
-    if (request.method !== 'POST') {
-      response = await receiver.receive({ method: request.method, headers, rawBody: new Uint8Array() });
-    } else {
-      const read = await readLimited(request, receiver.maxBodyBytes);
-      response = read instanceof Uint8Array ? await receiver.receive({ method: request.method, headers, rawBody: read }) : read;
+    try {
+      response = await receiveFetch(receiver, request);
+    } catch (err) {
+      response = internalError(receiver, err, { method: request.method, url: pathOf(request.url) });
     }
     return new Response(response.body, { status: response.status, headers: response.headers });
   };
 }
 
-/** Reads the body chunk by chunk and gives up, cancelling the stream, once it passes the limit. */
-async function readLimited(request: Request, limit: number) {
-  const declared = Number(request.headers.get('content-length') ?? NaN);
-  // Refused before reading a byte; the runtime decides what becomes of the unread body.
-  if (declared > limit) return tooLarge(limit);
-  if (!request.body) return new Uint8Array();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = request.body.getReader();
+async function receiveFetch(receiver: Receiver, request: Request): Promise<ReceiveResponse> {
+  const headers: Record<string, string> = {};
+  request.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  if (request.method !== 'POST') return receiver.receive({ method: request.method, headers, rawBody: new Uint8Array() });
+  const read = await readRequestBody(request, receiver.maxBodyBytes);
+  if ('refusal' in read) return read.refusal;
+  return receiver.receive({ method: request.method, headers, rawBody: read.body });
+}
+
+function pathOf(url: string): string | undefined {
   try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > limit) {
-        await reader.cancel().catch(() => undefined);
-        return tooLarge(limit);
-      }
-      chunks.push(value);
-    }
+    return new URL(url).pathname;
   } catch {
-    return error(400, 'The request body could not be read.');
+    return undefined;
   }
-  return Buffer.concat(chunks, size);
 }

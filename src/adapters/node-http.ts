@@ -1,16 +1,25 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Receiver, ReceiveResponse } from '../receiver/receiver.js';
+import { internalError } from './internal-error.js';
 import { readNodeBody } from './read-body.js';
 
 /**
- * A `node:http` request handler around a receiver.
+ * A `node:http` request handler around a receiver. It always answers, and its promise never rejects: when the
+ * receiver throws, the answer is 500 `{"error":{"message":"Internal error."}}` and the error goes to the
+ * receiver's logger, so a server needs no catch of its own.
  *
  * @example
  * http.createServer(nodeHandler(receiver)).listen(8787);
  */
 export function nodeHandler(receiver: Receiver): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   return async (req, res) => {
-    writeNodeResponse(res, await receiveNode(receiver, req));
+    let response: ReceiveResponse;
+    try {
+      response = await receiveNode(receiver, req);
+    } catch (err) {
+      response = internalError(receiver, err, req);
+    }
+    writeNodeResponse(res, response);
   };
 }
 

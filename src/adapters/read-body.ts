@@ -1,22 +1,26 @@
 import type { IncomingMessage } from 'node:http';
-import getRawBody from 'raw-body';
-import { error, tooLarge, type ReceiveResponse } from '../receiver/receiver.js';
+import { errorResponse } from '../internal/error-response.js';
+import { type BodyRead, bodyReadRefusal, readNodeStream, readWebStream } from '../internal/limited-body.js';
+import type { ReceiveResponse } from '../receiver/receiver.js';
 
 /** The bytes of a body, or the answer to give when they could not be read. */
-export type BodyRead = { body: Buffer } | { refusal: ReceiveResponse };
+export type BodyOrRefusal = { body: Buffer } | { refusal: ReceiveResponse };
 
 /**
  * Reads a Node request body up to `limit` bytes. Over the limit it stops at once (before reading anything
  * when Content-Length already says so) with the 413 answer, so a huge body is never buffered whole.
  */
-export async function readNodeBody(req: IncomingMessage, limit: number): Promise<BodyRead> {
-  try {
-    return { body: await getRawBody(req, { limit, length: req.headers['content-length'] }) };
-  } catch (cause) {
-    const type = (cause as { type?: string }).type;
-    if (type === 'entity.too.large') return { refusal: tooLarge(limit) };
-    if (type === 'request.size.invalid') return { refusal: error(400, 'The body length does not match Content-Length.') };
-    if (type === 'request.aborted') return { refusal: error(400, 'The client aborted the request.') };
-    throw cause;
-  }
+export async function readNodeBody(req: IncomingMessage, limit: number): Promise<BodyOrRefusal> {
+  return refusalOrBody(await readNodeStream(req, limit, req.headers['content-length']), limit);
+}
+
+/** Reads a Fetch-API request body up to `limit` bytes, cancelling the stream once it passes the limit. */
+export async function readRequestBody(request: Request, limit: number): Promise<BodyOrRefusal> {
+  return refusalOrBody(await readWebStream(request.body, limit, request.headers.get('content-length')), limit);
+}
+
+function refusalOrBody(read: BodyRead, limit: number): BodyOrRefusal {
+  if (read.ok) return { body: read.body };
+  const { status, message } = bodyReadRefusal(read.failure, limit);
+  return { refusal: errorResponse(status, message) };
 }

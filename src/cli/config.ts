@@ -1,16 +1,9 @@
 import { z } from 'zod';
+import { parseSecretList } from '../signature/index.js';
 
 /** The environment of `payhooks serve` (docs/configuration.md, "Environment of payhooks serve"). */
 export const serviceEnvSchema = z.object({
-  PAYHOOKS_WEBHOOK_SECRET: z
-    .string()
-    .transform((value) =>
-      value
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    )
-    .optional(),
+  PAYHOOKS_WEBHOOK_SECRET: z.string().transform(parseSecretList).optional(),
   DATABASE_URL: z.string().trim().min(1).optional().catch(undefined),
   PAYHOOKS_DATA_DIR: z.string().min(1).default('./.payhooks/pgdata'),
   PAYHOOKS_SCHEMA: z.string().default('payhooks'),

@@ -77,11 +77,8 @@ export async function startService(env: ServiceEnv, logger: Logger, options: Ser
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === WEBHOOK_PATH && handleWebhook) {
       res.on('finish', () => deliveries.inc({ status: String(res.statusCode) }));
-      handleWebhook(req, res).catch((err: unknown) => {
-        logger.error({ err }, 'webhook handler failed');
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: 'Internal error.' } }));
-      });
+      // The adapter answers its own failures (500) and logs them; its promise never rejects.
+      void handleWebhook(req, res);
       return;
     }
     if (path === '/healthz') return json(res, 200, { ok: true });

@@ -1,4 +1,5 @@
 import { EVENT_TYPES, isEventType } from '../events/index.js';
+import { parseSecretList } from '../signature/index.js';
 import { triggerEvent } from '../simulator/index.js';
 
 /** What `payhooks trigger` prints and whether the receiver accepted the event. */
@@ -23,7 +24,7 @@ export async function runTrigger(eventType: string, options: { to: string; secre
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new Error(`--to must be an http or https URL, not ${JSON.stringify(options.to)}.`);
   // During a rotation the variable holds several secrets; the first is the current one.
-  const secret = (options.secret ?? process.env.PAYHOOKS_WEBHOOK_SECRET ?? '').split(',')[0]!.trim();
+  const secret = parseSecretList(options.secret ?? process.env.PAYHOOKS_WEBHOOK_SECRET ?? '')[0];
   if (!secret) throw new Error('No signing secret: pass --secret S or set PAYHOOKS_WEBHOOK_SECRET.');
   const result = await triggerEvent({ eventType, url: url.href, secret });
   if (result.status === null) throw new Error(`Could not deliver to ${url.href}: ${result.error ?? 'no answer'}`);

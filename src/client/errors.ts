@@ -2,6 +2,7 @@
 // server's message), one subclass per status family, and one factory that picks the class. `instanceof`
 // is the intended way to branch.
 
+import { PayhooksError } from '../errors.js';
 import { describeIssues, type FieldIssue } from '../events/issues.js';
 
 /** One failing field of a request input, a query, an option or a response: a dotted path and why. */
@@ -24,7 +25,7 @@ export interface ApiErrorDetails {
  * they are undefined for failures without a response (connection, timeout) and for checks made before any
  * request ({@link ApiInputError}).
  */
-export class ApiError extends Error {
+export class ApiError extends PayhooksError {
   readonly status: number | undefined;
   readonly headers: Headers | undefined;
   readonly method: string | undefined;

@@ -1,3 +1,4 @@
+import { PayhooksError } from '../errors.js';
 import { envelopeSchema } from './envelope.js';
 import { EVENT_DATA_SCHEMAS, isEventType, type UnknownEvent, type WebhookEvent } from './event-types.js';
 import { describeIssues, issuesOf, type FieldIssue } from './issues.js';
@@ -6,7 +7,7 @@ import { describeIssues, issuesOf, type FieldIssue } from './issues.js';
 export type EventIssue = FieldIssue;
 
 /** An envelope or `data` that does not match its schema; `issues` lists every failing path. */
-export class EventParseError extends Error {
+export class EventParseError extends PayhooksError {
   constructor(readonly issues: EventIssue[]) {
     super(`Invalid event: ${describeIssues(issues)}`);
     this.name = 'EventParseError';

@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { envelopeSchema, resourceKeyOf } from '../events/index.js';
-import { WebhookVerificationError, type HeaderMap, type SignatureScheme } from '../signature/index.js';
+import { errorResponse, JSON_CONTENT_TYPE } from '../internal/error-response.js';
+import { bodyReadRefusal } from '../internal/limited-body.js';
+import { assertRawBody, WebhookVerificationError, type HeaderMap, type SignatureScheme } from '../signature/index.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { storeEvent } from '../store/inbox.js';
 
@@ -8,7 +10,10 @@ import { storeEvent } from '../store/inbox.js';
 export interface ReceiveRequest {
   method: string;
   headers: HeaderMap;
-  /** The exact bytes of the body. Anything else (an object a body parser made) is refused with 500. */
+  /**
+   * The exact bytes of the body (any `Uint8Array`, a `Buffer` or one from another realm included). Anything else
+   * (an object or a string a body parser made) is refused with 500 and a message that says how to mount the route.
+   */
   rawBody: unknown;
 }
 
@@ -19,14 +24,17 @@ export interface ReceiveResponse {
   body: string;
 }
 
-/** Options of {@link createReceiver}. */
+/**
+ * Options of {@link createReceiver}. A mistake in them throws a TypeError (a missing or wrong kind of value) or a
+ * RangeError (a number out of range) from `createReceiver`, never later at a delivery.
+ */
 export interface ReceiverOptions {
   store: PayhooksDatabase;
   /** How deliveries are signed: `createDefaultScheme({ secrets })` for the service's default. */
   scheme: SignatureScheme;
-  /** Largest body accepted; adapters stop reading past it. Default 1 MiB. */
+  /** Largest body accepted, a positive whole number of bytes; adapters stop reading past it. Default 1 MiB. */
   maxBodyBytes?: number | undefined;
-  /** How long storage may take before the answer is 503 (the sender allows 10 s). Default 8000 ms. */
+  /** How long storage may take before the answer is 503 (the sender allows 10 s), in ms, more than 0. Default 8000 ms. */
   ackBudgetMs?: number | undefined;
   logger?: Logger | undefined;
   /** Called after a new event is stored, e.g. to wake a worker in the same process. */
@@ -37,6 +45,8 @@ export interface ReceiverOptions {
 export interface Receiver {
   readonly maxBodyBytes: number;
   receive(request: ReceiveRequest): Promise<ReceiveResponse>;
+  /** Where adapters log a failure of `receive` itself (which they answer with 500). */
+  readonly logger?: Logger | undefined;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -44,11 +54,6 @@ export const DEFAULT_ACK_BUDGET_MS = 8000;
 
 /** Header names kept with each event besides the signature scheme's own. */
 const KEPT_HEADERS = ['content-type', 'user-agent'];
-
-const BODY_ALREADY_PARSED =
-  'payhooks received a parsed body instead of the raw bytes, so the signature cannot be checked. ' +
-  'Mount the webhook route before any JSON body parser, e.g. app.post("/webhooks", hooks.express()) ' +
-  'above app.use(express.json()), or exclude the webhook path from the parser.';
 
 /**
  * Builds the receiver: verify the signature on the raw bytes, check the envelope, store once, acknowledge.
@@ -58,23 +63,38 @@ const BODY_ALREADY_PARSED =
  * const { status, body } = await receiver.receive({ method: 'POST', headers, rawBody });
  */
 export function createReceiver(options: ReceiverOptions): Receiver {
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const ackBudgetMs = options.ackBudgetMs ?? DEFAULT_ACK_BUDGET_MS;
+  if (typeof options !== 'object' || options === null) throw new TypeError('createReceiver takes an options object ({ store, scheme }).');
+  const { maxBodyBytes, ackBudgetMs } = receiverLimits(options);
+  if (typeof options.store !== 'object' || options.store === null || !('db' in options.store)) {
+    throw new TypeError('store must be an open database from openDatabase().');
+  }
+  assertScheme(options.scheme, 'scheme');
+  if (options.onStored !== undefined && typeof options.onStored !== 'function') {
+    throw new TypeError('onStored must be a function (eventId) => void, or left out.');
+  }
   const log = options.logger;
   const keptHeaders = [...new Set([...options.scheme.headerNames, ...KEPT_HEADERS])];
 
   async function receive(request: ReceiveRequest): Promise<ReceiveResponse> {
     if (request.method.toUpperCase() !== 'POST') {
-      return { ...error(405, 'Only POST is accepted here.'), headers: { ...jsonHeaders, allow: 'POST' } };
+      const refusal = errorResponse(405, 'Only POST is accepted here.');
+      return { ...refusal, headers: { ...refusal.headers, allow: 'POST' } };
     }
     const rawBody = request.rawBody;
-    if (!(rawBody instanceof Uint8Array)) {
-      log?.error({ reason: 'body_already_parsed' }, BODY_ALREADY_PARSED);
-      return error(500, BODY_ALREADY_PARSED);
+    try {
+      assertRawBody(rawBody);
+    } catch (cause) {
+      if (!(cause instanceof WebhookVerificationError)) throw cause;
+      // A mounting mistake, not a bad delivery: 500 (the sender retries) with the fix, until the route is mounted right.
+      log?.error({ reason: cause.reason }, cause.message);
+      return errorResponse(500, cause.message);
     }
-    if (rawBody.byteLength > maxBodyBytes) return tooLarge(maxBodyBytes);
+    if (rawBody.byteLength > maxBodyBytes) {
+      const { status, message } = bodyReadRefusal('too_large', maxBodyBytes);
+      return errorResponse(status, message);
+    }
     if (!isJson(header(request.headers, 'content-type'))) {
-      return error(415, 'Content-Type must be application/json.');
+      return errorResponse(415, 'Content-Type must be application/json.');
     }
 
     try {
@@ -82,21 +102,21 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     } catch (cause) {
       if (!(cause instanceof WebhookVerificationError)) throw cause;
       log?.warn({ reason: cause.reason, detail: cause.message }, 'webhook signature rejected');
-      return error(401, cause.publicMessage);
+      return errorResponse(401, cause.publicMessage);
     }
 
     const text = decodeUtf8(rawBody);
-    if (text === undefined) return error(400, 'The body is not valid UTF-8.');
+    if (text === undefined) return errorResponse(400, 'The body is not valid UTF-8.');
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch {
-      return error(400, 'The body is not valid JSON.');
+      return errorResponse(400, 'The body is not valid JSON.');
     }
     const envelope = envelopeSchema.safeParse(json);
     if (!envelope.success) {
       const paths = envelope.error.issues.map((issue) => issue.path.join('.') || '(root)').join(', ');
-      return error(400, `The body is not a webhook envelope ({eventId, eventType, data}); check: ${paths}.`);
+      return errorResponse(400, `The body is not a webhook envelope ({eventId, eventType, data}); check: ${paths}.`);
     }
     const { eventId, eventType, data } = envelope.data;
 
@@ -112,13 +132,13 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       outcome = await withinBudget(stored, ackBudgetMs);
     } catch (cause) {
       log?.error({ err: cause, eventId, eventType }, 'could not store webhook; answering 503 so the sender retries');
-      return error(503, 'Storage is unavailable; the delivery was not accepted and should be retried.');
+      return errorResponse(503, 'Storage is unavailable; the delivery was not accepted and should be retried.');
     }
     if (outcome === 'timeout') {
       // The insert may still land; the sender's retry is then counted as a duplicate, so nothing is lost.
       stored.catch(() => undefined);
       log?.error({ eventId, eventType, ackBudgetMs }, 'storage did not answer within the ack budget; answering 503');
-      return error(503, 'Storage did not answer in time; the delivery was not accepted and should be retried.');
+      return errorResponse(503, 'Storage did not answer in time; the delivery was not accepted and should be retried.');
     }
     if (!outcome.inserted) {
       log?.info({ eventId, eventType, deliveries: outcome.deliveries }, 'duplicate webhook delivery');
@@ -129,23 +149,43 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     return ok({ received: true });
   }
 
-  return { maxBodyBytes, receive };
+  return { maxBodyBytes, receive, logger: log };
 }
 
-const jsonHeaders = { 'content-type': 'application/json; charset=utf-8' };
+/**
+ * The body limit and the ack budget of {@link ReceiverOptions} with their defaults applied, checked: a RangeError
+ * names the option and what it takes. `createPayhooks` checks them with this when it is created, before any delivery.
+ *
+ * @example
+ * receiverLimits({ maxBodyBytes: 0 }); // throws RangeError: maxBodyBytes must be a positive whole number of bytes, not 0.
+ */
+export function receiverLimits(options: Pick<ReceiverOptions, 'maxBodyBytes' | 'ackBudgetMs'>): {
+  maxBodyBytes: number;
+  ackBudgetMs: number;
+} {
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) {
+    throw new RangeError(`maxBodyBytes must be a positive whole number of bytes, not ${String(maxBodyBytes)}.`);
+  }
+  const ackBudgetMs = options.ackBudgetMs ?? DEFAULT_ACK_BUDGET_MS;
+  if (typeof ackBudgetMs !== 'number' || !Number.isFinite(ackBudgetMs) || ackBudgetMs <= 0) {
+    throw new RangeError(`ackBudgetMs must be a positive number of milliseconds, not ${String(ackBudgetMs)}.`);
+  }
+  return { maxBodyBytes, ackBudgetMs };
+}
+
+/** Throws a TypeError unless `scheme` looks like a {@link SignatureScheme}; `option` names it in the message. */
+export function assertScheme(scheme: unknown, option: string): asserts scheme is SignatureScheme {
+  const candidate = scheme as Partial<SignatureScheme> | null | undefined;
+  if (typeof candidate?.verify !== 'function' || !Array.isArray(candidate.headerNames)) {
+    throw new TypeError(
+      `${option} must be a signature scheme such as createDefaultScheme({ secrets }) (an object with verify and headerNames).`,
+    );
+  }
+}
 
 function ok(body: object): ReceiveResponse {
-  return { status: 200, headers: jsonHeaders, body: JSON.stringify(body) };
-}
-
-/** An error answer in the service's own shape, `{"error":{"message":…}}`. */
-export function error(status: number, message: string): ReceiveResponse {
-  return { status, headers: jsonHeaders, body: JSON.stringify({ error: { message } }) };
-}
-
-/** The 413 answer; adapters use it too when they stop reading early. */
-export function tooLarge(maxBodyBytes: number): ReceiveResponse {
-  return error(413, `The body is larger than the limit of ${maxBodyBytes} bytes.`);
+  return { status: 200, headers: { 'content-type': JSON_CONTENT_TYPE }, body: JSON.stringify(body) };
 }
 
 function header(headers: HeaderMap, name: string): string | undefined {

@@ -3,9 +3,12 @@ import type { SignatureScheme } from './types.js';
 
 /** Options of {@link createDefaultScheme}. */
 export interface DefaultSchemeOptions {
-  /** The endpoint's signing secret (GET /v1/webhooks/{id}/secret), or several during a rotation. */
+  /**
+   * The endpoint's signing secret (GET /v1/webhooks/{id}/secret), or several during a rotation: an array, or one
+   * string separated by commas (as PAYHOOKS_WEBHOOK_SECRET holds them). See {@link parseSecretList}.
+   */
   secrets: string | readonly string[];
-  /** How far the timestamp may be from now, either way. Default 300 s. */
+  /** How far the timestamp may be from now, either way, measured to the millisecond. Default 300 s. */
   toleranceSeconds?: number | undefined;
   /** Default `x-webhook-timestamp`. */
   timestampHeader?: string | undefined;
@@ -25,7 +28,7 @@ const PREFIX = 'v1=';
  * (`v0=…`) are ignored. `sign` writes one `v1=<hex>`.
  *
  * @example
- * const scheme = createDefaultScheme({ secrets: process.env.PAYHOOKS_WEBHOOK_SECRET!.split(',') });
+ * const scheme = createDefaultScheme({ secrets: process.env.PAYHOOKS_WEBHOOK_SECRET! }); // "new,old" during a rotation
  * const { timestamp, matchedSecretIndex } = scheme.verify({ headers: req.headers, rawBody });
  */
 export function createDefaultScheme(options: DefaultSchemeOptions): SignatureScheme {

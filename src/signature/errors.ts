@@ -5,11 +5,13 @@ export type VerificationFailureReason =
   | 'timestamp_too_old'
   | 'timestamp_in_future'
   | 'no_matching_signature'
-  | 'body_already_parsed'
-  | 'no_secret';
+  | 'body_already_parsed';
+
+import { PayhooksError } from '../errors.js';
 
 /**
- * The one error of this module. `message` is precise and meant for logs; `publicMessage` is the generic text an
+ * The one error of this module, thrown for a delivery that fails verification (never for a configuration
+ * mistake: those are TypeError or RangeError when the scheme is built). `message` is precise and meant for logs; `publicMessage` is the generic text an
  * HTTP answer may carry, so that a prober learns nothing about which check failed. Neither ever holds a secret or
  * an expected signature.
  *
@@ -22,7 +24,7 @@ export type VerificationFailureReason =
  *   return { status: 401, body: { error: { message: err.publicMessage } } };
  * }
  */
-export class WebhookVerificationError extends Error {
+export class WebhookVerificationError extends PayhooksError {
   /** The text to send back to the caller, whatever the reason. */
   static readonly publicMessage = 'Invalid webhook signature.';
 

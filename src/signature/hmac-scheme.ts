@@ -1,6 +1,7 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { assertRawBody } from './assert-raw-body.js';
 import { WebhookVerificationError } from './errors.js';
+import { parseSecretList } from './secret-list.js';
 import type { HeaderMap, SignatureScheme, SignInput, VerifiedDelivery, VerifyInput } from './types.js';
 
 /** How far a delivery's timestamp may be from now, either way, unless a scheme is told otherwise. */
@@ -14,11 +15,18 @@ export interface SignedParts {
   rawBody: Uint8Array;
 }
 
+/** The names of the headers a scheme reads, as one set. */
+export interface HeaderNames {
+  timestampHeader: string;
+  signatureHeader: string;
+  idHeader?: string | undefined;
+}
+
 /** Options of {@link createHmacScheme}: every part of an HMAC-SHA256 signing scheme. */
 export interface HmacSchemeOptions {
   /** A name for logs. Default `custom`. */
   name?: string | undefined;
-  /** One secret, or several during a rotation (any may match). */
+  /** One secret, or several during a rotation (any may match): an array, or a string separated by commas. See {@link parseSecretList}. */
   secrets: string | readonly string[];
   /** Header holding the timestamp: unix seconds, or milliseconds (see {@link createHmacScheme}). Any case; stored lower-case. */
   timestampHeader: string;
@@ -26,6 +34,13 @@ export interface HmacSchemeOptions {
   signatureHeader: string;
   /** Header holding a delivery id, for schemes that sign one. Verification then requires it. */
   idHeader?: string | undefined;
+  /**
+   * Other names some senders give the same headers (e.g. Svix's `svix-id`, `svix-timestamp`, `svix-signature`),
+   * each a complete set. A request is read with the first set, the main names first, that has any of its headers
+   * present; its other headers are then required under that set's names, never mixed with another set's. `sign`
+   * writes the main names. Each set has an `idHeader` exactly when the main names do.
+   */
+  fallbackHeaders?: readonly HeaderNames[] | undefined;
   /** The exact bytes to sign. Build them with `Buffer.concat`, never by decoding `rawBody` into a string. */
   signedContent: (parts: SignedParts) => Uint8Array;
   /** How a signature is written. Hex is lower case, read and written. */
@@ -68,7 +83,12 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
  * first, then `timingSafeEqual`), without stopping at the first match.
  *
  * Timestamps: whole unix seconds; a value of 13 digits or more is read as milliseconds. The signed string always
- * holds the header's text verbatim.
+ * holds the header's text verbatim. A delivery's age is measured to the millisecond, as the Go, Python and C#
+ * Standard Webhooks libraries measure it: with the default 300 s, one sent 300.5 s ago is refused.
+ *
+ * Configuration mistakes (no secret, a bad header name, a tolerance that is not a positive number, …) throw a
+ * TypeError or RangeError here, when the scheme is built; {@link WebhookVerificationError} is only ever about a
+ * delivery.
  *
  * @example
  * // A sender that puts base64 of HMAC(secret, body + ":" + timestamp) in `x-sig`:
@@ -87,11 +107,22 @@ export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
   if (typeof toleranceSeconds !== 'number' || !Number.isFinite(toleranceSeconds) || toleranceSeconds <= 0) {
     throw new RangeError(`toleranceSeconds must be a positive number of seconds, not ${String(toleranceSeconds)}.`);
   }
-  const timestampHeader = headerName(options.timestampHeader, 'timestampHeader');
-  const signatureHeader = headerName(options.signatureHeader, 'signatureHeader');
-  const idHeader = options.idHeader === undefined ? undefined : headerName(options.idHeader, 'idHeader');
-  const headerNames = [timestampHeader, signatureHeader, ...(idHeader === undefined ? [] : [idHeader])];
+  const toleranceMs = toleranceSeconds * 1000;
+  const main = headerSet(options, '');
+  if (options.fallbackHeaders !== undefined && !Array.isArray(options.fallbackHeaders)) {
+    throw new TypeError('fallbackHeaders must be an array of header name sets ({ timestampHeader, signatureHeader, idHeader? }).');
+  }
+  const fallbacks = (options.fallbackHeaders ?? []).map((set, index) => {
+    const names = headerSet(set, `fallbackHeaders[${index}].`);
+    if ((names.idHeader === undefined) !== (main.idHeader === undefined)) {
+      throw new TypeError(`fallbackHeaders[${index}] must have an idHeader exactly when the scheme has one.`);
+    }
+    return names;
+  });
+  const headerSets = [main, ...fallbacks];
+  const headerNames = headerSets.flatMap(namesOf);
   if (new Set(headerNames).size !== headerNames.length) throw new TypeError(`The header names must differ: ${headerNames.join(', ')}.`);
+  const { idHeader, timestampHeader, signatureHeader } = main;
   const { encoding, signedContent } = options;
   if (encoding !== 'hex' && encoding !== 'base64') throw new TypeError(`encoding must be 'hex' or 'base64', not ${String(encoding)}.`);
   if (typeof signedContent !== 'function') throw new TypeError('signedContent must be a function that returns the bytes to sign.');
@@ -101,7 +132,7 @@ export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
 
   const keyOf = (secret: string, which: string): Uint8Array => {
     const key = deriveKey(secret);
-    if (key.length === 0) throw new WebhookVerificationError('no_secret', `${which} gives an empty HMAC key.`);
+    if (key.length === 0) throw new TypeError(`${which} gives an empty HMAC key.`);
     return key;
   };
   const keys = secrets.map((secret, index) => keyOf(secret, `Secret #${index + 1} of ${secrets.length}`));
@@ -112,15 +143,16 @@ export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
     const nowMs = input.now === undefined ? Date.now() : Number(input.now);
     if (!Number.isFinite(nowMs)) throw new TypeError('now must be a valid Date or a number of milliseconds since the epoch.');
 
-    const timestampText = singleValue(input.headers, timestampHeader);
+    const sent = headerSets.find((set) => namesOf(set).some((header) => lookup(input.headers, header) !== undefined)) ?? main;
+    const timestampText = singleValue(input.headers, sent.timestampHeader);
     if (!TIMESTAMP.test(timestampText)) {
       throw new WebhookVerificationError(
         'malformed_header',
-        `The ${timestampHeader} header is not a unix timestamp (whole seconds, or milliseconds): got ${excerpt(timestampText)}.`,
+        `The ${sent.timestampHeader} header is not a unix timestamp (whole seconds, or milliseconds): got ${excerpt(timestampText)}.`,
       );
     }
-    const webhookId = idHeader === undefined ? undefined : singleValue(input.headers, idHeader);
-    const signatureValues = allValues(input.headers, signatureHeader);
+    const webhookId = sent.idHeader === undefined ? undefined : singleValue(input.headers, sent.idHeader);
+    const signatureValues = allValues(input.headers, sent.signatureHeader);
     const candidates = signatureValues
       .flatMap((value) => parseSignatures(value))
       .filter((entry) => WELL_FORMED[encoding].test(entry))
@@ -128,7 +160,7 @@ export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
     if (candidates.length === 0) {
       throw new WebhookVerificationError(
         'malformed_header',
-        `The ${signatureHeader} header holds no ${encoding} signature that the ${name} scheme can read: got ${excerpt(signatureValues.join(', '))}.`,
+        `The ${sent.signatureHeader} header holds no ${encoding} signature that the ${name} scheme can read: got ${excerpt(signatureValues.join(', '))}.`,
       );
     }
 
@@ -144,7 +176,7 @@ export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
     if (matchedSecretIndex < 0) {
       throw new WebhookVerificationError(
         'no_matching_signature',
-        `None of the ${plural(candidates.length, 'signature')} in ${signatureHeader} matches the ${plural(input.rawBody.length, 'byte')} ` +
+        `None of the ${plural(candidates.length, 'signature')} in ${sent.signatureHeader} matches the ${plural(input.rawBody.length, 'byte')} ` +
           `of the body signed with any of the ${plural(keys.length, 'configured secret')}. ` +
           'Check that the raw request body reaches the verifier byte for byte unchanged (no JSON parsing and re-serialising, ' +
           "no body parser such as express.json() before the webhook middleware), and that the secret is this endpoint's " +
@@ -154,20 +186,22 @@ export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
 
     const raw = Number(timestampText);
     const inMilliseconds = raw >= MILLISECONDS_FROM;
-    const timestamp = inMilliseconds ? Math.floor(raw / 1000) : raw;
-    const age = Math.floor(nowMs / 1000) - timestamp;
-    const read = `The ${timestampHeader} header (${timestampText}${inMilliseconds ? ', read as milliseconds' : ''})`;
-    if (age > toleranceSeconds) {
+    const timestampMs = inMilliseconds ? raw : raw * 1000;
+    const timestamp = Math.floor(timestampMs / 1000);
+    // Measured in milliseconds, not whole seconds: 300.5 s is over a 300 s tolerance (so say the reference libraries).
+    const ageMs = nowMs - timestampMs;
+    const read = `The ${sent.timestampHeader} header (${timestampText}${inMilliseconds ? ', read as milliseconds' : ''})`;
+    if (ageMs > toleranceMs) {
       throw new WebhookVerificationError(
         'timestamp_too_old',
-        `${read} is ${age} s old, over the tolerance of ${toleranceSeconds} s. The signature is valid, so this is a replay ` +
+        `${read} is ${seconds(ageMs)} old, over the tolerance of ${toleranceSeconds} s. The signature is valid, so this is a replay ` +
           "of an old delivery or the sender's and this machine's clocks differ.",
       );
     }
-    if (-age > toleranceSeconds) {
+    if (-ageMs > toleranceMs) {
       throw new WebhookVerificationError(
         'timestamp_in_future',
-        `${read} is ${-age} s in the future, over the tolerance of ${toleranceSeconds} s. The signature is valid, so the ` +
+        `${read} is ${seconds(-ageMs)} in the future, over the tolerance of ${toleranceSeconds} s. The signature is valid, so the ` +
           "sender's and this machine's clocks differ (check NTP on this machine).",
       );
     }
@@ -179,11 +213,13 @@ export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
     if (!Number.isSafeInteger(timestamp) || timestamp < 0) {
       throw new TypeError(`timestamp must be a whole, non-negative number of unix seconds, not ${String(timestamp)}.`);
     }
-    const index = input.secret === undefined ? 0 : secrets.indexOf(input.secret);
-    if (index < 0 && (typeof input.secret !== 'string' || input.secret.trim() === '')) {
-      throw new WebhookVerificationError('no_secret', 'The secret passed to sign() is empty.');
+    // Read like a configured secret (trimmed), so that signing with " s " finds the configured "s".
+    const secret = typeof input.secret === 'string' ? input.secret.trim() : input.secret;
+    if (secret !== undefined && (typeof secret !== 'string' || secret === '')) {
+      throw new TypeError('The secret passed to sign() must be a non-empty string (or left out, to sign with the first configured one).');
     }
-    const key = index >= 0 ? keys[index]! : keyOf(input.secret!, 'The secret passed to sign()');
+    const index = secret === undefined ? 0 : secrets.indexOf(secret);
+    const key = index >= 0 ? keys[index]! : keyOf(secret!, 'The secret passed to sign()');
     const webhookId = idHeader === undefined ? undefined : (input.webhookId ?? `msg_${randomUUID().replaceAll('-', '')}`);
     if (webhookId !== undefined && (webhookId === '' || webhookId !== webhookId.trim())) {
       throw new TypeError('webhookId must be a non-empty string without surrounding whitespace.');
@@ -203,26 +239,27 @@ export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
   return { name, headerNames, verify, sign };
 }
 
-function secretList(secrets: unknown): string[] {
-  const list: unknown[] | undefined = typeof secrets === 'string' ? [secrets] : Array.isArray(secrets) ? [...secrets] : undefined;
-  if (list === undefined || list.length === 0) {
-    throw new WebhookVerificationError(
-      'no_secret',
-      "No webhook signing secret is configured: pass this endpoint's secret (GET /v1/webhooks/{id}/secret), or several during a rotation.",
+function secretList(secrets: string | readonly string[]): string[] {
+  const list = parseSecretList(secrets);
+  if (list.length === 0) {
+    throw new TypeError(
+      "No webhook signing secret is configured: pass this endpoint's secret (GET /v1/webhooks/{id}/secret), or several during a " +
+        'rotation (an array, or one string separated by commas).',
     );
   }
-  list.forEach((secret, index) => {
-    if (typeof secret !== 'string' || secret.trim() === '') {
-      const what =
-        typeof secret !== 'string'
-          ? `a ${secret === null ? 'null' : typeof secret}, not a string`
-          : secret === ''
-            ? 'empty'
-            : 'only whitespace';
-      throw new WebhookVerificationError('no_secret', `Webhook secret #${index + 1} of ${list.length} is ${what}.`);
-    }
-  });
-  return list as string[];
+  return list;
+}
+
+function headerSet(names: HeaderNames, prefix: string): HeaderNames {
+  const timestampHeader = headerName(names.timestampHeader, `${prefix}timestampHeader`);
+  const signatureHeader = headerName(names.signatureHeader, `${prefix}signatureHeader`);
+  if (names.idHeader === undefined) return { timestampHeader, signatureHeader };
+  return { timestampHeader, signatureHeader, idHeader: headerName(names.idHeader, `${prefix}idHeader`) };
+}
+
+/** The lower-case names of one set, in the order `headerNames` lists them. */
+function namesOf(set: HeaderNames): string[] {
+  return [set.timestampHeader, set.signatureHeader, ...(set.idHeader === undefined ? [] : [set.idHeader])];
 }
 
 function headerName(value: unknown, option: string): string {
@@ -260,6 +297,11 @@ function singleValue(headers: HeaderMap, name: string): string {
 /** Attacker-controlled text for a log line: quoted (so control characters are escaped) and cut short. */
 function excerpt(text: string): string {
   return JSON.stringify(text.length > 24 ? `${text.slice(0, 24)}…` : text);
+}
+
+/** A duration for a log line: "3600 s", "300.5 s". */
+function seconds(ms: number): string {
+  return `${ms / 1000} s`;
 }
 
 function plural(count: number, noun: string): string {

@@ -3,7 +3,7 @@ import type { SignatureScheme } from './types.js';
 
 /** Options of {@link createStandardWebhooksScheme}. */
 export interface StandardWebhooksSchemeOptions {
-  /** `whsec_<base64>` secrets (the prefix is optional); several during a rotation. */
+  /** `whsec_<base64>` secrets (the prefix is optional); several during a rotation (an array, or one string separated by commas). */
   secrets: string | readonly string[];
   /** How far `webhook-timestamp` may be from now, either way. Default 300 s. */
   toleranceSeconds?: number | undefined;
@@ -31,6 +31,13 @@ function standardWebhooksKey(secret: string): Uint8Array {
  * ignored), signed content `<id>.<timestamp>.<raw body>`, HMAC-SHA256 keyed with the base64-decoded secret.
  * Verifies what the `standardwebhooks` package signs and signs what it verifies.
  *
+ * Senders built on Svix send the same headers named `svix-id`, `svix-timestamp` and `svix-signature`; those are
+ * read too. When a request carries any `webhook-*` header, the `webhook-*` set is read and the `svix-*` one
+ * ignored; the three headers are never mixed across the two sets. `sign` writes `webhook-*`.
+ *
+ * A delivery's age is measured to the millisecond, as the Go, Python and C# reference libraries do: with the
+ * default tolerance a delivery 300.5 s old is refused (the JavaScript package rounds down and would accept it).
+ *
  * @example
  * const scheme = createStandardWebhooksScheme({ secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] });
  * const { webhookId } = scheme.verify({ headers: req.headers, rawBody });
@@ -43,6 +50,7 @@ export function createStandardWebhooksScheme(options: StandardWebhooksSchemeOpti
     idHeader: 'webhook-id',
     timestampHeader: 'webhook-timestamp',
     signatureHeader: 'webhook-signature',
+    fallbackHeaders: [{ idHeader: 'svix-id', timestampHeader: 'svix-timestamp', signatureHeader: 'svix-signature' }],
     encoding: 'base64',
     deriveKey: standardWebhooksKey,
     signedContent: ({ webhookId, timestamp, rawBody }) => Buffer.concat([Buffer.from(`${webhookId}.${timestamp}.`, 'utf8'), rawBody]),

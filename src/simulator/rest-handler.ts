@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { API_ERROR_STATUSES } from '../events/rest-contract.js';
+import { errorResponse } from '../internal/error-response.js';
+import { bodyReadRefusal, readNodeStream } from '../internal/limited-body.js';
 import { RouteError, badRequest } from './route-error.js';
 import { IdempotencyStore, type RecordedResponse } from './idempotency.js';
 import type { ResolvedSimulatorOptions } from './options.js';
@@ -19,11 +21,6 @@ export interface RestHandlerOptions {
   options: ResolvedSimulatorOptions;
   /** The simulator's base URL once it listens. */
   baseUrl: () => string;
-}
-
-/** A `{"error":{"message"}}` answer. */
-function errorResponse(status: number, message: string): RecordedResponse {
-  return { status, body: JSON.stringify({ error: { message } }) };
 }
 
 /** What the pipeline answers: the response and the headers that go with it. */
@@ -165,20 +162,10 @@ function parseJson(text: string): unknown {
   }
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_REQUEST_BODY_BYTES) {
-        reject(new RouteError(413, `The body is over ${MAX_REQUEST_BODY_BYTES} bytes.`));
-        req.resume();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
+/** The body as text; past {@link MAX_REQUEST_BODY_BYTES} a 413 that closes the connection, so the rest is never read. */
+async function readBody(req: IncomingMessage): Promise<string> {
+  const read = await readNodeStream(req, MAX_REQUEST_BODY_BYTES, req.headers['content-length']);
+  if (read.ok) return read.body.toString('utf8');
+  const { status, message } = bodyReadRefusal(read.failure, MAX_REQUEST_BODY_BYTES);
+  throw new RouteError(status, message, { connection: 'close' });
 }

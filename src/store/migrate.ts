@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
+import { PayhooksError } from '../errors.js';
 import { quoteIdent } from './quote-ident.js';
 
 /** The migrations shipped with payhooks (`migrations/` at the package root). */
@@ -26,7 +27,7 @@ export interface MigrationReport {
 }
 
 /** An applied migration whose file has changed since: migrations only grow, so this stops the start. */
-export class MigrationChecksumError extends Error {
+export class MigrationChecksumError extends PayhooksError {
   constructor(
     readonly migration: string,
     readonly recorded: string,

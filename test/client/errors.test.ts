@@ -10,6 +10,7 @@ import {
   ServerError,
   ValidationError,
 } from '../../src/client/index.js';
+import { PayhooksError } from '../../src/errors.js';
 import { invoice, useApiServer } from './support.js';
 
 const { server, client } = useApiServer();
@@ -39,7 +40,8 @@ describe('error statuses', () => {
     expect(apiError.name).toBe(ErrorClass.name);
     expect(apiError.status).toBe(status);
     expect(apiError.serverMessage).toBe(message);
-    expect(apiError.message).toBe(`GET /v1/invoices/inv_1: ${status} ${message}`);
+    expect(apiError).toBeInstanceOf(PayhooksError);
+    expect(apiError.message).toBe(`payhooks: GET /v1/invoices/inv_1: ${status} ${message}`);
     expect(apiError.headers?.get('x-request-id')).toBe(`req_${status}`);
     expect(apiError.method).toBe('GET');
     expect(apiError.path).toBe('/v1/invoices/inv_1');
@@ -53,7 +55,7 @@ describe('error statuses', () => {
       .invoices.get('inv_1')
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServerError);
-    expect((error as ServerError).message).toBe('GET /v1/invoices/inv_1: 502 no error message in the response');
+    expect((error as ServerError).message).toBe('payhooks: GET /v1/invoices/inv_1: 502 no error message in the response');
   });
 
   it('an unexpected status is a plain ApiError', async () => {
@@ -78,7 +80,7 @@ describe('malformed 2xx responses', () => {
     const validation = error as ApiResponseValidationError;
     expect(validation.status).toBe(200);
     expect(validation.issues.map((issue) => issue.path).sort()).toEqual(['amount', 'items.0.currency']);
-    expect(validation.message).toMatch(/^GET \/v1\/invoices\/inv_1: the 200 response does not have the expected shape: /);
+    expect(validation.message).toMatch(/^payhooks: GET \/v1\/invoices\/inv_1: the 200 response does not have the expected shape: /);
     expect(validation.message).toContain('amount');
     expect(validation.message).toContain('items.0.currency');
   });
@@ -98,7 +100,7 @@ describe('malformed 2xx responses', () => {
       .invoices.get('inv_1')
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiResponseValidationError);
-    expect((error as Error).message).toBe('GET /v1/invoices/inv_1: the 200 response is not JSON');
+    expect((error as Error).message).toBe('payhooks: GET /v1/invoices/inv_1: the 200 response is not JSON');
     expect(server().requests).toHaveLength(1);
   });
 

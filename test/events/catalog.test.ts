@@ -11,6 +11,7 @@ import {
   resourceKeyOf,
   type EventType,
 } from '../../src/events/index.js';
+import { PayhooksError } from '../../src/errors.js';
 
 function paths(input: unknown): string[] {
   const result = parseEvent(input);
@@ -110,6 +111,8 @@ describe('wrongly typed fields are rejected with their paths', () => {
     expect(result.ok).toBe(false);
     if (result.ok) return;
     expect(result.error).toBeInstanceOf(EventParseError);
+    expect(result.error).toBeInstanceOf(PayhooksError);
+    expect(result.error.message).toMatch(/^payhooks: Invalid event: /);
     expect(result.error.issues.map((i) => i.path).sort()).toEqual(['data.organization', 'data.payment.amount', 'data.refund.currency']);
     expect(result.error.message).toMatch(/data\.refund\.currency: must be a three-letter ISO 4217 code/);
   });

@@ -1,7 +1,7 @@
 import { errorMessage } from '../helpers/error-body.js';
 import { createServer } from 'node:http';
 import express from 'express';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
@@ -137,9 +137,17 @@ describe.each(ADAPTERS)('the %s adapter when storage is down', (adapter) => {
   });
 });
 
+/** A pino logger whose lines land in `lines`, parsed. */
+function capturingLogger(): { logger: Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  return { logger, lines };
+}
+
 describe('mounting after express.json()', () => {
-  it('answers 500 with a message that says how to mount the middleware, not a signature error', async () => {
-    const hooks = createPayhooks({ secret: SECRET, database: store, ...silent });
+  it('answers 500 with a message that says how to mount the middleware, not a signature error, and logs body_already_parsed', async () => {
+    const { logger, lines } = capturingLogger();
+    const hooks = createPayhooks({ secret: SECRET, database: store, logger });
     const app = express();
     app.use(express.json());
     app.post('/webhooks', hooks.express());
@@ -147,12 +155,29 @@ describe('mounting after express.json()', () => {
     try {
       const response = await post(`${url}/webhooks`, signedDelivery(scheme, envelope('parsed_first')));
       expect(response.status).toBe(500);
-      expect(errorMessage(response.body)).toBe(
-        'payhooks received a parsed body instead of the raw bytes, so the signature cannot be checked. ' +
-          'Mount the webhook route before any JSON body parser, e.g. app.post("/webhooks", hooks.express()) ' +
-          'above app.use(express.json()), or exclude the webhook path from the parser.',
-      );
+      const expected =
+        'payhooks: The webhook body reached the verifier as a parsed object: a JSON body parser (express.json(), bodyParser.json(), ' +
+        "a framework's automatic parsing) ran first, not as raw bytes. Give the webhook middleware the raw request bytes: mount it " +
+        'before any body parser (e.g. above app.use(express.json())), exclude the webhook path from the parser, or use ' +
+        'express.raw({ type: "application/json" }) on that route.';
+      expect(errorMessage(response.body)).toBe(expected);
+      expect(lines).toContainEqual(expect.objectContaining({ level: 50, reason: 'body_already_parsed', msg: expected }));
       expect(await getEvent(store, 'parsed_first')).toBeUndefined();
+    } finally {
+      await close();
+    }
+  });
+
+  it('says "as a string" after a text body parser', async () => {
+    const hooks = createPayhooks({ secret: SECRET, database: store, ...silent });
+    const app = express();
+    app.use(express.text({ type: 'application/json' }));
+    app.post('/webhooks', hooks.express());
+    const { url, close } = await listen(createServer(app));
+    try {
+      const response = await post(`${url}/webhooks`, signedDelivery(scheme, envelope('text_first')));
+      expect(response.status).toBe(500);
+      expect(errorMessage(response.body)).toMatch(/reached the verifier as a string: .* mount it before any body parser/);
     } finally {
       await close();
     }

@@ -11,6 +11,7 @@ import { envelope, post, signedDelivery } from '../helpers/deliveries.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { listen } from '../helpers/servers.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
+import { waitFor } from '../helpers/wait.js';
 
 const SECRET = 'durability-secret';
 const scheme = createDefaultScheme({ secrets: [SECRET] });
@@ -108,23 +109,33 @@ describe.skipIf(!pgUrl)('durability on the real PostgreSQL server', () => {
     const { url, close } = await listen(createServer(hooks.node()));
     try {
       expect((await post(`${url}/webhooks`, signedDelivery(scheme, envelope('hang_warmup')))).status).toBe(200);
+      // The two deliveries differ only in their timestamp header, which is stored with the row: it tells which of
+      // them inserted it.
+      const firstTimestamp = Math.floor(Date.now() / 1000) - 1;
+      const retryTimestamp = firstTimestamp + 1;
       proxy.stall();
       const started = Date.now();
-      const during = await post(`${url}/webhooks`, signedDelivery(scheme, envelope('hang_1')));
+      const during = await post(`${url}/webhooks`, signedDelivery(scheme, envelope('hang_1'), { timestamp: firstTimestamp }));
       const waited = Date.now() - started;
       expect(during.status).toBe(503);
       expect(waited).toBeGreaterThanOrEqual(450);
       expect(waited).toBeLessThan(5000);
       proxy.resume();
-      // The sender retries; the late insert may have landed meanwhile, so the answer is stored or duplicate.
-      const retried = await post(`${url}/webhooks`, signedDelivery(scheme, envelope('hang_1')));
+      // The sender retries; the late insert may land before or after it.
+      const retried = await post(`${url}/webhooks`, signedDelivery(scheme, envelope('hang_1'), { timestamp: retryTimestamp }));
       expect(retried.status).toBe(200);
-      const row = await store.db
-        .selectFrom('inbox_events')
-        .select(['event_id', 'deliveries'])
-        .where('event_id', '=', 'hang_1')
-        .executeTakeFirstOrThrow();
-      expect(row.deliveries).toBeGreaterThanOrEqual(1);
+      // Both deliveries reached the database (the first one's bytes were only held back), so once the late insert
+      // has finished the row counts exactly two, read on a connection that bypasses the proxy.
+      const row = () =>
+        store.db.selectFrom('inbox_events').select(['deliveries', 'headers']).where('event_id', '=', 'hang_1').executeTakeFirst();
+      await waitFor(async () => ((await row())?.deliveries ?? 0) >= 2, 'both deliveries of hang_1 to reach the database');
+      const stored = (await row())!;
+      expect(stored.deliveries).toBe(2);
+      // The retry says duplicate exactly when the first (late) insert was the one that created the row.
+      const inserter = stored.headers['x-webhook-timestamp'];
+      expect([String(firstTimestamp), String(retryTimestamp)]).toContain(inserter);
+      const firstLanded = inserter === String(firstTimestamp);
+      expect(retried.body).toEqual(firstLanded ? { received: true, duplicate: true } : { received: true });
     } finally {
       await close();
       await hooks.close();

@@ -9,7 +9,9 @@ import {
   type SignatureScheme,
   type VerificationFailureReason,
   type VerifyInput,
+  parseSecretList,
 } from '../../src/signature/index.js';
+import { PayhooksError } from '../../src/errors.js';
 import { bytes, failure, NOW, NOW_MS } from './support.js';
 
 const SECRET = 'super-secret-signing-key-9f2c';
@@ -134,16 +136,21 @@ describe('each failure reason, with a precise message', () => {
 
   it('covers every reason', () => {
     const reasons = new Set<VerificationFailureReason>(verifyCases.map((c) => c.reason));
-    reasons.add(failure(() => createDefaultScheme({ secrets: [] })).reason);
+    // Every reason is about a delivery: a configuration mistake is a TypeError when the scheme is built (below).
     expect([...reasons].sort()).toEqual([
       'body_already_parsed',
       'malformed_header',
       'missing_header',
       'no_matching_signature',
-      'no_secret',
       'timestamp_in_future',
       'timestamp_too_old',
     ]);
+  });
+
+  it('is a PayhooksError: its message starts with "payhooks: "', () => {
+    const error = failure(() => scheme.verify({ headers: {}, rawBody: body, now: NOW_MS }));
+    expect(error).toBeInstanceOf(PayhooksError);
+    expect(error.message).toBe('payhooks: The x-webhook-timestamp header is missing.');
   });
 
   it('no_matching_signature explains what to check', () => {
@@ -209,7 +216,7 @@ describe('no message ever holds a secret or an expected signature', () => {
           rotating.sign({ rawBody: payload, timestamp: NOW, secret })['x-webhook-signature']!.slice('v1='.length),
         );
         const errors = everyFailure(rotating, rotating.sign({ rawBody: payload, timestamp: NOW }), payload);
-        expect(new Set(errors.map((e) => e.reason)).size).toBe(7 - 1); // every reason but no_secret
+        expect(new Set(errors.map((e) => e.reason)).size).toBe(6); // every reason
         for (const error of errors) {
           for (const secret of secrets) expect(error.message).not.toContain(secret);
           for (const hex of expected) expect(error.message).not.toContain(hex);
@@ -260,19 +267,64 @@ describe('assertRawBody', () => {
 });
 
 describe('options are validated with clear errors', () => {
-  it('no secret at all, or an empty one, is no_secret', () => {
-    expect(failure(() => createDefaultScheme({ secrets: [] })).message).toMatch(/No webhook signing secret is configured/);
-    expect(failure(() => createDefaultScheme({ secrets: '' })).message).toMatch(/secret #1 of 1 is empty/);
-    expect(failure(() => createDefaultScheme({ secrets: ['ok', '   '] })).message).toMatch(/secret #2 of 2 is only whitespace/);
-    expect(failure(() => createDefaultScheme({ secrets: undefined as unknown as string })).reason).toBe('no_secret');
-    expect(failure(() => createDefaultScheme({ secrets: ['ok', 7 as unknown as string] })).message).toMatch(
-      /#2 of 2 is a number, not a string/,
-    );
-    expect(failure(() => createStandardWebhooksScheme({ secrets: 'whsec_' })).message).toMatch(/gives an empty HMAC key/);
+  /** Runs `fn`, which must throw a TypeError (a configuration mistake, never a WebhookVerificationError), and returns it. */
+  function configError(fn: () => unknown): TypeError {
+    try {
+      fn();
+    } catch (err) {
+      expect(err).toBeInstanceOf(TypeError);
+      expect(err).not.toBeInstanceOf(WebhookVerificationError);
+      return err as TypeError;
+    }
+    throw new Error('expected a TypeError, but nothing was thrown');
+  }
+
+  it('no secret at all, or only empty ones, is a TypeError at construction, for every scheme', () => {
+    const noSecret = /^No webhook signing secret is configured: pass this endpoint's secret \(GET \/v1\/webhooks\/\{id\}\/secret\)/;
+    const base = { timestampHeader: 'x-t', signatureHeader: 'x-s', encoding: 'hex' as const, signedContent: () => bytes('') };
+    for (const secrets of [[], '', '   ', ' , ,', ['', '  ']]) {
+      expect(configError(() => createDefaultScheme({ secrets })).message).toMatch(noSecret);
+      expect(configError(() => createStandardWebhooksScheme({ secrets })).message).toMatch(noSecret);
+      expect(configError(() => createHmacScheme({ ...base, secrets })).message).toMatch(noSecret);
+    }
   });
 
-  it('signing with an empty secret is no_secret', () => {
-    expect(failure(() => scheme.sign({ rawBody: body, secret: '' })).reason).toBe('no_secret');
+  it('secrets that are not a string or an array of strings are a TypeError naming the bad item', () => {
+    expect(configError(() => createDefaultScheme({ secrets: undefined as unknown as string })).message).toBe(
+      'The webhook secrets must be a string (several separated by commas) or an array of strings, not undefined.',
+    );
+    expect(configError(() => createDefaultScheme({ secrets: { s: 1 } as unknown as string })).message).toMatch(/not an object\.$/);
+    expect(configError(() => createDefaultScheme({ secrets: ['ok', 7 as unknown as string] })).message).toBe(
+      'Webhook secret #2 of 2 is a number, not a string.',
+    );
+    expect(configError(() => createDefaultScheme({ secrets: [null as unknown as string] })).message).toBe(
+      'Webhook secret #1 of 1 is null, not a string.',
+    );
+    expect(configError(() => createStandardWebhooksScheme({ secrets: 'whsec_' })).message).toBe('Secret #1 of 1 gives an empty HMAC key.');
+  });
+
+  it('signing with an empty secret is a TypeError', () => {
+    expect(configError(() => scheme.sign({ rawBody: body, secret: '' })).message).toMatch(
+      /secret passed to sign\(\) must be a non-empty string/,
+    );
+    expect(configError(() => scheme.sign({ rawBody: body, secret: '  ' })).message).toMatch(/must be a non-empty string/);
+  });
+
+  it('createDefaultScheme reads secrets as parseSecretList does: a comma-separated string is a rotation, empties are dropped', () => {
+    const payload = bytes('{}');
+    const byOld = createDefaultScheme({ secrets: 'old' }).sign({ rawBody: payload, timestamp: NOW });
+    for (const secrets of ['new,old', ' new , old ', 'new,,old,', ['new', 'old'], [' new', '', 'old ']]) {
+      expect(parseSecretList(secrets)).toEqual(['new', 'old']);
+      const rotating = createDefaultScheme({ secrets });
+      expect(rotating.verify({ headers: byOld, rawBody: payload, now: NOW_MS }).matchedSecretIndex).toBe(1);
+      expect(rotating.sign({ rawBody: payload, timestamp: NOW })).toEqual(
+        createDefaultScheme({ secrets: 'new' }).sign({ rawBody: payload, timestamp: NOW }),
+      );
+      // A secret given to sign() is read the same way, trimmed.
+      expect(rotating.sign({ rawBody: payload, timestamp: NOW, secret: ' old ' })).toEqual(byOld);
+    }
+    // An array item is one secret even if it holds a comma; only a string is split.
+    expect(parseSecretList(['a,b'])).toEqual(['a,b']);
   });
 
   it.each([0, -5, Number.NaN, Number.POSITIVE_INFINITY])('toleranceSeconds %s is refused', (toleranceSeconds) => {

@@ -108,3 +108,44 @@ describe('createHmacScheme: defaults and the id header', () => {
     expect(seen.every((p) => p.webhookId === undefined)).toBe(true);
   });
 });
+
+describe('createHmacScheme: fallback header names', () => {
+  const base = {
+    secrets: 'fb-secret',
+    idHeader: 'x-id',
+    timestampHeader: 'x-ts',
+    signatureHeader: 'x-sig',
+    encoding: 'hex' as const,
+    signedContent: ({ webhookId, timestamp, rawBody }: SignedParts) => Buffer.concat([bytes(`${webhookId}.${timestamp}.`), rawBody]),
+  };
+
+  it('reads a complete fallback set when none of the main headers is present', () => {
+    const scheme = createHmacScheme({
+      ...base,
+      fallbackHeaders: [{ idHeader: 'Y-Id', timestampHeader: 'y-ts', signatureHeader: 'y-sig' }],
+    });
+    expect(scheme.headerNames).toEqual(['x-ts', 'x-sig', 'x-id', 'y-ts', 'y-sig', 'y-id']);
+    const signed = scheme.sign({ rawBody: '{}', webhookId: 'd1', timestamp: NOW });
+    expect(Object.keys(signed)).toEqual(['x-id', 'x-ts', 'x-sig']);
+    const renamed = { 'y-id': signed['x-id']!, 'y-ts': signed['x-ts']!, 'y-sig': signed['x-sig']! };
+    expect(scheme.verify({ headers: renamed, rawBody: bytes('{}'), now: NOW_MS })).toEqual({
+      timestamp: NOW,
+      webhookId: 'd1',
+      matchedSecretIndex: 0,
+    });
+    expect(signed['x-sig']).toBe(opensslHmacHex('fb-secret', bytes(`d1.${NOW}.{}`)));
+  });
+
+  it('refuses fallback sets that do not match the main set, or reuse a name', () => {
+    expect(() => createHmacScheme({ ...base, fallbackHeaders: [{ timestampHeader: 'y-ts', signatureHeader: 'y-sig' }] })).toThrow(
+      new TypeError('fallbackHeaders[0] must have an idHeader exactly when the scheme has one.'),
+    );
+    expect(() =>
+      createHmacScheme({ ...base, fallbackHeaders: [{ idHeader: 'y-id', timestampHeader: 'X-TS', signatureHeader: 'y-sig' }] }),
+    ).toThrow(/header names must differ/);
+    expect(() =>
+      createHmacScheme({ ...base, fallbackHeaders: [{ idHeader: 'y id', timestampHeader: 'y-ts', signatureHeader: 'y-sig' }] }),
+    ).toThrow(new TypeError('fallbackHeaders[0].idHeader must be an HTTP header name, not y id.'));
+    expect(() => createHmacScheme({ ...base, fallbackHeaders: {} as [] })).toThrow(TypeError);
+  });
+});

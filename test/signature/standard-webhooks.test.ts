@@ -14,9 +14,16 @@ describe('the Standard Webhooks preset against the standardwebhooks package', ()
   const scheme = createStandardWebhooksScheme({ secrets: SECRET });
   const reference = new Webhook(SECRET);
 
-  it('names its headers', () => {
+  it('names its headers: webhook-* first, then the svix-* names it also reads', () => {
     expect(scheme.name).toBe('standard-webhooks');
-    expect([...scheme.headerNames].sort()).toEqual(['webhook-id', 'webhook-signature', 'webhook-timestamp']);
+    expect(scheme.headerNames).toEqual([
+      'webhook-timestamp',
+      'webhook-signature',
+      'webhook-id',
+      'svix-timestamp',
+      'svix-signature',
+      'svix-id',
+    ]);
   });
 
   it('verifies what the package signs', () => {
@@ -154,7 +161,7 @@ describe('the Standard Webhooks preset against the standardwebhooks package', ()
     const headers = scheme.sign({ rawBody: payload, webhookId: 'msg_a', timestamp: NOW });
     const { 'webhook-id': _id, ...withoutId } = headers;
     const missing = failure(() => scheme.verify({ headers: withoutId, rawBody: payload, now: NOW_MS }));
-    expect([missing.reason, missing.message]).toEqual(['missing_header', 'The webhook-id header is missing.']);
+    expect([missing.reason, missing.message]).toEqual(['missing_header', 'payhooks: The webhook-id header is missing.']);
     expect(failure(() => scheme.verify({ headers: { ...headers, 'webhook-id': 'msg_b' }, rawBody: payload, now: NOW_MS })).reason).toBe(
       'no_matching_signature',
     );
@@ -174,5 +181,150 @@ describe('the Standard Webhooks preset against the standardwebhooks package', ()
         expect(failure(() => scheme.verify({ headers: tampered, rawBody: body, now: NOW_MS })).reason).toBe('no_matching_signature');
       }),
     );
+  });
+});
+
+describe('the published Standard Webhooks test vector', () => {
+  // From the reference libraries' own tests (Go webhook_test.go TestWebhookSign, Python test_sign_function).
+  const vector = {
+    secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    id: 'msg_p5jXN8AQM9LWM0D4loKWxJek',
+    timestamp: 1614265330,
+    payload: '{"test": 2432232314}',
+    signature: 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
+  };
+  const headers = { 'webhook-id': vector.id, 'webhook-timestamp': String(vector.timestamp), 'webhook-signature': vector.signature };
+  const at = vector.timestamp * 1000;
+
+  it('signs to the published signature, as the standardwebhooks package does, with or without the whsec_ prefix', () => {
+    expect(new Webhook(vector.secret).sign(vector.id, new Date(at), vector.payload)).toBe(vector.signature);
+    for (const secret of [vector.secret, vector.secret.slice('whsec_'.length)]) {
+      expect(
+        createStandardWebhooksScheme({ secrets: secret }).sign({
+          rawBody: vector.payload,
+          webhookId: vector.id,
+          timestamp: vector.timestamp,
+        }),
+      ).toEqual(headers);
+    }
+  });
+
+  it('verifies the published delivery, and refuses the published invalid signatures', () => {
+    const scheme = createStandardWebhooksScheme({ secrets: vector.secret });
+    expect(scheme.verify({ headers, rawBody: bytes(vector.payload), now: at })).toEqual({
+      timestamp: vector.timestamp,
+      webhookId: vector.id,
+      matchedSecretIndex: 0,
+    });
+    for (const invalid of ['v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OA=', 'v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=']) {
+      expect(
+        failure(() => scheme.verify({ headers: { ...headers, 'webhook-signature': invalid }, rawBody: bytes(vector.payload), now: at }))
+          .reason,
+      ).toBe('no_matching_signature');
+    }
+    // The references' multi-signature case: a bad v1, a v2, the valid one, another bad v1.
+    const multi = [
+      'v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=',
+      'v2,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=',
+      vector.signature,
+      'v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=',
+    ].join(' ');
+    expect(scheme.verify({ headers: { ...headers, 'webhook-signature': multi }, rawBody: bytes(vector.payload), now: at }).webhookId).toBe(
+      vector.id,
+    );
+  });
+});
+
+describe('the Standard Webhooks preset: age to the millisecond', () => {
+  const scheme = createStandardWebhooksScheme({ secrets: SECRET });
+  const reference = new Webhook(SECRET);
+  const payload = '{"eventId":"evt_age"}';
+  const headers = {
+    'webhook-id': 'msg_age',
+    'webhook-timestamp': String(NOW),
+    'webhook-signature': reference.sign('msg_age', new Date(NOW_MS), payload),
+  };
+  const verifyAt = (now: number) => scheme.verify({ headers, rawBody: bytes(payload), now });
+
+  // The Go, Python and C# libraries compare times, not whole seconds: now - timestamp > 5 min is too old. (The
+  // JavaScript package rounds now down to the second, so it alone would still accept 300.5 s.)
+  it('refuses a delivery exactly 300.5 s old, accepts one 299.5 s old and one exactly 300 s old', () => {
+    const old = failure(() => verifyAt(NOW_MS + 300_500));
+    expect(old.reason).toBe('timestamp_too_old');
+    expect(old.message).toMatch(/\(1700000000\) is 300\.5 s old, over the tolerance of 300 s/);
+    expect(verifyAt(NOW_MS + 299_500).webhookId).toBe('msg_age');
+    expect(verifyAt(NOW_MS + 300_000).webhookId).toBe('msg_age');
+  });
+
+  it('refuses one 300.5 s in the future and accepts one 299.5 s ahead', () => {
+    expect(failure(() => verifyAt(NOW_MS - 300_500)).reason).toBe('timestamp_in_future');
+    expect(verifyAt(NOW_MS - 299_500).webhookId).toBe('msg_age');
+  });
+});
+
+describe('the Standard Webhooks preset: svix-* headers (senders built on Svix)', () => {
+  const scheme = createStandardWebhooksScheme({ secrets: SECRET });
+  const reference = new Webhook(SECRET);
+  const payload = '{"eventId":"evt_svix"}';
+  const svixHeaders = (id: string, seconds: number, body: string, webhook = reference) => ({
+    'svix-id': id,
+    'svix-timestamp': String(seconds),
+    'svix-signature': webhook.sign(id, new Date(seconds * 1000), body),
+  });
+
+  it('verifies what the standardwebhooks package signs, sent under svix-* names', () => {
+    fc.assert(
+      fc.property(fc.json(), msgId, fc.integer({ min: -300, max: 300 }), (body, id, offset) => {
+        const headers = svixHeaders(id, NOW + offset, body);
+        expect(scheme.verify({ headers, rawBody: bytes(body), now: NOW_MS })).toEqual({
+          timestamp: NOW + offset,
+          webhookId: id,
+          matchedSecretIndex: 0,
+        });
+      }),
+      { numRuns: 50 },
+    );
+  });
+
+  it('fails svix-* deliveries for the same reasons, naming the svix-* header', () => {
+    const headers = svixHeaders('msg_s', NOW, payload);
+    const { 'svix-signature': _signature, ...unsigned } = headers;
+    const missing = failure(() => scheme.verify({ headers: unsigned, rawBody: bytes(payload), now: NOW_MS }));
+    expect([missing.reason, missing.message]).toEqual(['missing_header', 'payhooks: The svix-signature header is missing.']);
+    expect(failure(() => scheme.verify({ headers: { ...headers, 'svix-id': 'msg_t' }, rawBody: bytes(payload), now: NOW_MS })).reason).toBe(
+      'no_matching_signature',
+    );
+    const stale = failure(() => scheme.verify({ headers, rawBody: bytes(payload), now: NOW_MS + 300_500 }));
+    expect([stale.reason, stale.message]).toEqual([
+      'timestamp_too_old',
+      expect.stringMatching(/^payhooks: The svix-timestamp header \(1700000000\) is 300\.5 s old/),
+    ]);
+  });
+
+  it('prefers webhook-* when both sets are present, and never mixes the two', () => {
+    const valid = scheme.sign({ rawBody: payload, webhookId: 'msg_w', timestamp: NOW });
+    const svix = svixHeaders('msg_x', NOW, payload);
+    // Both valid: the webhook-* id is the one reported.
+    expect(scheme.verify({ headers: { ...svix, ...valid }, rawBody: bytes(payload), now: NOW_MS }).webhookId).toBe('msg_w');
+    // A bad webhook-* signature is not rescued by a good svix-* one.
+    const badWebhook = { ...svix, ...valid, 'webhook-signature': svix['svix-signature'] };
+    expect(failure(() => scheme.verify({ headers: badWebhook, rawBody: bytes(payload), now: NOW_MS })).reason).toBe(
+      'no_matching_signature',
+    );
+    // One webhook-* header present selects the webhook-* set: the others are required under those names.
+    const mixed = failure(() =>
+      scheme.verify({
+        headers: { 'webhook-id': 'msg_x', 'svix-timestamp': svix['svix-timestamp'], 'svix-signature': svix['svix-signature'] },
+        rawBody: bytes(payload),
+        now: NOW_MS,
+      }),
+    );
+    expect([mixed.reason, mixed.message]).toEqual(['missing_header', 'payhooks: The webhook-timestamp header is missing.']);
+  });
+
+  it('signs with the webhook-* names, which the package verifies', () => {
+    const headers = scheme.sign({ rawBody: payload });
+    expect(Object.keys(headers).sort()).toEqual(['webhook-id', 'webhook-signature', 'webhook-timestamp']);
+    expect(reference.verify(payload, headers)).toEqual(JSON.parse(payload));
   });
 });
