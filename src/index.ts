@@ -21,9 +21,14 @@ export { nodeHandler } from './adapters/node-http.js';
 export { openDatabase, DEFAULT_DATA_DIR, DEFAULT_SCHEMA, type DatabaseOptions, type PayhooksDatabase } from './store/database.js';
 export {
   migrate,
+  migrateApp,
   readMigrations,
   MigrationChecksumError,
+  UnknownMigrationsError,
   MIGRATIONS_DIR,
+  DEFAULT_APP_SCHEMA,
+  APP_MIGRATIONS_TABLE,
+  type AppMigrationOptions,
   type MigrationFile,
   type MigrationReport,
 } from './store/migrate.js';
@@ -39,8 +44,17 @@ export {
 export { pruneEvents, replayEvents, SENDER_RETRY_HORIZON_MS } from './store/maintenance.js';
 export { EVENT_STATUSES, type EventStatus, type PayhooksTables } from './store/schema.js';
 
-export { HandlerRegistry, type AnyEventHandler, type EventHandler, type HandlerContext, type HandlerOptions } from './worker/handlers.js';
+export {
+  HandlerRegistry,
+  type AnyEventHandler,
+  type EventHandler,
+  type HandlerContext,
+  type HandlerOptions,
+  type UnknownTypeHandlerOptions,
+} from './worker/handlers.js';
+export { UnknownEventTypeError } from './worker/unknown-event-type.js';
 export { createWorker, type Worker, type WorkerOptions } from './worker/worker.js';
+export { WORKER_DEFAULTS } from './worker/defaults.js';
 export { eventRetryDelay, type BackoffOptions } from './worker/retry-delay.js';
 
 export { createLogger, REDACTED_PATHS } from './logger.js';
