@@ -129,7 +129,9 @@ describe.each(backends)('app migrations and ctx.transaction on $name', (backend)
 
     it('refuses to start on a schema migrated by a newer payhooks, with or without migrate, and applies nothing', async () => {
       const s = await open();
-      await sql`insert into ${sql.id(s.schema, 'schema_migrations')} (name, checksum) values ('999_from_the_future.sql', 'x')`.execute(s.db);
+      await sql`insert into ${sql.id(s.schema, 'schema_migrations')} (name, checksum) values ('999_from_the_future.sql', 'x')`.execute(
+        s.db,
+      );
       const message = /newer version of payhooks: it records 999_from_the_future\.sql.*upgrade payhooks or point at another schema/;
       for (const migrateOption of [true, false]) {
         const instance = createPayhooks({ database: s, logger, migrate: migrateOption, migrations: fixture, appSchema });
