@@ -241,6 +241,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
       return fetchHandler(facade);
     },
     on(types: string | readonly string[], handler: AnyEventHandler<Api>, handlerOptions?: HandlerOptions) {
+      // Both overloads end here; the registry checks the types against the catalog at run time either way.
       registry.on(types, handler, handlerOptions as UnknownTypeHandlerOptions);
       return hooks;
     },

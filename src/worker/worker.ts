@@ -55,7 +55,7 @@ export interface WorkerOptions<Api = unknown> {
 /** Lifecycle of a running worker. */
 export interface Worker {
   readonly workerId: string;
-  /** Starts claiming: LISTEN for new events, poll as a fallback. */
+  /** Starts claiming: LISTEN for new events, poll as a fallback. Resolves after the first claim round. */
   start(): Promise<void>;
   /** Looks for due events now (the receiver calls it after storing one). */
   wake(): void;

@@ -27,8 +27,8 @@ interface AppTables {
 describe.each(backends)('app migrations and ctx.transaction on $name', (backend) => {
   let store: PayhooksDatabase | undefined;
   let hooks: Payhooks | undefined;
-  // On the shared server each test gets its own app schema (public is shared by every test run); PGlite in
-  // memory is private, so it checks the default, public.
+  // On the shared server each test gets its own app schema (public is shared by every test run). PGlite in
+  // memory is private: it checks a named schema in the handler test and the default, public, in the others.
   let appSchema: string | undefined;
   afterEach(async () => {
     await hooks?.stop(2000);
@@ -38,9 +38,9 @@ describe.each(backends)('app migrations and ctx.transaction on $name', (backend)
     store = undefined;
   });
 
-  async function open() {
+  async function open(pgliteSchema?: string) {
     store = await backend.open();
-    appSchema = backend.name === 'postgres' ? uniqueSchema('app') : undefined;
+    appSchema = backend.name === 'postgres' ? uniqueSchema('app') : pgliteSchema;
     return store;
   }
   const expectedSchema = () => appSchema ?? 'public';
@@ -55,7 +55,7 @@ describe.each(backends)('app migrations and ctx.transaction on $name', (backend)
 
   describe.skipIf(!backend.available)('app tables', () => {
     it("applies the app's migrations in its schema, and a handler's ctx.transaction writes there: a retry leaves one row", async () => {
-      const s = await open();
+      const s = await open('billing');
       hooks = createPayhooks({ database: s, logger, migrations: fixture, appSchema, worker: fast });
       let attempts = 0;
       hooks.on(
