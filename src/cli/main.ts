@@ -221,7 +221,9 @@ export async function run(argv: string[], out: (text: string) => void = (text) =
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode;
     if (err instanceof SilentFailure) return 1;
-    console.error(`payhooks: ${err instanceof Error ? err.message : String(err)}`);
+    const message = err instanceof Error ? err.message : String(err);
+    // PayhooksError messages already start with "payhooks: ".
+    console.error(message.startsWith('payhooks: ') ? message : `payhooks: ${message}`);
     return 1;
   }
 }

@@ -69,7 +69,8 @@ describe('payhooks migrate --dir on an embedded database', () => {
       dir,
     );
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/migrations directory \S*no-such-migrations does not exist/);
+    // One "payhooks: " prefix, though the error is a PayhooksError whose message carries it already.
+    expect(result.stderr).toMatch(/^payhooks: The migrations directory \S*no-such-migrations does not exist or is not a directory\.\n$/);
     expect(existsSync(dataDir)).toBe(false);
   });
 });
