@@ -86,12 +86,24 @@ export { nodeHandler } from './adapters/node-http.js';
 
 // The inbox: opening, migrating, reading and maintaining it
 export { openDatabase, type DatabaseOptions, type PayhooksDatabase } from './store/database.js';
-export { migrate, readMigrations, MigrationChecksumError, type MigrationFile, type MigrationReport } from './store/migrate.js';
+export {
+  migrate,
+  migrateApp,
+  readMigrations,
+  MigrationChecksumError,
+  UnknownMigrationsError,
+  DEFAULT_APP_SCHEMA,
+  type AppMigrationOptions,
+  type MigrationFile,
+  type MigrationReport,
+} from './store/migrate.js';
 export { getEvent, listEvents, type ListEventsFilter, type StoredEvent, type StoredEventDetail } from './store/inbox.js';
 export { pruneEvents, replayEvents } from './store/maintenance.js';
 export { EVENT_STATUSES, type EventStatus, type PayhooksTables } from './store/schema.js';
 
 // Handlers and the worker that runs them (hooks.on / hooks.start)
-export type { AnyEventHandler, EventHandler, HandlerContext, HandlerOptions } from './worker/handlers.js';
+export type { AnyEventHandler, EventHandler, HandlerContext, HandlerOptions, UnknownTypeHandlerOptions } from './worker/handlers.js';
+export { UnknownEventTypeError } from './worker/unknown-event-type.js';
+export { WORKER_DEFAULTS } from './worker/defaults.js';
 export type { Worker } from './worker/worker.js';
 export type { BackoffOptions } from './worker/retry-delay.js';

@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+import type { Kysely } from 'kysely';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { expressMiddleware } from './adapters/express.js';
@@ -16,12 +17,26 @@ import {
   type ReceiveResponse,
 } from './receiver/receiver.js';
 import { createDefaultScheme, parseSecretList, type SignatureScheme } from './signature/index.js';
-import { openDatabase, type DatabaseOptions, type PayhooksDatabase } from './store/database.js';
+import { assertSchemaName, openDatabase, type DatabaseOptions, type PayhooksDatabase } from './store/database.js';
 import { replayEvents } from './store/maintenance.js';
-import { migrate } from './store/migrate.js';
+import {
+  DEFAULT_APP_SCHEMA,
+  UnknownMigrationsError,
+  migrate,
+  migrateApp,
+  readMigrations,
+  unknownMigrations,
+  type MigrationFile,
+} from './store/migrate.js';
 import type { EventStatus } from './store/schema.js';
 import type { EventType } from './events/index.js';
-import { HandlerRegistry, type AnyEventHandler, type EventHandler, type HandlerOptions } from './worker/handlers.js';
+import {
+  HandlerRegistry,
+  type AnyEventHandler,
+  type EventHandler,
+  type HandlerOptions,
+  type UnknownTypeHandlerOptions,
+} from './worker/handlers.js';
 import { createWorker, type Worker, type WorkerOptions } from './worker/worker.js';
 
 /** Worker settings of {@link PayhooksOptions}; see {@link WorkerOptions} for each default. */
@@ -41,8 +56,22 @@ export interface PayhooksOptions<Api = unknown> {
   scheme?: SignatureScheme | undefined;
   /** Where the inbox lives: options for {@link openDatabase}, or an open database. Default: embedded PGlite. */
   database?: DatabaseOptions | PayhooksDatabase | undefined;
-  /** Apply pending migrations when the database is first opened. Default true. */
+  /**
+   * Apply pending migrations (payhooks' own, then the app's `migrations`) when the database is first opened.
+   * Default true. Either way, a database migrated by a newer payhooks is refused.
+   */
   migrate?: boolean | undefined;
+  /**
+   * A directory of the app's OWN numbered SQL files (`001_paid_invoices.sql`, …; path or file URL), applied after
+   * payhooks' own, in `appSchema`, with the same checksums and locking (see {@link migrateApp}). Read when
+   * `createPayhooks` is called, so a wrong path fails at once. Default: none.
+   */
+  migrations?: string | URL | undefined;
+  /**
+   * The schema of the app's own tables: where `migrations` create them and what `ctx.transaction` puts first on
+   * the search path (then `public`), so unqualified names mean the same tables in both. Default `public`.
+   */
+  appSchema?: string | undefined;
   /** Largest accepted body. Default 1 MiB. */
   maxBodyBytes?: number | undefined;
   /** Storage time allowed before answering 503. Default 8000 ms (the sender allows 10 s). */
@@ -74,10 +103,29 @@ export interface Payhooks<Api = unknown> {
    * });
    */
   on<K extends EventType>(types: K | readonly K[], handler: EventHandler<K, Api>, options?: HandlerOptions): Payhooks<Api>;
+  /**
+   * Registers a handler for types outside the catalog (added to the service after this version), spelt out with
+   * `{ allowUnknownType: true }`; it receives {@link UnknownEvent}s for them. Without the option an unknown name
+   * is refused with a "did you mean …?" error, because a misspelt type leaves the real one unhandled.
+   *
+   * @example
+   * hooks.on('LOYALTY_POINTS_GRANTED', async (event) => grant(event.data), { allowUnknownType: true });
+   */
+  on(types: string | readonly string[], handler: AnyEventHandler<Api>, options: UnknownTypeHandlerOptions): Payhooks<Api>;
   /** Registers a handler for every event, unknown types included. */
   onAny(handler: AnyEventHandler<Api>, options?: HandlerOptions): Payhooks<Api>;
   /** How many handlers are registered. */
   readonly handlerCount: number;
+  /**
+   * A Kysely instance for the app's own tables outside handlers (a backfill, a report), on the inbox's
+   * database: query-builder table names are qualified with `appSchema`. Inside handlers use `ctx.transaction`,
+   * which also records completion. Opens (and migrates) the database like {@link Payhooks.ready}.
+   *
+   * @example
+   * const db = await hooks.appDb<{ paid_invoices: { invoice_id: string; amount: number } }>();
+   * const paid = await db.selectFrom('paid_invoices').selectAll().execute();
+   */
+  appDb<DB>(): Promise<Kysely<DB>>;
   /** Starts the worker in this process (handlers run as events arrive). */
   start(): Promise<Worker>;
   /** Stops the worker (running handlers finish, up to `timeoutMs`) and closes the database if payhooks opened it. */
@@ -126,6 +174,9 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     return scheme;
   };
   const given = isOpenDatabase(options.database) ? options.database : undefined;
+  const appSchema = options.appSchema ?? DEFAULT_APP_SCHEMA;
+  assertSchemaName(appSchema);
+  const appMigrations: MigrationFile[] | undefined = options.migrations === undefined ? undefined : readMigrations(options.migrations);
   let opening: Promise<PayhooksDatabase> | undefined;
 
   function ready(): Promise<PayhooksDatabase> {
@@ -136,20 +187,37 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
           ...(options.database as DatabaseOptions | undefined),
           onIdleError: (err) => logger.warn({ err }, 'idle database connection failed'),
         }));
-      if (options.migrate !== false) {
-        try {
-          const report = await migrate(store);
-          if (report.applied.length) logger.info({ applied: report.applied }, 'applied migrations');
-        } catch (err) {
-          if (!given) await store.close().catch(() => undefined);
-          throw err;
-        }
+      try {
+        await prepareSchema(store);
+      } catch (err) {
+        if (!given) await store.close().catch(() => undefined);
+        throw err;
       }
       return store;
     })();
     // A failed open is tried again on the next delivery rather than remembered forever.
     opening.catch(() => (opening = undefined));
     return opening;
+  }
+
+  /** Applies payhooks' migrations, then the app's; or, with `migrate: false`, only refuses a newer schema. */
+  async function prepareSchema(store: PayhooksDatabase): Promise<void> {
+    if (options.migrate === false) {
+      const unknown = await unknownMigrations(store);
+      if (unknown.length) throw new UnknownMigrationsError(store.schema, unknown);
+      return;
+    }
+    const report = await migrate(store);
+    if (report.applied.length) logger.info({ applied: report.applied }, 'applied migrations');
+    if (!appMigrations) return;
+    const app = await migrateApp(store, appMigrations, { appSchema });
+    if (app.applied.length) logger.info({ applied: app.applied, appSchema }, "applied the app's migrations");
+    if (app.unknown.length) {
+      logger.warn(
+        { unknown: app.unknown, appSchema },
+        `the app's schema "${appSchema}" records migrations that are not in the app's migrations directory (a newer version of the app applied them?)`,
+      );
+    }
   }
 
   const registry = new HandlerRegistry<Api>();
@@ -200,8 +268,9 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
       signatureScheme();
       return fetchHandler(facade);
     },
-    on(types, handler, handlerOptions) {
-      registry.on(types, handler, handlerOptions);
+    on(types: string | readonly string[], handler: AnyEventHandler<Api>, handlerOptions?: HandlerOptions) {
+      // Both overloads end here; the registry checks the types against the catalog at run time either way.
+      registry.on(types, handler, handlerOptions as UnknownTypeHandlerOptions);
       return hooks;
     },
     onAny(handler, handlerOptions) {
@@ -211,7 +280,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     async start() {
       if (worker) return worker;
       if (registry.size === 0) logger.warn('the worker starts with no handlers registered: every event will be marked ignored');
-      worker = createWorker({ ...options.worker, store: await ready(), registry, logger, api: options.api });
+      worker = createWorker({ ...options.worker, store: await ready(), registry, logger, api: options.api, appSchema });
       await worker.start();
       return worker;
     },
@@ -228,6 +297,10 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
       );
       worker?.wake();
       return ids;
+    },
+    async appDb<DB>() {
+      const store = await ready();
+      return store.db.withoutPlugins().withSchema(appSchema) as unknown as Kysely<DB>;
     },
     close,
   };

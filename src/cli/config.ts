@@ -7,6 +7,10 @@ export const serviceEnvSchema = z.object({
   DATABASE_URL: z.string().trim().min(1).optional().catch(undefined),
   PAYHOOKS_DATA_DIR: z.string().min(1).default('./.payhooks/pgdata'),
   PAYHOOKS_SCHEMA: z.string().default('payhooks'),
+  /** A directory of the app's own numbered SQL migrations, applied at start after payhooks' own. */
+  PAYHOOKS_APP_MIGRATIONS: z.string().trim().min(1).optional().catch(undefined),
+  /** The schema of the app's own tables (default public, set in createPayhooks). */
+  PAYHOOKS_APP_SCHEMA: z.string().trim().min(1).optional().catch(undefined),
   PAYHOOKS_API_KEY: z.string().trim().min(1).optional().catch(undefined),
   PAYHOOKS_API_URL: z.string().url('PAYHOOKS_API_URL must be a URL.').optional(),
   PORT: z.coerce.number({ error: 'PORT must be a number.' }).int().min(0).max(65535).default(8787),

@@ -3,7 +3,7 @@ import { createLogger } from '../logger.js';
 import { openDatabase, type PayhooksDatabase } from '../store/database.js';
 import { getEvent, listEvents } from '../store/inbox.js';
 import { assertPruneAge, pruneEvents, replayEvents } from '../store/maintenance.js';
-import { migrate, type MigrationReport } from '../store/migrate.js';
+import { DEFAULT_APP_SCHEMA, migrate, migrateApp, readMigrations, type MigrationReport } from '../store/migrate.js';
 import { parseDuration } from './duration.js';
 import { EVENT_STATUSES } from '../store/schema.js';
 import { readServiceEnv } from './config.js';
@@ -89,10 +89,25 @@ function buildProgram(out: (text: string) => void): Command {
 
   program
     .command('migrate')
-    .description('apply pending migrations to the database (also done on start)')
-    .action(async () => {
-      const report = await withDatabase(async (_store, migrated) => migrated);
+    .description("apply pending migrations to the database (also done on start); with --dir, then the app's own")
+    .option(
+      '--dir <directory>',
+      "the app's own numbered SQL files (001_name.sql …), applied after payhooks' in PAYHOOKS_APP_SCHEMA (default public); " +
+        'default: PAYHOOKS_APP_MIGRATIONS',
+    )
+    .action(async (opts: { dir?: string }) => {
+      const dir = opts.dir ?? (process.env.PAYHOOKS_APP_MIGRATIONS || undefined);
+      // Read before the database is opened: a wrong directory fails without touching anything.
+      const appFiles = dir === undefined ? undefined : readMigrations(dir);
+      const appSchema = process.env.PAYHOOKS_APP_SCHEMA || DEFAULT_APP_SCHEMA;
+      const [report, app] = await withDatabase(async (store, migrated) => [
+        migrated,
+        appFiles && (await migrateApp(store, appFiles, { appSchema })),
+      ]);
       out(report.applied.length ? `applied: ${report.applied.join(', ')}` : 'the schema is up to date');
+      if (!app) return;
+      out(`app schema ${appSchema}: ${app.applied.length ? `applied: ${app.applied.join(', ')}` : 'up to date'}`);
+      if (app.unknown.length) console.error(`app schema ${appSchema} records migrations not in ${dir}: ${app.unknown.join(', ')}`);
     });
 
   program
@@ -206,7 +221,9 @@ export async function run(argv: string[], out: (text: string) => void = (text) =
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode;
     if (err instanceof SilentFailure) return 1;
-    console.error(`payhooks: ${err instanceof Error ? err.message : String(err)}`);
+    const message = err instanceof Error ? err.message : String(err);
+    // PayhooksError messages already start with "payhooks: ".
+    console.error(message.startsWith('payhooks: ') ? message : `payhooks: ${message}`);
     return 1;
   }
 }

@@ -5,6 +5,8 @@ import type { Logger } from 'pino';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import { createClient, type ApiClient } from '../client/index.js';
 import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhooks.js';
+import type { PayhooksDatabase } from '../store/database.js';
+import { countEventsNeedingAttention } from '../store/attention-counts.js';
 import type { ServiceEnv } from './config.js';
 
 /** A running standalone service. */
@@ -51,11 +53,14 @@ export async function startService(env: ServiceEnv, logger: Logger, options: Ser
   const hooks = createPayhooks<ApiClient>({
     secret: env.PAYHOOKS_WEBHOOK_SECRET,
     database: { url: env.DATABASE_URL, dataDir: env.PAYHOOKS_DATA_DIR, schema: env.PAYHOOKS_SCHEMA },
+    migrations: env.PAYHOOKS_APP_MIGRATIONS,
+    appSchema: env.PAYHOOKS_APP_SCHEMA,
     logger,
     api,
   });
   const store = await hooks.ready();
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
+  await reportEventsNeedingAttention(store, logger);
   await options.register?.(hooks);
   const working = role !== 'receiver' && hooks.handlerCount > 0;
   if (role !== 'receiver' && !working) {
@@ -124,6 +129,22 @@ export async function startService(env: ServiceEnv, logger: Logger, options: Ser
       await hooks.stop();
     },
   };
+}
+
+/** Says at start how many stored events wait for a person, and how to look at them: never a silent backlog. */
+async function reportEventsNeedingAttention(store: PayhooksDatabase, logger: Logger): Promise<void> {
+  const counts = await countEventsNeedingAttention(store);
+  const { dead, invalid, ignored } = counts;
+  if (dead + invalid + ignored === 0) {
+    logger.info(counts, 'no dead, invalid or ignored events are stored');
+    return;
+  }
+  logger.warn(
+    counts,
+    `stored events need attention: ${dead} dead, ${invalid} invalid, ${ignored} ignored. ` +
+      'List them with `payhooks events list --status dead` (or invalid, ignored) and `payhooks events show <eventId>`; ' +
+      'once the cause is fixed (a handler mended or registered), re-queue them with `payhooks replay --status dead` or `payhooks replay <eventId>…`',
+  );
 }
 
 function json(res: import('node:http').ServerResponse, status: number, body: object): void {

@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { EventType, UnknownEvent, WebhookEvent } from '../events/index.js';
+import { assertKnownEventTypes } from './unknown-event-type.js';
 
 /** What a handler gets besides the event. `Api` is the API client's type (undefined when not configured). */
 export interface HandlerContext<Api = unknown> {
@@ -38,7 +39,17 @@ export interface HandlerOptions {
    * renamed or reordered, or a retry would run them again.
    */
   name?: string | undefined;
+  /**
+   * Accept event types outside the catalog (types the service added after this version of payhooks). Default
+   * false: an unknown name is refused with a "did you mean …?" error, because a misspelt type would leave the
+   * real one without a handler, its events marked `ignored`. With it, the handler receives the event as
+   * {@link UnknownEvent} (`data` unvalidated) when its type is unknown.
+   */
+  allowUnknownType?: boolean | undefined;
 }
+
+/** Options of a registration for types outside the catalog: `allowUnknownType` must be spelt out. */
+export type UnknownTypeHandlerOptions = HandlerOptions & { allowUnknownType: true };
 
 /** One registered handler. */
 export interface RegisteredHandler<Api = unknown> {
@@ -52,16 +63,29 @@ export interface RegisteredHandler<Api = unknown> {
 export class HandlerRegistry<Api = unknown> {
   readonly #handlers: RegisteredHandler<Api>[] = [];
 
-  /** Registers `handler` for one or several event types. */
-  on<K extends EventType>(types: K | readonly K[], handler: EventHandler<K, Api>, options: HandlerOptions = {}): this {
-    const list = typeof types === 'string' ? [types] : [...types];
-    if (list.length === 0) throw new Error('on() needs at least one event type.');
-    this.#add(
-      list,
-      handler as AnyEventHandler<Api>,
-      options.name ?? `${list.join('|')}:${handler.name || 'handler'}`,
-      options.name !== undefined,
-    );
+  /**
+   * Registers `handler` for one or several event types of the catalog; `event.data` is typed. A name outside
+   * the catalog is refused at run time too (plain-JavaScript handler modules get no compile-time check), with a
+   * "did you mean …?" suggestion ({@link UnknownEventTypeError}).
+   *
+   * @example
+   * registry.on('INVOICE_PAID', async (event) => book(event.data.invoiceId));
+   */
+  on<K extends EventType>(types: K | readonly K[], handler: EventHandler<K, Api>, options?: HandlerOptions): this;
+  /**
+   * Registers `handler` for types this version of payhooks does not know, spelt out with
+   * `{ allowUnknownType: true }`; the handler gets {@link UnknownEvent}s for them (data not validated).
+   *
+   * @example
+   * registry.on('LOYALTY_POINTS_GRANTED', async (event) => grant(event.data), { allowUnknownType: true });
+   */
+  on(types: string | readonly string[], handler: AnyEventHandler<Api>, options: UnknownTypeHandlerOptions): this;
+  on(types: string | readonly string[], handler: AnyEventHandler<Api>, options: HandlerOptions = {}): this {
+    const list = typeof types === 'string' ? [types] : Array.isArray(types) ? [...types] : [];
+    if (list.length === 0) throw new TypeError('on() needs an event type name, or a non-empty array of them, as its first argument.');
+    if (typeof handler !== 'function') throw new TypeError(`on() needs a handler function as its second argument, not ${typeof handler}.`);
+    assertKnownEventTypes(list, options.allowUnknownType === true);
+    this.#add(list, handler, options.name ?? `${list.join('|')}:${handler.name || 'handler'}`, options.name !== undefined);
     return this;
   }
 
@@ -74,6 +98,11 @@ export class HandlerRegistry<Api = unknown> {
   /** The handlers that apply to an event type, in registration order. */
   for(eventType: string): RegisteredHandler<Api>[] {
     return this.#handlers.filter((h) => h.types === null || h.types.includes(eventType));
+  }
+
+  /** The event types handlers are registered for (sorted, without `onAny` handlers), for logs. */
+  get types(): string[] {
+    return [...new Set(this.#handlers.flatMap((h) => h.types ?? []))].sort();
   }
 
   get size(): number {

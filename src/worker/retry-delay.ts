@@ -1,3 +1,5 @@
+import { WORKER_DEFAULTS } from './defaults.js';
+
 /** How retries are spaced: exponential from `baseMs`, capped at `maxMs`, with jitter. */
 export interface BackoffOptions {
   /** Delay before the second attempt, before jitter. Default 1000 ms. */
@@ -14,8 +16,8 @@ export interface BackoffOptions {
  * eventRetryDelay(3) // between 2000 and 4000 ms
  */
 export function eventRetryDelay(failedAttempt: number, options: BackoffOptions = {}, random: () => number = Math.random): number {
-  const base = options.baseMs ?? 1000;
-  const max = options.maxMs ?? 3_600_000;
+  const base = options.baseMs ?? WORKER_DEFAULTS.backoff.baseMs;
+  const max = options.maxMs ?? WORKER_DEFAULTS.backoff.maxMs;
   const exponential = Math.min(max, base * 2 ** Math.max(0, failedAttempt - 1));
   return Math.round(exponential * (0.5 + random() / 2));
 }

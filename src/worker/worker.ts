@@ -1,12 +1,15 @@
 import { hostname } from 'node:os';
+import { capText, describeThrown } from '../internal/scrub.js';
+import { scrubbingChild } from '../logger.js';
 import { randomUUID } from 'node:crypto';
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import PQueue from 'p-queue';
 import type { Logger } from 'pino';
 import { parseEvent } from '../events/index.js';
 import { claimEvents, type ClaimedEvent } from '../store/claim.js';
-import type { PayhooksDatabase } from '../store/database.js';
+import { assertSchemaName, type PayhooksDatabase } from '../store/database.js';
 import { newEventChannel } from '../store/inbox.js';
+import { appSearchPath, setLocalSearchPath } from '../store/migrate.js';
 import {
   completedHandlers,
   extendLease,
@@ -17,10 +20,11 @@ import {
   type Lease,
 } from '../store/outcomes.js';
 import type { PayhooksTables } from '../store/schema.js';
+import { WORKER_DEFAULTS } from './defaults.js';
 import { eventRetryDelay, type BackoffOptions } from './retry-delay.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
 
-/** Options of the worker; each default is documented and set in {@link createWorker}. */
+/** Options of the worker; each default is in {@link WORKER_DEFAULTS}. */
 export interface WorkerOptions<Api = unknown> {
   store: PayhooksDatabase;
   registry: HandlerRegistry<Api>;
@@ -30,7 +34,10 @@ export interface WorkerOptions<Api = unknown> {
   workerId?: string | undefined;
   /** Events run at once by this process. Default 4. */
   concurrency?: number | undefined;
-  /** How long a claim holds an event before another worker may take it. Default 60 s; must exceed the handler timeout. */
+  /**
+   * How long a claim holds an event before another worker may take it; must exceed the handler timeout.
+   * Default the longer of 60 s and twice `handlerTimeoutMs`.
+   */
   leaseMs?: number | undefined;
   /** A handler running longer fails (and its signal aborts). Default 30 s. */
   handlerTimeoutMs?: number | undefined;
@@ -38,19 +45,25 @@ export interface WorkerOptions<Api = unknown> {
   maxAttempts?: number | undefined;
   /** Fallback polling when no notification arrives. Default 1000 ms. */
   pollIntervalMs?: number | undefined;
+  /** Retry spacing. Default 1 s doubling per attempt, capped at 1 hour, with jitter. */
   backoff?: BackoffOptions | undefined;
+  /**
+   * The schema of the app's own tables: `ctx.transaction` runs `set local search_path to <appSchema>, public`
+   * before the handler's function, as the app's migrations do ({@link migrateApp}). Default `public`.
+   */
+  appSchema?: string | undefined;
 }
 
 /** Lifecycle of a running worker. */
 export interface Worker {
   readonly workerId: string;
-  /** Starts claiming: LISTEN for new events, poll as a fallback. */
+  /** Starts claiming: LISTEN for new events, poll as a fallback. Resolves after the first claim round. */
   start(): Promise<void>;
   /** Looks for due events now (the receiver calls it after storing one). */
   wake(): void;
   /**
    * Stops claiming, lets running handlers finish for up to `timeoutMs` (default 30 s), aborts the rest,
-   * and gives unfinished leases back.
+   * and gives unfinished leases back. Claiming has stopped when the call returns its promise.
    */
   stop(timeoutMs?: number): Promise<void>;
 }
@@ -78,18 +91,21 @@ class HandlerTimeoutError extends Error {
 export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker {
   const { store, registry, logger } = options;
   const workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  const concurrency = options.concurrency ?? 4;
-  const handlerTimeoutMs = options.handlerTimeoutMs ?? 30_000;
-  const leaseMs = options.leaseMs ?? Math.max(60_000, handlerTimeoutMs * 2);
-  const maxAttempts = options.maxAttempts ?? 10;
-  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  const concurrency = options.concurrency ?? WORKER_DEFAULTS.concurrency;
+  const handlerTimeoutMs = options.handlerTimeoutMs ?? WORKER_DEFAULTS.handlerTimeoutMs;
+  const leaseMs = options.leaseMs ?? Math.max(WORKER_DEFAULTS.leaseMs, handlerTimeoutMs * 2);
+  const maxAttempts = options.maxAttempts ?? WORKER_DEFAULTS.maxAttempts;
+  const pollIntervalMs = options.pollIntervalMs ?? WORKER_DEFAULTS.pollIntervalMs;
+  const appSchema = options.appSchema ?? WORKER_DEFAULTS.appSchema;
   if (leaseMs <= handlerTimeoutMs) {
-    throw new Error(
+    throw new RangeError(
       `leaseMs (${leaseMs}) must be longer than handlerTimeoutMs (${handlerTimeoutMs}), or another worker could take an event while its handler still runs.`,
     );
   }
   if (!Number.isInteger(concurrency) || concurrency < 1)
-    throw new Error(`concurrency must be a whole number of at least 1, not ${concurrency}.`);
+    throw new RangeError(`concurrency must be a whole number of at least 1, not ${concurrency}.`);
+  assertSchemaName(appSchema);
+  const searchPath = setLocalSearchPath(appSearchPath(appSchema));
 
   const queue = new PQueue({ concurrency });
   const inFlight = new Map<string, InFlight>();
@@ -119,7 +135,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         pumpAgain = false;
         const free = concurrency - inFlight.size;
         if (free <= 0) break;
-        const claimed = await claimEvents(store, { workerId, limit: free, leaseMs });
+        const claimed = await claimEvents(store, { workerId, limit: free, leaseMs, maxAttempts, onBuried: reportBuried });
         for (const event of claimed) {
           const entry: InFlight = { event, started: false, abort: new AbortController() };
           inFlight.set(event.eventId, entry);
@@ -140,11 +156,19 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     }
   }
 
+  function reportBuried(event: { eventId: string; eventType: string; attempts: number }): void {
+    logger.error(
+      event,
+      `event ${event.eventId} is dead: the process running it died (or lost its lease) on each of its last attempts, ${event.attempts} of ${maxAttempts}; replay it once the handler is fixed`,
+    );
+  }
+
   async function runEvent(entry: InFlight): Promise<void> {
     entry.started = true;
     const { event } = entry;
     const lease: Lease = { eventId: event.eventId, workerId };
-    const log = logger.child({ eventId: event.eventId, eventType: event.eventType, attempt: event.attempt });
+    // Handlers log through this too: a handler that logs the event must not put personal data into the app's logs.
+    const log = scrubbingChild(logger, { eventId: event.eventId, eventType: event.eventType, attempt: event.attempt });
     try {
       let json: unknown;
       try {
@@ -156,14 +180,20 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       }
       const parsed = parseEvent(json);
       if (!parsed.ok) {
-        await finishEvent(store, lease, 'invalid', parsed.error.message);
+        await finishEvent(store, lease, 'invalid', capText(parsed.error.message));
         log.warn({ issues: parsed.error.issues.map((i) => i.path) }, 'event data does not match its schema; marked invalid');
         return;
       }
       const handlers = registry.for(event.eventType);
       if (handlers.length === 0) {
-        await finishEvent(store, lease, 'ignored');
-        log.debug('no handler for this event type; ignored');
+        // An ignored event is money nobody booked if the type was meant to be handled: say so every time, never silently.
+        if (await finishEvent(store, lease, 'ignored')) {
+          log.warn(
+            { registeredTypes: registry.types },
+            `no handler is registered for ${event.eventType}: event ${event.eventId} marked ignored. If it matters, register a handler ` +
+              `for ${event.eventType} (a no-op one if the type is deliberately unused, to silence this) and replay it: payhooks replay ${event.eventId}`,
+          );
+        }
         return;
       }
       const completed = await completedHandlers(store, event.eventId);
@@ -202,8 +232,11 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           throw new Error(`ctx.transaction was already used by handler ${handler.name} for this event; call it once.`);
         markedInTransaction = true;
         return store.db.transaction().execute(async (trx: Transaction<PayhooksTables>) => {
-          // The handler's own tables are not in the payhooks schema: hand it the connection unqualified.
-          const result = await fn(trx.withoutPlugins() as unknown as Transaction<DB>);
+          // The handler's own tables are not in the payhooks schema: hand it the connection unqualified, with the
+          // app's schema first on the search path, where the app's migrations put them. `local`: for this transaction only.
+          const appTrx = trx.withoutPlugins();
+          await sql.raw(searchPath).execute(appTrx);
+          const result = await fn(appTrx as unknown as Transaction<DB>);
           await markHandlerCompleted(trx, entry.event.eventId, handler.name);
           return result;
         });
@@ -227,7 +260,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   }
 
   async function recordFailure(entry: InFlight, lease: Lease, err: unknown, log: Logger): Promise<void> {
-    const message = describeError(err);
+    const message = describeThrown(err);
     try {
       if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
       if (entry.event.attempt >= maxAttempts) {
@@ -257,12 +290,14 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       pollTimer = setInterval(() => void pump(), pollIntervalMs);
       pollTimer.unref();
       logger.info({ workerId, concurrency }, 'worker started');
-      void pump();
+      // Resolve after the first claim round: events already due are under way, and what arrives next comes by
+      // NOTIFY or polling. (Handlers are not awaited.)
+      await pump();
     },
     wake() {
       void pump();
     },
-    async stop(timeoutMs = 30_000) {
+    async stop(timeoutMs = WORKER_DEFAULTS.stopTimeoutMs) {
       if (!running) return;
       running = false;
       clearInterval(pollTimer);
@@ -270,6 +305,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       // Let a claim under way land, then drop what has not started: those leases are given back below.
       await pumped;
       queue.clear();
+      logger.info({ workerId, running: queue.pending, timeoutMs }, 'worker stopping: waiting for running handlers to finish');
       const drained = queue.onIdle();
       let timer: NodeJS.Timeout | undefined;
       const finished = await Promise.race([
@@ -286,9 +322,4 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       logger.info({ workerId, released }, 'worker stopped');
     },
   };
-}
-
-function describeError(err: unknown): string {
-  if (err instanceof Error) return `${err.name}: ${err.message}`;
-  return String(err);
 }

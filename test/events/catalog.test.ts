@@ -12,6 +12,7 @@ import {
   type EventType,
 } from '../../src/events/index.js';
 import { PayhooksError } from '../../src/errors.js';
+import { RESOURCE_KEYS } from '../../src/events/resource-key.js';
 
 function paths(input: unknown): string[] {
   const result = parseEvent(input);
@@ -163,5 +164,41 @@ describe('resourceKeyOf', () => {
       for (const type of EVENT_TYPES) expect(resourceKeyOf(type, data)).toBeNull();
     }
     expect(resourceKeyOf('SOMETHING_NEW', { id: 'x' })).toBeNull();
+  });
+
+  it('has a key function for every event type of the catalog, and for nothing else', () => {
+    expect(Object.keys(RESOURCE_KEYS).sort()).toEqual([...EVENT_TYPES].sort());
+    for (const type of EVENT_TYPES) expect(typeof RESOURCE_KEYS[type]).toBe('function');
+  });
+
+  it.each([
+    ['INVOICE_CREATED', 'invoice:inv_5Rk9Lm'],
+    ['INVOICE_UPDATED', 'invoice:inv_5Rk9Lm'],
+    ['INVOICE_CANCELED', 'invoice:inv_5Rk9Lm'],
+    ['INVOICE_PAID', 'invoice:inv_5Rk9Lm'],
+    ['INVOICE_PAID_OTHER', 'invoice:inv_5Rk9Lm'],
+    ['CUSTOMER_CREATED', 'customer:cus_8Jd3kQ'],
+    ['CUSTOMER_UPDATED', 'customer:cus_8Jd3kQ'],
+    ['CUSTOMER_ARCHIVED', 'customer:cus_8Jd3kQ'],
+    ['PAYMENT_ATTEMPT_SUCCEEDED', 'payment:pay_3Hn7Zx'],
+    ['PAYMENT_ATTEMPT_FAILED', 'payment:pay_3Hn7Zx'],
+    ['PAYMENT_COMPLETED', 'payment:pay_3Hn7Zx'],
+    ['PAYMENT_METHOD_CREATED', 'customer:cus_8Jd3kQ'],
+    ['PAYMENT_REFUNDED', 'payment:pay_3Hn7Zx'],
+    ['DISPUTE_CREATED', 'dispute:dp_6Vb'],
+    ['DISPUTE_RESPONSE_CREATED', 'dispute:dp_6Vb'],
+    ['DISPUTE_RESOLVED', 'dispute:dp_6Vb'],
+    ['SUBSCRIPTION_CREATED', 'subscription:sub_1Mz'],
+    ['SUBSCRIPTION_UPDATED', 'subscription:sub_1Mz'],
+    ['SUBSCRIPTION_CANCELED', 'subscription:sub_1Mz'],
+  ] as const)('the %s example is keyed %s', (type, key) => {
+    expect(resourceKeyOf(type, EXAMPLE_EVENTS[type].data)).toBe(key);
+  });
+
+  it('gives no key to a type outside the catalog, even one that looks like a known family', () => {
+    expect(resourceKeyOf('INVOICE_EXPLODED', EXAMPLE_EVENTS.INVOICE_PAID.data)).toBeNull();
+    expect(resourceKeyOf('invoice_paid', EXAMPLE_EVENTS.INVOICE_PAID.data)).toBeNull();
+    expect(resourceKeyOf('__proto__', {})).toBeNull();
+    expect(resourceKeyOf('toString', {})).toBeNull();
   });
 });

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exampleEvent } from '../../src/events/index.js';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
@@ -12,6 +12,19 @@ import { waitFor } from '../helpers/wait.js';
 const logger = pino({ level: 'silent' });
 const fast = { pollIntervalMs: 50, backoff: { baseMs: 10, maxMs: 50 } };
 
+/** A logger that keeps its JSON lines, to assert on what operators would read. */
+function capturingLogger(): { logger: Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  return { logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) }), lines };
+}
+
+/** A promise and the function that settles it, so a handler can wait for the test to let it go. */
+function gate(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
+}
+
 describe.each(backends)('worker on $name', (backend) => {
   let store: PayhooksDatabase | undefined;
   let hooks: Payhooks | undefined;
@@ -22,9 +35,9 @@ describe.each(backends)('worker on $name', (backend) => {
     store = undefined;
   });
 
-  async function setup(worker: Record<string, unknown> = {}) {
+  async function setup(worker: Record<string, unknown> = {}, log: Logger = logger) {
     store = await backend.open();
-    hooks = createPayhooks({ database: store, logger, worker: { ...fast, ...worker } });
+    hooks = createPayhooks({ database: store, logger: log, worker: { ...fast, ...worker } });
     return { store, hooks };
   }
 
@@ -112,6 +125,34 @@ describe.each(backends)('worker on $name', (backend) => {
       expect((await getEvent(store, 'evt_bad'))?.lastError).toMatch(/data\.amount/);
     });
 
+    it('each event marked ignored is logged as a warning with its type, the registered types and what to do', async () => {
+      const { logger: log, lines } = capturingLogger();
+      const { store, hooks } = await setup({}, log);
+      hooks.on(['INVOICE_PAID', 'CUSTOMER_UPDATED'], () => undefined);
+      await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_ign_1' }));
+      await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_ign_2' }));
+      await putEvent(store, { eventId: 'evt_ign_new', eventType: 'SOMETHING_NEW', data: {} });
+      await hooks.start();
+      for (const id of ['evt_ign_1', 'evt_ign_2', 'evt_ign_new']) await waitFor(done(store, id, 'ignored'), `${id} ignored`);
+      const ignoredLines = () => lines.filter((l) => typeof l.msg === 'string' && l.msg.includes('marked ignored'));
+      expect(ignoredLines().map((l) => [l.level, l.eventId, l.eventType, l.registeredTypes])).toEqual(
+        expect.arrayContaining([
+          [40, 'evt_ign_1', 'CUSTOMER_CREATED', ['CUSTOMER_UPDATED', 'INVOICE_PAID']],
+          [40, 'evt_ign_2', 'CUSTOMER_CREATED', ['CUSTOMER_UPDATED', 'INVOICE_PAID']],
+          [40, 'evt_ign_new', 'SOMETHING_NEW', ['CUSTOMER_UPDATED', 'INVOICE_PAID']],
+        ]),
+      );
+      expect(ignoredLines()).toHaveLength(3);
+      expect(ignoredLines().find((l) => l.eventId === 'evt_ign_1')?.msg).toBe(
+        'no handler is registered for CUSTOMER_CREATED: event evt_ign_1 marked ignored. If it matters, register a handler for ' +
+          'CUSTOMER_CREATED (a no-op one if the type is deliberately unused, to silence this) and replay it: payhooks replay evt_ign_1',
+      );
+      // A replay that ends ignored again is a new outcome, and says so again: one line per marking, never none.
+      await hooks.replay('evt_ign_1');
+      await waitFor(() => ignoredLines().length === 4, 'the replayed event to be logged again');
+      expect(ignoredLines()[3]?.eventId).toBe('evt_ign_1');
+    });
+
     it('onAny sees unknown types too', async () => {
       const { store, hooks } = await setup();
       const types: string[] = [];
@@ -174,20 +215,27 @@ describe.each(backends)('worker on $name', (backend) => {
 
   describe.skipIf(!backend.available)('stopping', () => {
     it('stop lets a running handler finish, and claims nothing more', async () => {
-      const { store, hooks: instance } = await setup({ concurrency: 2 });
-      const finished: string[] = [];
+      const { logger: log, lines } = capturingLogger();
+      const { store, hooks: instance } = await setup({ concurrency: 2 }, log);
+      const release = gate();
+      const order: string[] = [];
       instance.on('INVOICE_CREATED', async (event) => {
-        await new Promise((r) => setTimeout(r, 400));
-        finished.push(event.eventId);
+        order.push(`started ${event.eventId}`);
+        await release.opened;
+        order.push(`finished ${event.eventId}`);
       });
       // Same invoice: evt_b waits behind evt_a, and is still waiting when the stop comes.
       await putEvent(store, exampleEvent('INVOICE_CREATED', { eventId: 'evt_a' }));
       await putEvent(store, exampleEvent('INVOICE_CREATED', { eventId: 'evt_b' }));
       await instance.start();
-      await waitFor(async () => (await getEvent(store, 'evt_a'))?.status === 'processing', 'evt_a to start');
+      await waitFor(() => order.length === 1, 'evt_a to start');
       hooks = undefined;
-      await instance.stop(5000);
-      expect(finished).toEqual(['evt_a']);
+      const stopped = instance.stop(5000).then(() => order.push('stop resolved'));
+      // Let the handler go only once stop is waiting for it (claiming has ended by then): stop must outlast it.
+      await waitFor(() => lines.some((l) => l.msg === 'worker stopping: waiting for running handlers to finish'), 'stop to wait');
+      release.open();
+      await stopped;
+      expect(order).toEqual(['started evt_a', 'finished evt_a', 'stop resolved']);
       expect(await getEvent(store, 'evt_a')).toMatchObject({ status: 'done', attempts: 1 });
       expect(await getEvent(store, 'evt_b')).toMatchObject({ status: 'pending', attempts: 0 });
     });
@@ -195,9 +243,11 @@ describe.each(backends)('worker on $name', (backend) => {
     it('a handler still running at the stop timeout is aborted and its lease given back at once', async () => {
       const { store, hooks: instance } = await setup({ leaseMs: 60_000 });
       let aborted = false;
+      // A handler that ignores its signal: it runs until the test lets it go, long after the stop.
+      const release = gate();
       instance.on('CUSTOMER_CREATED', async (_event, ctx) => {
         ctx.signal.addEventListener('abort', () => (aborted = true));
-        await new Promise((r) => setTimeout(r, 3000));
+        await release.opened;
       });
       await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_stuck' }));
       await instance.start();
@@ -211,6 +261,7 @@ describe.each(backends)('worker on $name', (backend) => {
         .where('event_id', '=', 'evt_stuck')
         .executeTakeFirstOrThrow();
       expect(row).toEqual({ status: 'pending', lease_owner: null, attempts: 1 });
+      release.open();
     });
   });
 
@@ -219,8 +270,8 @@ describe.each(backends)('worker on $name', (backend) => {
       const { store, hooks } = await setup({ pollIntervalMs: 600_000 });
       const handled: string[] = [];
       hooks.on('CUSTOMER_CREATED', (event) => void handled.push(event.eventId));
+      // start() resolves after its first claim round, so nothing but a notification can find what is stored next.
       await hooks.start();
-      await new Promise((r) => setTimeout(r, 200));
       // Stored straight into the table (not through this instance's receiver): only the insert trigger's NOTIFY can wake it.
       await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_notified' }));
       await waitFor(() => handled.length === 1, 'the notified event to run', 5000);

@@ -1,0 +1,33 @@
+import { DEFAULT_APP_SCHEMA } from '../store/migrate.js';
+import type { WorkerOptions } from './worker.js';
+
+/**
+ * Every default of the worker, in one place: {@link createWorker}, {@link eventRetryDelay} and `stop()` read
+ * them from here, and the docs quote them from here.
+ *
+ * `leaseMs` is a floor: the default lease is the longer of it and twice `handlerTimeoutMs`, so that raising the
+ * handler timeout alone never lets another worker take an event whose handler still runs.
+ */
+export const WORKER_DEFAULTS = {
+  /** Events run at once by one process. */
+  concurrency: 4,
+  /** How long a claim holds an event (at least; see above). */
+  leaseMs: 60_000,
+  /** A handler running longer fails, and its signal aborts. */
+  handlerTimeoutMs: 30_000,
+  /** Attempts before an event is dead. */
+  maxAttempts: 10,
+  /** Polling for due events when no notification arrives. */
+  pollIntervalMs: 1000,
+  /** Retry spacing: exponential from `baseMs`, capped at `maxMs`, with jitter. */
+  backoff: { baseMs: 1000, maxMs: 3_600_000 },
+  /** How long `stop()` lets running handlers finish before aborting them. */
+  stopTimeoutMs: 30_000,
+  /** The schema `ctx.transaction` puts first on the search path: where the app's own tables live. */
+  appSchema: DEFAULT_APP_SCHEMA,
+} as const satisfies AllSet<Pick<WorkerOptions, Tunable>> & { stopTimeoutMs: number };
+
+type Tunable = 'concurrency' | 'leaseMs' | 'handlerTimeoutMs' | 'maxAttempts' | 'pollIntervalMs' | 'backoff' | 'appSchema';
+
+/** Every option present and defined, nested objects too: what a complete set of defaults looks like. */
+type AllSet<T> = { [K in keyof T]-?: NonNullable<T[K]> extends object ? AllSet<NonNullable<T[K]>> : NonNullable<T[K]> };
