@@ -17,7 +17,7 @@ export const API_PATHS = {
   payments: '/v1/payments',
   /** POST /{paymentId}/complete (spec, staging only). */
   sandboxPayments: '/v1/sandbox/payments',
-  /** POST (spec); GET /{id}/secret and POST /{id}/secret/rotate (spec). */
+  /** POST (spec); GET list (assumed); GET /{id}/secret and POST /{id}/secret/rotate (spec). */
   webhooks: '/v1/webhooks',
   /** GET list and POST /{id}/retry (spec). */
   webhookEvents: '/v1/webhook-events',

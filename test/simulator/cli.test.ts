@@ -59,7 +59,11 @@ describe('payhooks trigger', () => {
       /No signing secret: pass --secret S or set PAYHOOKS_WEBHOOK_SECRET/,
     ],
     [['trigger', 'INVOICE_PAID', '--to', 'not a url', '--secret', 's'], {}, /--to takes the receiver's URL/],
-    [['trigger', 'INVOICE_PAID', '--secret', 's'], {}, /required option '--to <url>'/],
+    [
+      ['trigger', 'INVOICE_PAID', '--secret', 's'],
+      { PAYHOOKS_API_URL: undefined },
+      /No simulator to run INVOICE_PAID in: start one with payhooks simulate --forward-to[\s\S]*pass --to URL/,
+    ],
     [
       ['trigger', 'INVOICE_PAID', '--to', 'http://127.0.0.1:1/webhooks', '--secret', 's'],
       {},
@@ -119,6 +123,6 @@ describe('payhooks simulate', () => {
   it('--help lists simulate and trigger', { timeout: 60_000 }, async () => {
     const result = await runCli(['--help']);
     expect(result.stdout).toMatch(/simulate \[options\]/);
-    expect(result.stdout).toMatch(/trigger \[options\] <type>/);
+    expect(result.stdout).toMatch(/trigger \[options\] <flow\|type>/);
   });
 });
