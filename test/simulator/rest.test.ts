@@ -123,6 +123,9 @@ describe('request bodies', () => {
     });
     expect(remote.status).toBe(400);
     expect(errorMessage(remote.body)).toMatch(/https/);
+    const notUrl = await client.post('/v1/webhooks', { url: 'not a url', description: 'x', enabledEvents: ['INVOICE_PAID'] });
+    expect(notUrl.status).toBe(400);
+    expect(errorMessage(notUrl.body)).toMatch(/input\.url/);
     const local = await client.post('/v1/webhooks', { url: 'http://localhost:1/hooks', description: 'x', enabledEvents: ['INVOICE_PAID'] });
     expect(local.status).toBe(200);
   });
