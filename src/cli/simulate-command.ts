@@ -139,7 +139,8 @@ ${nextSteps(new URL(session.forwardTo))}
 
 /** Registers the `--forward-to` endpoint through the simulator's REST interface and writes the session file. */
 async function forward(simulator: Simulator, forwardTo: string, events: readonly EventType[], dir: string): Promise<SimulatorSession> {
-  const client = createClient({ apiKey: SIMULATOR_API_KEY, environment: simulator.url });
+  // Retried more than usual: with --fail-rate the simulator fails these calls on purpose, and the session depends on them.
+  const client = createClient({ apiKey: SIMULATOR_API_KEY, environment: simulator.url, maxRetries: 10 });
   const endpoint = await client.webhooks.create({
     url: forwardTo,
     description: 'payhooks simulate --forward-to',

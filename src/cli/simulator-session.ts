@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { z } from 'zod';
-import { createClient } from '../client/index.js';
+import { ApiConnectionError, createClient, NotFoundError, ServerError } from '../client/index.js';
 import { PayhooksError } from '../errors.js';
 
 // The file where `payhooks simulate --forward-to URL` leaves what `serve` and `trigger` need to reach it:
@@ -123,17 +123,21 @@ export type SessionProbe = { live: true; secret: string } | { live: false; reaso
  */
 export async function probeSimulatorSession(session: SimulatorSession, timeoutMs = 2_000): Promise<SessionProbe> {
   const client = createClient({ apiKey: session.apiKey, environment: session.url, maxRetries: 0, timeoutMs, rateLimit: false });
-  try {
-    const { secret } = await client.webhooks.getSecret(session.endpointId);
-    return { live: true, secret };
-  } catch (err) {
-    const status = (err as { status?: unknown }).status;
-    return {
-      live: false,
-      reason:
-        status === 404
-          ? `the simulator at ${session.url} has no endpoint ${session.endpointId} (it was restarted)`
-          : `the simulator at ${session.url} does not answer (it has stopped)`,
-    };
+  // A 5xx is the simulator answering (e.g. its --fail-rate), so it is asked again; no answer at all is not
+  // retried, so a stopped simulator costs serve's start-up one refused connection, not a backoff.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const { secret } = await client.webhooks.getSecret(session.endpointId);
+      return { live: true, secret };
+    } catch (err) {
+      if (err instanceof ServerError && attempt < 5) continue;
+      return { live: false, reason: staleReason(session, err) };
+    }
   }
+}
+
+function staleReason(session: SimulatorSession, err: unknown): string {
+  if (err instanceof NotFoundError) return `the simulator at ${session.url} has no endpoint ${session.endpointId} (it was restarted)`;
+  if (err instanceof ApiConnectionError) return `the simulator at ${session.url} does not answer (it has stopped)`;
+  return `the simulator at ${session.url} did not give the endpoint's secret (${err instanceof Error ? err.message : String(err)})`;
 }

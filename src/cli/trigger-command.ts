@@ -39,8 +39,8 @@ Flows (each creates its own customer and resources through the simulator's REST 
 emits the events and delivers them to its endpoints, e.g. the one \`payhooks simulate --forward-to URL\` made):
 ${FLOW_DESCRIPTIONS.map((flow) => `  ${flow.name.padEnd(width)}  ${flow.summary}`).join('\n')}
 
-The simulator is found through --simulator URL, else PAYHOOKS_API_URL, else ./.payhooks/simulator.json
-(written by payhooks simulate --forward-to URL); the key is PAYHOOKS_API_KEY or sk_test_local.
+The simulator is found through --simulator URL, else PAYHOOKS_API_URL (key: PAYHOOKS_API_KEY, default
+sk_test_local), else ./.payhooks/simulator.json (written by payhooks simulate --forward-to URL; key: its own).
 
 An event type (e.g. PAYMENT_REFUNDED) runs the first flow that causes it. With --to URL, the catalog's example
 of that type is signed (--secret, else PAYHOOKS_WEBHOOK_SECRET, else the session's secret) and sent straight to
@@ -150,7 +150,11 @@ async function flowCommand(flow: FlowName, target: Target, preface: string[]): P
       ...stepLines(result.steps),
       '',
       `${result.events.length} event${result.events.length === 1 ? '' : 's'} emitted:`,
-      ...result.events.map((event) => `  ${event.eventType.padEnd(width)}  ${event.eventId}`),
+      ...result.events.map((event) => {
+        const skipped =
+          target.session && !target.session.enabledEvents.includes(event.eventType) ? '  (not forwarded: not in --events)' : '';
+        return `  ${event.eventType.padEnd(width)}  ${event.eventId}${skipped}`;
+      }),
       `${forwarding} history: GET ${target.url}/v1/webhook-events`,
     ],
   };

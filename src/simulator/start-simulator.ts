@@ -53,7 +53,8 @@ export interface Simulator {
 /**
  * Starts an in-memory emulation of the Payment Collection Service: the REST interface of the spec (with its
  * keys, `{input}` bodies, uniqueness, paging, idempotency and rate limit), the state rules that emit events,
- * and real signed webhook deliveries with the spec's retry schedule. Everything is lost on close.
+ * simulator-only sandbox calls under `/v1/sandbox/` that cause the rest (refunds, disputes, subscriptions, failed
+ * attempts), and real signed webhook deliveries with the spec's retry schedule. Everything is lost on close.
  *
  * @example
  * const simulator = await startSimulator({ timeScale: 100 });

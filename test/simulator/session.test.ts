@@ -87,12 +87,31 @@ describe('the session file', () => {
     expect((error as Error).message).not.toContain(session.secret);
   });
 
-  it('probe: live with the current secret (a rotation is followed); stale when the endpoint or the simulator is gone', async () => {
+  it('probe: live with the current secret (a rotation is followed); stale when the endpoint or the simulator is gone, or it keeps failing', async () => {
     expect(await probeSimulatorSession(session)).toEqual({ live: true, secret: session.secret });
     expect(await probeSimulatorSession({ ...session, endpointId: 'we_gone' })).toEqual({
       live: false,
       reason: `the simulator at ${simulator.url} has no endpoint we_gone (it was restarted)`,
     });
+    // After a rotation the simulator's current secret is the one to verify with, not the file's.
+    const other = createClient({ apiKey: 'sk_test_local', environment: simulator.url });
+    const rotated = await other.webhooks.create({
+      url: 'http://127.0.0.1:8787/webhooks',
+      description: 'rotated',
+      enabledEvents: ['INVOICE_PAID'],
+    });
+    const { secret: newSecret } = await other.webhooks.rotateSecret(rotated.id);
+    expect(await probeSimulatorSession({ ...session, endpointId: rotated.id })).toEqual({ live: true, secret: newSecret });
+
+    const failing = await startSimulator({ failRate: 1 });
+    try {
+      expect(await probeSimulatorSession({ ...session, url: failing.url })).toEqual({
+        live: false,
+        reason: expect.stringMatching(/^the simulator at \S+ did not give the endpoint's secret \(.*503 Simulated failure/),
+      });
+    } finally {
+      await failing.close();
+    }
     const stopped = await startSimulator();
     await stopped.close();
     expect(await probeSimulatorSession({ ...session, url: stopped.url })).toEqual({
