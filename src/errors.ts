@@ -13,6 +13,12 @@ const PREFIX = 'payhooks: ';
  * }
  */
 export class PayhooksError extends Error {
+  /** The message of any thrown value without the `payhooks: ` prefix, for an error that wraps another. */
+  static describe(cause: unknown): string {
+    const message = cause instanceof Error ? cause.message : String(cause);
+    return message.startsWith(PREFIX) ? message.slice(PREFIX.length) : message;
+  }
+
   constructor(message: string, options?: ErrorOptions) {
     super(message.startsWith(PREFIX) ? message : `${PREFIX}${message}`, options);
     this.name = new.target.name;

@@ -10,7 +10,8 @@ import { readServiceEnv } from './config.js';
 import { startService, type ServiceRole } from './service.js';
 import { loadHandlers } from './load-handlers.js';
 import { runSimulate, simulateOptionParsers, type SimulateCommandOptions } from './simulate-command.js';
-import { runTrigger } from './trigger-command.js';
+import { flowsHelp, runTrigger, type TriggerCommandOptions } from './trigger-command.js';
+import { FLOW_NAMES } from '../simulator/index.js';
 import { untilSignal } from './until-signal.js';
 
 const ENVIRONMENT_HELP = `
@@ -113,6 +114,16 @@ function buildProgram(out: (text: string) => void): Command {
   program
     .command('simulate')
     .description('run a local, in-memory Payment Collection Service: its REST interface and real signed webhook deliveries')
+    .option(
+      '--forward-to <url>',
+      'register a webhook endpoint at this URL (e.g. http://127.0.0.1:8787/webhooks), print its secret and write ./.payhooks/simulator.json for serve and trigger',
+      simulateOptionParsers.forwardTo,
+    )
+    .option(
+      '--events <types>',
+      'with --forward-to: the event types it receives, comma-separated (default: all 19)',
+      simulateOptionParsers.events,
+    )
     .option('--port <port>', 'port to listen on (0: any free port)', simulateOptionParsers.port, 4010)
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option(
@@ -135,13 +146,18 @@ function buildProgram(out: (text: string) => void): Command {
 
   program
     .command('trigger')
-    .description('send one realistic signed event of a type to a receiver; exit 0 when it answers 2xx')
-    .argument('<type>', 'an event type, e.g. INVOICE_PAID')
-    .requiredOption('--to <url>', "the receiver's URL, e.g. http://127.0.0.1:8787/webhooks")
-    .option('--secret <secret>', 'the endpoint secret to sign with (default: PAYHOOKS_WEBHOOK_SECRET)')
-    .action(async (type: string, opts: { to: string; secret?: string }) => {
-      const result = await runTrigger(type, opts);
+    .description(
+      'run a flow (e.g. cash-payment) through the simulator, which emits and delivers its events; exit 0 when every step is accepted',
+    )
+    .argument('<flow|type>', `a flow (${FLOW_NAMES.join(', ')}) or an event type, e.g. INVOICE_PAID`)
+    .option('--simulator <url>', 'the simulator to run the flow in (default: PAYHOOKS_API_URL, then ./.payhooks/simulator.json)')
+    .option('--to <url>', "with an event type: send the catalog's example straight to this receiver, e.g. http://127.0.0.1:8787/webhooks")
+    .option('--secret <secret>', 'with --to: the secret to sign with (default: PAYHOOKS_WEBHOOK_SECRET, then the session file)')
+    .addHelpText('after', flowsHelp())
+    .action(async (name: string, opts: TriggerCommandOptions) => {
+      const result = await runTrigger(name, opts);
       out(result.lines.join('\n'));
+      if (result.error) console.error(`payhooks: ${result.error}`);
       if (!result.ok) throw new SilentFailure();
     });
 

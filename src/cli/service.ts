@@ -8,6 +8,7 @@ import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhook
 import type { PayhooksDatabase } from '../store/database.js';
 import { countEventsNeedingAttention } from '../store/attention-counts.js';
 import type { ServiceEnv } from './config.js';
+import { withSimulatorSession } from './session-env.js';
 
 /** A running standalone service. */
 export interface RunningService {
@@ -30,16 +31,20 @@ export interface ServiceOptions {
 }
 
 /**
- * Starts the standalone service: the receiver at /webhooks, /healthz, /readyz and /metrics.
+ * Starts the standalone service: the receiver at /webhooks, /healthz, /readyz and /metrics. With
+ * PAYHOOKS_WEBHOOK_SECRET unset, a running simulator's session file supplies the secret (withSimulatorSession).
  *
  * @example
  * const service = await startService(readServiceEnv(), logger);
  */
-export async function startService(env: ServiceEnv, logger: Logger, options: ServiceOptions = {}): Promise<RunningService> {
+export async function startService(givenEnv: ServiceEnv, logger: Logger, options: ServiceOptions = {}): Promise<RunningService> {
+  const env = await withSimulatorSession(givenEnv, logger);
   const role = options.role ?? 'all';
   const receiving = role !== 'worker';
   if (receiving && !env.PAYHOOKS_WEBHOOK_SECRET?.length) {
-    throw new Error('PAYHOOKS_WEBHOOK_SECRET is not set: give the endpoint signing secret (comma-separated during a rotation).');
+    throw new Error(
+      'PAYHOOKS_WEBHOOK_SECRET is not set: give the endpoint signing secret (comma-separated during a rotation), or run payhooks simulate --forward-to URL in this folder first.',
+    );
   }
   // Built before the database opens, so a bad key or a missing PAYHOOKS_API_URL stops the start with its reason.
   const api = env.PAYHOOKS_API_KEY

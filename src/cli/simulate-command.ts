@@ -1,12 +1,31 @@
 import type { Logger } from 'pino';
-import { startSimulator, type ResolvedSimulatorOptions, type SimulatorOptions } from '../simulator/index.js';
+import { createClient } from '../client/index.js';
+import { EVENT_TYPES, isEventType, type EventType } from '../events/index.js';
+import { webhookUrlSchema } from '../events/rest-contract.js';
+import { startSimulator, type ResolvedSimulatorOptions, type Simulator, type SimulatorOptions } from '../simulator/index.js';
+import {
+  DEFAULT_SESSION_DIR,
+  displayPath,
+  removeSimulatorSession,
+  sessionFilePath,
+  writeSimulatorSession,
+  type SimulatorSession,
+} from './simulator-session.js';
 import { untilSignal } from './until-signal.js';
+
+/** The key `simulate --forward-to` registers with and writes to the session file (the simulator takes any sk_test_ key). */
+export const SIMULATOR_API_KEY = 'sk_test_local';
 
 /** The options `payhooks simulate` takes, already parsed and checked by the command line. */
 export type SimulateCommandOptions = Pick<
   ResolvedSimulatorOptions,
   'port' | 'host' | 'timeScale' | 'duplicateRate' | 'reorder' | 'failRate'
->;
+> & {
+  /** Register an endpoint at this URL and write the session file. */
+  forwardTo?: string | undefined;
+  /** The types that endpoint receives. Default: all 19. */
+  events?: EventType[] | undefined;
+};
 
 /** Commander parsers that fail with the flag's name in the message. */
 export const simulateOptionParsers = {
@@ -24,6 +43,27 @@ export const simulateOptionParsers = {
       );
     return n;
   },
+  forwardTo(value: string): string {
+    if (!webhookUrlSchema.safeParse(value).success) {
+      throw new Error(
+        `--forward-to takes the receiver's URL, https or http on localhost / 127.0.0.1, e.g. http://127.0.0.1:8787/webhooks; not ${JSON.stringify(value)}.`,
+      );
+    }
+    return value;
+  },
+  events(value: string): EventType[] {
+    const names = value
+      .split(',')
+      .map((name) => name.trim())
+      .filter(Boolean);
+    const unknown = names.filter((name) => !isEventType(name));
+    if (names.length === 0 || unknown.length > 0) {
+      throw new Error(
+        `--events takes event types separated by commas, e.g. INVOICE_PAID,PAYMENT_COMPLETED; ${unknown.length ? `unknown: ${unknown.join(', ')}` : 'none given'}. Known types: ${EVENT_TYPES.join(', ')}.`,
+      );
+    }
+    return [...new Set(names)] as EventType[];
+  },
   rate(flag: string) {
     return (value: string): number => {
       const n = Number(value);
@@ -34,33 +74,118 @@ export const simulateOptionParsers = {
   },
 };
 
-function howTo(url: string, options: SimulateCommandOptions): string {
+function chaosLine(options: SimulateCommandOptions): string {
   const chaos = [
     options.timeScale !== 1 ? `time scale ${options.timeScale}` : '',
     options.duplicateRate > 0 ? `duplicate rate ${options.duplicateRate}` : '',
     options.reorder ? 'reordering' : '',
     options.failRate > 0 ? `REST fail rate ${options.failRate}` : '',
   ].filter(Boolean);
+  return chaos.length ? `Chaos: ${chaos.join(', ')}.\n` : '';
+}
+
+function howTo(url: string, options: SimulateCommandOptions): string {
   return `Payment Collection Service simulator listening on ${url}
-${chaos.length ? `Chaos: ${chaos.join(', ')}.\n` : ''}
+${chaosLine(options)}
   Any key starting with sk_test_ is a staging key (sk_live_ is production: the sandbox refuses it).
   Register a webhook endpoint, e.g. pointing at \`payhooks serve\`:
 
-    curl -s ${url}/v1/webhooks -H 'authorization: Bearer sk_test_local' -H 'content-type: application/json' \\
+    curl -s ${url}/v1/webhooks -H 'authorization: Bearer ${SIMULATOR_API_KEY}' -H 'content-type: application/json' \\
       -d '{"input":{"url":"http://127.0.0.1:8787/webhooks","description":"local","enabledEvents":["INVOICE_PAID","PAYMENT_COMPLETED"]}}'
 
   Its signing secret: GET ${url}/v1/webhooks/{id}/secret (give it to the receiver as PAYHOOKS_WEBHOOK_SECRET).
+  Or let the simulator do all that: payhooks simulate --forward-to http://127.0.0.1:8787/webhooks
   The interface: ${url}/openapi.json (or .yaml). Delivery history: GET ${url}/v1/webhook-events.
   Everything is in memory and lost on exit. Ctrl-C stops it.
 `;
 }
 
+// What to run next, when the simulator registered the endpoint itself: serve needs no setting unless the
+// endpoint is on another port than serve's default.
+function nextSteps(forwardTo: URL): string {
+  const local = ['127.0.0.1', 'localhost'].includes(forwardTo.hostname);
+  const port = forwardTo.port || (forwardTo.protocol === 'https:' ? '443' : '80');
+  const serve =
+    local && forwardTo.pathname === '/webhooks'
+      ? [`${port === '8787' ? '' : `PORT=${port} `}payhooks serve`, 'verifies deliveries with the secret above, reads the API here']
+      : undefined;
+  const lines = [
+    ...(serve ? [serve] : []),
+    ['payhooks trigger cash-payment', 'customer → invoice → cash payment → paid (payhooks trigger --help lists every flow)'],
+  ];
+  const width = Math.max(...lines.map(([command]) => command!.length));
+  return [
+    ...(serve ? [] : [`    Point your receiver at ${forwardTo.href} and give it the signing secret above; then:`]),
+    ...lines.map(([command, comment]) => `    ${command!.padEnd(width)}   # ${comment}`),
+  ].join('\n');
+}
+
+function forwardingHowTo(url: string, options: SimulateCommandOptions, session: SimulatorSession, file: string): string {
+  const all = session.enabledEvents.length === EVENT_TYPES.length;
+  return `Payment Collection Service simulator listening on ${url}
+${chaosLine(options)}
+  Forwarding ${all ? `all ${EVENT_TYPES.length} event types` : session.enabledEvents.join(', ')} to ${session.forwardTo} (endpoint ${session.endpointId}).
+  Signing secret: ${session.secret}
+  Session: ${file} (mode 0600) holds the address, key and secret; payhooks serve and payhooks trigger
+  in this folder read it. It is removed when the simulator stops.
+
+  Next, in another terminal in this folder:
+${nextSteps(new URL(session.forwardTo))}
+
+  API key: ${SIMULATOR_API_KEY} (any sk_test_ key works). The interface: ${url}/openapi.json. Deliveries: GET ${url}/v1/webhook-events.
+  Everything is in memory and lost on exit. Ctrl-C stops it.
+`;
+}
+
+/** Registers the `--forward-to` endpoint through the simulator's REST interface and writes the session file. */
+async function forward(simulator: Simulator, forwardTo: string, events: readonly EventType[], dir: string): Promise<SimulatorSession> {
+  // Retried more than usual: with --fail-rate the simulator fails these calls on purpose, and the session depends on them.
+  const client = createClient({ apiKey: SIMULATOR_API_KEY, environment: simulator.url, maxRetries: 10 });
+  const endpoint = await client.webhooks.create({
+    url: forwardTo,
+    description: 'payhooks simulate --forward-to',
+    enabledEvents: [...events],
+  });
+  const { secret } = await client.webhooks.getSecret(endpoint.id);
+  const session: SimulatorSession = {
+    version: 1,
+    url: simulator.url,
+    apiKey: SIMULATOR_API_KEY,
+    endpointId: endpoint.id,
+    secret,
+    forwardTo: endpoint.url,
+    enabledEvents: endpoint.enabledEvents,
+    pid: process.pid,
+    startedAt: new Date().toISOString(),
+  };
+  await writeSimulatorSession(dir, session);
+  return session;
+}
+
 /**
- * Runs the simulator until SIGINT or SIGTERM, then stops it (every timer and connection) and resolves.
+ * Runs the simulator until SIGINT or SIGTERM, then stops it (every timer and connection) and resolves. With
+ * `forwardTo`, it first registers an endpoint there for `events` (default: all 19 types) and writes the session
+ * file in `sessionDir` (removed again on the way out, before the simulator stops).
  */
-export async function runSimulate(options: SimulateCommandOptions, logger: Logger, out: (text: string) => void): Promise<void> {
+export async function runSimulate(
+  options: SimulateCommandOptions,
+  logger: Logger,
+  out: (text: string) => void,
+  sessionDir: string = DEFAULT_SESSION_DIR,
+): Promise<void> {
+  if (options.events && !options.forwardTo) throw new Error('--events chooses what --forward-to receives: give --forward-to URL too.');
   const simulatorOptions: SimulatorOptions = { ...options, logger };
   const simulator = await startSimulator(simulatorOptions);
-  out(howTo(simulator.url, options));
-  await untilSignal(logger, () => simulator.close());
+  let session: SimulatorSession | undefined;
+  try {
+    if (options.forwardTo) session = await forward(simulator, options.forwardTo, options.events ?? EVENT_TYPES, sessionDir);
+  } catch (err) {
+    await simulator.close();
+    throw err;
+  }
+  out(session ? forwardingHowTo(simulator.url, options, session, displayPath(sessionFilePath(sessionDir))) : howTo(simulator.url, options));
+  await untilSignal(logger, async () => {
+    if (session) await removeSimulatorSession(sessionDir, session.endpointId);
+    await simulator.close();
+  });
 }

@@ -17,7 +17,7 @@ export const API_PATHS = {
   payments: '/v1/payments',
   /** POST /{paymentId}/complete (spec, staging only). */
   sandboxPayments: '/v1/sandbox/payments',
-  /** POST (spec); GET /{id}/secret and POST /{id}/secret/rotate (spec). */
+  /** POST (spec); GET list (assumed); GET /{id}/secret and POST /{id}/secret/rotate (spec). */
   webhooks: '/v1/webhooks',
   /** GET list and POST /{id}/retry (spec). */
   webhookEvents: '/v1/webhook-events',
@@ -43,6 +43,8 @@ function isLoopbackHttp(url: URL): boolean {
 
 /** A webhook URL: https, or http on localhost / 127.0.0.1 for local development (the simulator allows those). */
 export const webhookUrlSchema = z.url().refine((value) => {
+  // zod runs this even when z.url() has failed; that failure is already reported, and new URL would throw.
+  if (!URL.canParse(value)) return true;
   const url = new URL(value);
   return url.protocol === 'https:' || isLoopbackHttp(url);
 }, 'must be an https URL (http is allowed only for localhost and 127.0.0.1)');

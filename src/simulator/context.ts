@@ -17,4 +17,6 @@ export interface SimulatorContext {
   options: ResolvedSimulatorOptions;
   /** Sends an event to every endpoint subscribed to its type; resolves nothing, deliveries go on in the background. */
   emit(eventType: EventType, data: unknown): EmittedEvent;
+  /** Every event emitted so far, oldest first. */
+  events(): readonly EmittedEvent[];
 }

@@ -1,5 +1,14 @@
 import type { EventMap } from '../events/index.js';
-import type { SimCustomer, SimInvoice, SimPayment, SimPaymentAttempt, SimulatorState } from './state.js';
+import type {
+  SimCustomer,
+  SimDispute,
+  SimInvoice,
+  SimPayment,
+  SimPaymentAttempt,
+  SimRefund,
+  SimSubscription,
+  SimulatorState,
+} from './state.js';
 
 // The `data` of each event the REST actions cause, built from the state at the moment of the action, in the
 // shapes of the spec's "Shape of data" table (so each one passes the catalog's schema).
@@ -84,6 +93,46 @@ export function paymentCompletedEventData(
     customer: customerEventData(customerOfPayment(state, payment)),
     paymentSession: null,
   };
+}
+
+/** `data` of PAYMENT_REFUNDED: the refund, the payment it returns money from, its customer and the organization. */
+export function refundEventData(state: SimulatorState, refund: SimRefund): EventMap['PAYMENT_REFUNDED'] {
+  const payment = state.payment(refund.paymentId);
+  const { paymentId: _paymentId, ...view } = refund;
+  return {
+    refund: structuredClone(view),
+    payment: paymentSnapshot(payment),
+    customer: customerEventData(customerOfPayment(state, payment)),
+    organization: { ...state.organization },
+  };
+}
+
+/** `data` of the dispute events: the dispute, its response (null until one is recorded), the disputed payment. */
+export function disputeEventData(state: SimulatorState, dispute: SimDispute): EventMap['DISPUTE_CREATED'] {
+  const payment = state.payment(dispute.paymentId);
+  const { paymentId: _paymentId, response, ...view } = dispute;
+  return {
+    dispute: structuredClone(view),
+    response: response ? { ...response } : null,
+    payment: paymentSnapshot(payment),
+    customer: customerEventData(customerOfPayment(state, payment)),
+    organization: { ...state.organization },
+  };
+}
+
+/** `data` of the subscription events: the subscription in the spec's fields, its customer, the organization. */
+export function subscriptionEventData(state: SimulatorState, subscription: SimSubscription): EventMap['SUBSCRIPTION_CREATED'] {
+  return {
+    subscription: subscriptionView(subscription),
+    customer: customerEventData(state.customer(subscription.customerId)),
+    organization: { ...state.organization },
+  };
+}
+
+/** A subscription in the spec's fields only (what events carry). */
+export function subscriptionView(subscription: SimSubscription): EventMap['SUBSCRIPTION_CREATED']['subscription'] {
+  const { customerId: _customerId, invoiceIds: _invoiceIds, createdAt: _createdAt, canceledAt: _canceledAt, ...view } = subscription;
+  return structuredClone(view);
 }
 
 function customerOfPayment(state: SimulatorState, payment: SimPayment): SimCustomer {

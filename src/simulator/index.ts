@@ -18,3 +18,29 @@ export { signDelivery } from './sign-delivery.js';
 export { triggerEvent, type TriggerOptions, type TriggerResult } from './trigger.js';
 export { buildOpenApiDocument, openApiYaml, type OpenApiDocument } from './openapi.js';
 export type { Route } from './route.js';
+export {
+  FLOW_DESCRIPTIONS,
+  FLOW_NAMES,
+  FlowError,
+  runFlow,
+  type FlowDescription,
+  type FlowEvent,
+  type FlowName,
+  type FlowResult,
+  type FlowStep,
+  type RunFlowOptions,
+} from './flows.js';
+export { createSandboxClient, type SandboxClient, type SandboxClientOptions } from './sandbox-client.js';
+export type {
+  SandboxCompleteInput,
+  SandboxCreateSubscriptionInput,
+  SandboxCycleResponse,
+  SandboxDispute,
+  SandboxEvent,
+  SandboxOpenDisputeInput,
+  SandboxRefundInput,
+  SandboxRefundResponse,
+  SandboxResolveDisputeInput,
+  SandboxRespondDisputeInput,
+  SandboxSubscription,
+} from './sandbox-contract.js';

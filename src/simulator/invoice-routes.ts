@@ -6,13 +6,14 @@ import {
   markPaidResponseSchema,
   pageQuerySchema,
 } from '../events/rest-contract.js';
-import { badRequest, conflict } from './route-error.js';
+import { conflict } from './route-error.js';
 import type { SimulatorContext } from './context.js';
 import { invoiceEventData, paymentCompletedEventData } from './event-payloads.js';
 import { newId } from './ids.js';
+import { billItems, issueInvoice } from './issue-invoice.js';
 import { page } from './paging.js';
 import { defineRoute, type Route } from './route.js';
-import type { SimConcept, SimInvoice, SimPayment } from './state.js';
+import type { SimInvoice, SimPayment } from './state.js';
 
 /**
  * `/v1/invoices`: create and list (spec), read (assumed), mark-paid (spec). Creating emits INVOICE_CREATED,
@@ -32,51 +33,14 @@ export function invoiceRoutes(ctx: SimulatorContext): Route[] {
       response: apiInvoiceSchema,
       errors: [400, 404],
       handle({ input }) {
-        const customer = state.customer(input.customerId);
-        const now = new Date().toISOString();
-        // Look everything up and check it before creating anything, so a refused invoice leaves no concepts behind.
-        const resolved = input.items.map((item) => ({
-          quantity: item.quantity,
-          existing: item.conceptId === undefined ? undefined : state.concept(item.conceptId),
-          inline: item.concept,
-        }));
-        const currencies = new Set(resolved.map((item) => (item.existing ?? item.inline)!.currency));
-        if (currencies.size > 1) throw badRequest(`All items of an invoice must share one currency; got ${[...currencies].join(', ')}.`);
-        const items = resolved.map((item) => {
-          const concept = item.existing ?? createConcept(ctx, item.inline!, now);
-          return {
-            description: concept.displayName,
-            amount: concept.amount,
-            currency: concept.currency,
-            quantity: item.quantity,
-            conceptId: concept.id,
-          };
-        });
-        const invoice: SimInvoice = {
-          id: newId('inv'),
-          amount: items.reduce((sum, item) => sum + item.amount * item.quantity, 0),
-          currency: items[0]!.currency,
+        state.customer(input.customerId); // first, so that an unknown customer leaves no concepts behind
+        const items = billItems(ctx, input.items, { oneOff: true, what: 'an invoice' });
+        const invoice = issueInvoice(ctx, {
+          customerId: input.customerId,
           dueDate: input.dueDate,
-          expireDate: null,
+          collectionMethod: input.collectionMethod,
           items,
-          metadata: [],
-          meta: {},
-          customerId: customer.id,
-          description: null,
-          collectionMethod: input.collectionMethod ?? 'AUTOMATIC',
-          isPaid: false,
-          paidAt: null,
-          canceledAt: null,
-          createdAt: now,
-        };
-        state.invoices.set(invoice.id, invoice);
-        ctx.emit('INVOICE_CREATED', invoiceEventData(state, 'INVOICE_CREATED', invoice));
-        if (invoice.amount === 0) {
-          // The spec's third rule: nothing to collect, so the invoice is settled as it is created.
-          invoice.isPaid = true;
-          invoice.paidAt = now;
-          ctx.emit('INVOICE_PAID', invoiceEventData(state, 'INVOICE_PAID', invoice));
-        }
+        });
         return { status: 200, body: invoice };
       },
     }),
@@ -146,33 +110,4 @@ export function invoiceRoutes(ctx: SimulatorContext): Route[] {
 export function assertPayable(invoice: SimInvoice): void {
   if (invoice.isPaid) throw conflict(`Invoice ${invoice.id} is already paid.`);
   if (invoice.canceledAt !== null) throw conflict(`Invoice ${invoice.id} is canceled.`);
-}
-
-function createConcept(ctx: SimulatorContext, inline: { displayName: string; amount: number; currency: string }, now: string): SimConcept {
-  const concept: SimConcept = {
-    id: newId('con'),
-    createdAt: now,
-    updatedAt: now,
-    amount: inline.amount,
-    currency: inline.currency,
-    displayName: inline.displayName,
-    description: null,
-    sku: null,
-    organizationId: ctx.state.organization.id,
-    active: true,
-    recurrentDetailId: null,
-    amountEditable: false,
-    quantityEditable: false,
-    archivedAt: null,
-    archivedById: null,
-    oneOff: true,
-    groupId: null,
-    createdById: null,
-    updatedById: null,
-    group: null,
-    metadata: [],
-    meta: {},
-  };
-  ctx.state.concepts.set(concept.id, concept);
-  return concept;
 }

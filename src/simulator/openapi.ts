@@ -60,7 +60,8 @@ function pascal(operationId: string): string {
 
 /**
  * The OpenAPI 3.1 description of the simulated interface, generated from the routes and the zod schemas of the
- * wire contract (src/events/api.ts): request bodies `{input: …}` from the input schemas, answers from the
+ * wire contract (src/events/rest-contract.ts, and src/simulator/sandbox-contract.ts for the simulator's own sandbox
+ * calls): request bodies `{input: …}` from the input schemas, answers from the
  * response schemas, every error answer the `{"error":{"message"}}` body.
  *
  * @example
@@ -134,7 +135,7 @@ export function buildOpenApiDocument(routes: readonly Route[], serverUrl?: strin
       title: 'Payment Collection Service (payhooks simulator)',
       version: OPENAPI_DOCUMENT_VERSION,
       description:
-        "The REST interface of the Payment Collection Service as the payhooks simulator emulates it. Shapes the spec does not show are payhooks' documented assumptions (src/events/api.ts).",
+        "The REST interface of the Payment Collection Service as the payhooks simulator emulates it. Shapes the spec does not show are payhooks' documented assumptions (src/events/rest-contract.ts). Operations whose summary starts with 'Simulator only' (tag Sandbox, and outcome FAILED of the sandbox completion) exist only in the simulator, so that every event type can be caused through its state (src/simulator/sandbox-contract.ts).",
     },
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
     security: [{ bearerAuth: [] }],

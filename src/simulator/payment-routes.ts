@@ -1,7 +1,6 @@
 import { randomInt } from 'node:crypto';
 import {
   apiPaymentSchema,
-  completePaymentInputSchema,
   completePaymentResponseSchema,
   requestPaymentInputSchema,
   requestPaymentResponseSchema,
@@ -12,12 +11,14 @@ import { invoiceEventData, paymentAttemptEventData, paymentCompletedEventData } 
 import { newId } from './ids.js';
 import { assertPayable } from './invoice-routes.js';
 import { defineRoute, type Route } from './route.js';
+import { sandboxCompleteInputSchema } from './sandbox-contract.js';
 import type { SimInvoice, SimPayment, SimPaymentAttempt } from './state.js';
 
 /**
  * Payments: requesting a CASH or TRANSFER payment of an invoice (spec), reading a payment (assumed), and the
  * staging sandbox's completion, which settles a pending CASH/TRANSFER payment and emits
- * PAYMENT_ATTEMPT_SUCCEEDED, INVOICE_PAID and PAYMENT_COMPLETED.
+ * PAYMENT_ATTEMPT_SUCCEEDED, INVOICE_PAID and PAYMENT_COMPLETED, or (outcome FAILED, simulator only) records a
+ * failed attempt and emits PAYMENT_ATTEMPT_FAILED.
  */
 export function paymentRoutes(ctx: SimulatorContext): Route[] {
   const { state } = ctx;
@@ -67,13 +68,14 @@ export function paymentRoutes(ctx: SimulatorContext): Route[] {
       method: 'POST',
       path: '/v1/sandbox/payments/{paymentId}/complete',
       operationId: 'completeSandboxPayment',
-      summary: 'Staging only: settle a pending CASH or TRANSFER payment with the outcome SUCCEEDED.',
+      summary:
+        'Staging only: settle a pending CASH or TRANSFER payment (outcome SUCCEEDED). Simulator only (assumed value): outcome FAILED records a failed attempt and emits PAYMENT_ATTEMPT_FAILED; the payment stays pending.',
       tag: 'Payments',
       stagingOnly: true,
-      input: completePaymentInputSchema,
+      input: sandboxCompleteInputSchema,
       response: completePaymentResponseSchema,
       errors: [400, 403, 404, 409],
-      handle({ params }) {
+      handle({ params, input }) {
         const payment = state.payment(params.paymentId!);
         if (payment.status !== 'PENDING' || (payment.type !== 'CASH' && payment.type !== 'TRANSFER')) {
           throw conflict(
@@ -82,22 +84,28 @@ export function paymentRoutes(ctx: SimulatorContext): Route[] {
         }
         const invoice = state.invoice(payment.invoiceId);
         if (invoice.isPaid) throw conflict(`Invoice ${invoice.id} was already paid by another payment.`);
+        const succeeded = input.outcome === 'SUCCEEDED';
         const now = new Date().toISOString();
         const previous = state.attempts.get(payment.id) ?? [];
         const attempt: SimPaymentAttempt = {
           id: newId('att'),
           createdAt: now,
-          success: true,
+          success: succeeded,
           startedOn: 'SANDBOX',
           automatic: false,
           scheduled: false,
           wasAttemptedByOrganization: true,
           attemptNumber: previous.length + 1,
-          errorCode: null,
-          errorType: null,
-          errorResponse: null,
+          errorCode: succeeded ? null : 'SANDBOX_FAILED',
+          errorType: succeeded ? null : 'DECLINED',
+          errorResponse: succeeded ? null : 'The sandbox completion was called with outcome FAILED.',
         };
         state.attempts.set(payment.id, [...previous, attempt]);
+        if (!succeeded) {
+          // A failed attempt settles nothing: the payment stays pending and can be completed (or fail) again.
+          ctx.emit('PAYMENT_ATTEMPT_FAILED', paymentAttemptEventData(state, payment, attempt));
+          return { status: 200, body: { payment, invoice } };
+        }
         Object.assign(payment, { status: 'SUCCEEDED', isCompleted: true, paymentTime: now } satisfies Partial<SimPayment>);
         Object.assign(invoice, { isPaid: true, paidAt: now } satisfies Partial<SimInvoice>);
         ctx.emit('PAYMENT_ATTEMPT_SUCCEEDED', paymentAttemptEventData(state, payment, attempt));

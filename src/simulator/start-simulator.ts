@@ -4,15 +4,19 @@ import { exampleEvent, isEventType, type EventMap, type EventType, type WebhookE
 import type { EmittedEvent, SimulatorContext } from './context.js';
 import { customerRoutes } from './customer-routes.js';
 import { DeliveryQueue, type DeliveryPost, type DeliveryRecordFilter, type DeliveryRecord } from './deliveries.js';
+import { disputeRoutes } from './dispute-routes.js';
 import { documentRoutes } from './document-routes.js';
 import { newId } from './ids.js';
 import { invoiceRoutes } from './invoice-routes.js';
 import { resolveSimulatorOptions, type ResolvedSimulatorOptions, type SimulatorOptions } from './options.js';
 import { paymentRoutes } from './payment-routes.js';
 import { portalRoutes } from './portal-routes.js';
+import { refundRoutes } from './refund-routes.js';
 import { createRestHandler } from './rest-handler.js';
 import type { Route } from './route.js';
+import { sandboxEventRoutes } from './sandbox-event-routes.js';
 import { SimulatorState } from './state.js';
+import { subscriptionRoutes } from './subscription-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
 
 /** A running simulator. */
@@ -49,7 +53,8 @@ export interface Simulator {
 /**
  * Starts an in-memory emulation of the Payment Collection Service: the REST interface of the spec (with its
  * keys, `{input}` bodies, uniqueness, paging, idempotency and rate limit), the state rules that emit events,
- * and real signed webhook deliveries with the spec's retry schedule. Everything is lost on close.
+ * simulator-only sandbox calls under `/v1/sandbox/` that cause the rest (refunds, disputes, subscriptions, failed
+ * attempts), and real signed webhook deliveries with the spec's retry schedule. Everything is lost on close.
  *
  * @example
  * const simulator = await startSimulator({ timeScale: 100 });
@@ -87,6 +92,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       deliveries.enqueue(event, subscribed);
       return event;
     },
+    events: () => emitted,
   };
 
   const routes: Route[] = [
@@ -95,6 +101,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     ...paymentRoutes(ctx),
     ...webhookRoutes(ctx),
     ...portalRoutes(ctx),
+    // Simulator-only sandbox calls (assumed, not in the spec): they cause the events no spec'd call causes.
+    ...refundRoutes(ctx),
+    ...disputeRoutes(ctx),
+    ...subscriptionRoutes(ctx),
+    ...sandboxEventRoutes(ctx),
   ];
   routes.push(...documentRoutes(() => routes));
 

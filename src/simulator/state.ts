@@ -109,6 +109,64 @@ export interface SimPaymentAttempt {
   errorResponse: string | null;
 }
 
+/**
+ * A refund of a payment (simulator only: the spec shows no refund call). The simulator settles a refund as it
+ * creates it, so its one status is `SUCCEEDED`.
+ */
+export interface SimRefund {
+  id: string;
+  amount: number;
+  currency: string;
+  status: 'SUCCEEDED';
+  createdAt: string;
+  statusUpdatedAt: string;
+  customRefundReason: string | null;
+  paymentId: string;
+}
+
+/** The states of a simulated dispute (assumed names; the spec shows none). */
+export type SimDisputeStatus = 'NEEDS_RESPONSE' | 'UNDER_REVIEW' | 'WON' | 'LOST';
+
+/** A dispute (chargeback) of a payment, opened through the simulator's sandbox. */
+export interface SimDispute {
+  id: string;
+  status: SimDisputeStatus;
+  respondBy: string | null;
+  reason: string | null;
+  createdAt: string;
+  resolvedAt: string | null;
+  lostReason: string | null;
+  /** The organization's response, once recorded. */
+  response: { id: string; createdAt: string } | null;
+  paymentId: string;
+}
+
+/** The states of a simulated subscription (assumed names; the spec shows none). */
+export type SimSubscriptionStatus = 'ACTIVE' | 'COMPLETED' | 'CANCELED';
+
+/** A subscription created through the simulator's sandbox; each cycle issues one invoice. */
+export interface SimSubscription {
+  id: string;
+  description: string | null;
+  status: SimSubscriptionStatus;
+  isActive: boolean;
+  isCompleted: boolean;
+  firstCollectionDate: string;
+  lastCollectionDate: string | null;
+  nextCollectionDate: string | null;
+  numberOfPayments: number | null;
+  collectionMethod: string;
+  onlyAutomaticCollection: boolean;
+  items: SimInvoiceItem[];
+  metadata: MetadataPair[];
+  meta: Record<string, string>;
+  customerId: string;
+  /** The invoices its cycles issued, oldest first. */
+  invoiceIds: string[];
+  createdAt: string;
+  canceledAt: string | null;
+}
+
 /** A registered webhook endpoint, with its secrets (never answered except by GET …/secret). */
 export interface SimWebhookEndpoint {
   id: string;
@@ -136,6 +194,9 @@ export class SimulatorState {
   readonly payments = new Map<string, SimPayment>();
   readonly attempts = new Map<string, SimPaymentAttempt[]>();
   readonly endpoints = new Map<string, SimWebhookEndpoint>();
+  readonly refunds = new Map<string, SimRefund>();
+  readonly disputes = new Map<string, SimDispute>();
+  readonly subscriptions = new Map<string, SimSubscription>();
 
   /** The customer with this id, or a 404. */
   customer(id: string): SimCustomer {
@@ -160,6 +221,16 @@ export class SimulatorState {
   /** The webhook endpoint with this id, or a 404. */
   endpoint(id: string): SimWebhookEndpoint {
     return this.endpoints.get(id) ?? throwError(notFound('webhook endpoint', id));
+  }
+
+  /** The dispute with this id, or a 404. */
+  dispute(id: string): SimDispute {
+    return this.disputes.get(id) ?? throwError(notFound('dispute', id));
+  }
+
+  /** The subscription with this id, or a 404. */
+  subscription(id: string): SimSubscription {
+    return this.subscriptions.get(id) ?? throwError(notFound('subscription', id));
   }
 
   /** The name of the unique customer field that `candidate` would repeat, if any. */

@@ -1,6 +1,7 @@
 import {
   createWebhookInputSchema,
   listPageSchema,
+  pageQuerySchema,
   rotatedWebhookSecretSchema,
   webhookEndpointSchema,
   webhookEventRecordSchema,
@@ -14,7 +15,10 @@ import { page } from './paging.js';
 import { defineRoute, type Route } from './route.js';
 import { endpointView, type SimWebhookEndpoint } from './state.js';
 
-/** Webhook endpoints and their secrets, the delivery history and its manual retry (all in the spec's table). */
+/**
+ * Webhook endpoints and their secrets, the delivery history and its manual retry (in the spec's table), and the
+ * list of endpoints (assumed: `GET /v1/webhooks`, so a lost endpoint id can be found again).
+ */
 export function webhookRoutes(ctx: SimulatorContext): Route[] {
   const { state, deliveries, options } = ctx;
   return [
@@ -40,6 +44,17 @@ export function webhookRoutes(ctx: SimulatorContext): Route[] {
         state.endpoints.set(endpoint.id, endpoint);
         return { status: 200, body: endpointView(endpoint) };
       },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/v1/webhooks',
+      operationId: 'listWebhookEndpoints',
+      summary: 'List webhook endpoints, oldest first, without their secrets (assumed path: the spec shows no list of endpoints).',
+      tag: 'Webhooks',
+      query: pageQuerySchema,
+      response: listPageSchema(webhookEndpointSchema),
+      errors: [400],
+      handle: ({ query }) => ({ status: 200, body: page([...state.endpoints.values()].map(endpointView), query) }),
     }),
     defineRoute({
       method: 'GET',

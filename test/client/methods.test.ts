@@ -100,6 +100,14 @@ const cases: MethodCase[] = [
     reply: { json: webhookEndpoint },
   },
   {
+    name: 'webhooks.list',
+    call: (c) => c.webhooks.list({ take: 10, skip: 20 }),
+    method: 'GET',
+    path: '/v1/webhooks',
+    query: { take: '10', skip: '20' },
+    reply: { json: { data: [webhookEndpoint], total: 21, take: 10, skip: 20 } },
+  },
+  {
     name: 'webhooks.getSecret',
     call: (c) => c.webhooks.getSecret('wh_1'),
     method: 'GET',

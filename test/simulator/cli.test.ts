@@ -1,10 +1,34 @@
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeSimulatorSession } from '../../src/cli/simulator-session.js';
+import { createClient } from '../../src/client/index.js';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
+import { startSimulator } from '../../src/simulator/index.js';
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent } from '../../src/store/inbox.js';
 import { collect, runCli, spawnCli } from '../helpers/cli.js';
 import { listen, serverFor } from '../helpers/servers.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** A folder holding a session file as `simulate --forward-to` writes it, for a simulator at `url`. */
+async function sessionDir(url: string, secret: string, forwardTo = 'http://127.0.0.1:8787/webhooks'): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'payhooks-trigger-'));
+  await writeSimulatorSession(join(dir, '.payhooks'), {
+    version: 1,
+    url,
+    apiKey: 'sk_test_local',
+    endpointId: 'we_test',
+    secret,
+    forwardTo,
+    enabledEvents: ['INVOICE_PAID'],
+    pid: process.pid,
+    startedAt: new Date().toISOString(),
+  });
+  return dir;
+}
 
 const SECRET = 'trigger-test-secret';
 
@@ -47,6 +71,39 @@ describe('payhooks trigger', () => {
     expect(result.stdout).toMatch(/Invalid webhook signature/);
   });
 
+  it("with --to and no secret given, signs with the session file's secret", { timeout: 60_000 }, async () => {
+    const dir = await sessionDir('http://127.0.0.1:1', SECRET);
+    const result = await runCli(
+      ['trigger', 'PAYMENT_COMPLETED', '--to', `${receiver.url}/webhooks`],
+      { PAYHOOKS_WEBHOOK_SECRET: undefined },
+      dir,
+    );
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/HTTP 200/);
+    expect(result.stdout).toContain("the catalog's example");
+  });
+
+  it('a flow with a session whose simulator has stopped says so, and how to start it again', { timeout: 60_000 }, async () => {
+    const stopped = await startSimulator();
+    await stopped.close();
+    const dir = await sessionDir(stopped.url, 'secret', 'http://127.0.0.1:8788/webhooks');
+    const result = await runCli(['trigger', 'dispute'], { PAYHOOKS_API_URL: undefined, PAYHOOKS_API_KEY: undefined }, dir);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(`simulator: ${stopped.url} (from .payhooks/simulator.json)`);
+    expect(result.stderr).toMatch(
+      /flow dispute stopped after 0 steps[\s\S]*The simulator of \.payhooks\/simulator\.json does not answer: it has stopped\. Start it again with payhooks simulate --forward-to http:\/\/127\.0\.0\.1:8788\/webhooks\./,
+    );
+  });
+
+  it('--help lists every flow with one line', { timeout: 60_000 }, async () => {
+    const result = await runCli(['trigger', '--help']);
+    expect(result.code).toBe(0);
+    for (const flow of ['cash-payment', 'transfer-payment', 'mark-paid', 'failed-attempt', 'refund', 'dispute', 'subscription-cycle'])
+      expect(result.stdout).toMatch(new RegExp(`^  ${flow} +\\S.+$`, 'm'));
+    expect(result.stdout).toMatch(/--simulator <url>/);
+    expect(result.stdout).toMatch(/--to <url>/);
+  });
+
   it.each([
     [
       ['trigger', 'INVOICE_EXPLODED', '--to', 'http://127.0.0.1:1/webhooks', '--secret', 's'],
@@ -59,11 +116,37 @@ describe('payhooks trigger', () => {
       /No signing secret: pass --secret S or set PAYHOOKS_WEBHOOK_SECRET/,
     ],
     [['trigger', 'INVOICE_PAID', '--to', 'not a url', '--secret', 's'], {}, /--to takes the receiver's URL/],
-    [['trigger', 'INVOICE_PAID', '--secret', 's'], {}, /required option '--to <url>'/],
+    [
+      ['trigger', 'INVOICE_PAID', '--secret', 's'],
+      { PAYHOOKS_API_URL: undefined },
+      /No simulator to run INVOICE_PAID in: start one with payhooks simulate --forward-to[\s\S]*pass --to URL/,
+    ],
     [
       ['trigger', 'INVOICE_PAID', '--to', 'http://127.0.0.1:1/webhooks', '--secret', 's'],
       {},
       /Could not deliver to http:\/\/127\.0\.0\.1:1\/webhooks: .*ECONNREFUSED/,
+    ],
+    [['trigger', 'cash-paymnt'], {}, /Unknown flow "cash-paymnt"\. Flows: cash-payment, transfer-payment, mark-paid/],
+    [
+      ['trigger', 'cash-payment', '--to', 'http://127.0.0.1:1/webhooks'],
+      {},
+      /the flow cash-payment runs in the simulator[\s\S]*Leave out --to/,
+    ],
+    [['trigger', 'refund', '--simulator', 'localhost:4010'], {}, /--simulator must be an http or https URL, not "localhost:4010"/],
+    [
+      ['trigger', 'cash-payment', '--simulator', 'http://127.0.0.1:1'],
+      {},
+      /flow cash-payment stopped after 0 steps: GET \/v1\/sandbox\/events: could not reach the service[\s\S]*Nothing answers at http:\/\/127\.0\.0\.1:1/,
+    ],
+    [
+      ['trigger', 'CUSTOMER_ARCHIVED', '--simulator', 'http://127.0.0.1:1'],
+      {},
+      /No flow causes CUSTOMER_ARCHIVED[\s\S]*payhooks trigger CUSTOMER_ARCHIVED --to http:\/\/127\.0\.0\.1:8787\/webhooks/,
+    ],
+    [
+      ['trigger', 'refund'],
+      { PAYHOOKS_API_URL: 'http://127.0.0.1:1', PAYHOOKS_API_KEY: 'sk_live_real' },
+      /staging key \(sk_test_…\), not a production key/,
     ],
   ] as const)('payhooks %j fails clearly', { timeout: 60_000, concurrent: true }, async (args, env, message) => {
     const result = await runCli([...args], env);
@@ -110,15 +193,44 @@ describe('payhooks simulate', () => {
     [['simulate', '--fail-rate', '-0.5'], /--fail-rate takes a probability between 0 and 1/],
     [['simulate', '--time-scale', '0'], /--time-scale takes a number greater than 0/],
     [['simulate', '--port', 'http'], /--port takes a whole number from 0 to 65535/],
+    [['simulate', '--forward-to', 'http://example.com/webhooks'], /--forward-to takes the receiver's URL, https or http on localhost/],
+    [['simulate', '--forward-to', 'not a url'], /--forward-to takes the receiver's URL/],
+    [
+      ['simulate', '--forward-to', 'http://127.0.0.1:8787/webhooks', '--events', 'INVOICE_PAID,NOPE'],
+      /--events takes event types separated by commas, e.g. INVOICE_PAID,PAYMENT_COMPLETED; unknown: NOPE\. Known types: INVOICE_CREATED/,
+    ],
+    [['simulate', '--port', '0', '--events', 'INVOICE_PAID'], /--events chooses what --forward-to receives: give --forward-to URL too/],
   ] as const)('payhooks %j fails clearly', { timeout: 60_000, concurrent: true }, async (args, message) => {
     const result = await runCli([...args]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(message);
   });
 
+  it('--forward-to with --events registers only those types, and the session file lists them', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-simulate-'));
+    const child = spawnCli(
+      ['simulate', '--port', '0', '--forward-to', 'https://example.com/hooks', '--events', 'INVOICE_PAID, PAYMENT_COMPLETED'],
+      {},
+      dir,
+    );
+    const done = collect(child, 50_000);
+    const sessionFile = join(dir, '.payhooks', 'simulator.json');
+    await waitFor(() => existsSync(sessionFile), 'the session file', 30_000);
+    const session = JSON.parse(readFileSync(sessionFile, 'utf8')) as { url: string; endpointId: string; enabledEvents: string[] };
+    expect(session.enabledEvents).toEqual(['INVOICE_PAID', 'PAYMENT_COMPLETED']);
+    const listed = await createClient({ apiKey: 'sk_test_cli', environment: session.url }).webhooks.list();
+    expect(listed.data).toEqual([expect.objectContaining({ id: session.endpointId, url: 'https://example.com/hooks' })]);
+    child.kill('SIGTERM');
+    const result = await done;
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Forwarding INVOICE_PAID, PAYMENT_COMPLETED to https://example.com/hooks');
+    expect(result.stdout).toContain('Point your receiver at https://example.com/hooks');
+    expect(existsSync(sessionFile)).toBe(false);
+  });
+
   it('--help lists simulate and trigger', { timeout: 60_000 }, async () => {
     const result = await runCli(['--help']);
     expect(result.stdout).toMatch(/simulate \[options\]/);
-    expect(result.stdout).toMatch(/trigger \[options\] <type>/);
+    expect(result.stdout).toMatch(/trigger \[options\] <flow\|type>/);
   });
 });

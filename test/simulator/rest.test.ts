@@ -16,6 +16,13 @@ import {
   webhookSecretSchema,
 } from '../../src/events/rest-contract.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import {
+  sandboxCycleResponseSchema,
+  sandboxDisputeSchema,
+  sandboxEventSchema,
+  sandboxRefundResponseSchema,
+  sandboxSubscriptionSchema,
+} from '../../src/simulator/sandbox-contract.js';
 import { errorMessage } from '../helpers/error-body.js';
 import { api, recordingReceiver, type ApiAnswer } from './api.js';
 
@@ -116,6 +123,9 @@ describe('request bodies', () => {
     });
     expect(remote.status).toBe(400);
     expect(errorMessage(remote.body)).toMatch(/https/);
+    const notUrl = await client.post('/v1/webhooks', { url: 'not a url', description: 'x', enabledEvents: ['INVOICE_PAID'] });
+    expect(notUrl.status).toBe(400);
+    expect(errorMessage(notUrl.body)).toMatch(/input\.url/);
     const local = await client.post('/v1/webhooks', { url: 'http://localhost:1/hooks', description: 'x', enabledEvents: ['INVOICE_PAID'] });
     expect(local.status).toBe(200);
   });
@@ -262,8 +272,9 @@ describe('state rules', () => {
     const live = await api(simulator.url, 'sk_live_prod').post(`/v1/sandbox/payments/${payment.id}/complete`, { outcome: 'SUCCEEDED' });
     expect(live.status).toBe(403);
     expect(errorMessage(live.body)).toMatch(/sk_test_/);
-    const failed = await client.post(`/v1/sandbox/payments/${payment.id}/complete`, { outcome: 'FAILED' });
-    expect(failed.status).toBe(400);
+    const unknownOutcome = await client.post(`/v1/sandbox/payments/${payment.id}/complete`, { outcome: 'EXPLODED' });
+    expect(unknownOutcome.status).toBe(400);
+    expect(errorMessage(unknownOutcome.body)).toMatch(/input\.outcome/);
     expect((await client.post(`/v1/sandbox/payments/${payment.id}/complete`, { outcome: 'SUCCEEDED' })).status).toBe(200);
     const twice = await client.post(`/v1/sandbox/payments/${payment.id}/complete`, { outcome: 'SUCCEEDED' });
     expect(twice.status).toBe(409);
@@ -410,6 +421,61 @@ describe('every operation', () => {
         client.post(`/v1/invoices/${other.id}/mark-paid`, { paymentTime: '2026-11-20T10:00:00Z' }),
         markPaidResponseSchema,
         client.post(`/v1/invoices/${other.id}/mark-paid`, {}),
+      );
+      await expectShape(
+        'listWebhookEndpoints',
+        client.get('/v1/webhooks?take=100'),
+        listPageSchema(webhookEndpointSchema),
+        client.get('/v1/webhooks?take=0'),
+      );
+      const refunded = await expectShape<{ refund: { id: string } }>(
+        'refundSandboxPayment',
+        client.post(`/v1/sandbox/payments/${paymentId}/refund`, { amount: 500, reason: 'shapes' }),
+        sandboxRefundResponseSchema,
+        client.post(`/v1/sandbox/payments/${paymentId}/refund`, { amount: 1_000_000 }),
+      );
+      expect(refunded.refund.id).toMatch(/^ref_/);
+      const dispute = await expectShape(
+        'openSandboxDispute',
+        client.post(`/v1/sandbox/payments/${paymentId}/dispute`, { reason: 'FRAUDULENT' }),
+        sandboxDisputeSchema,
+        client.post(`/v1/sandbox/payments/${paymentId}/dispute`, {}),
+      );
+      await expectShape(
+        'respondSandboxDispute',
+        client.post(`/v1/sandbox/disputes/${dispute.id}/respond`, { evidence: 'receipt' }),
+        sandboxDisputeSchema,
+        client.post(`/v1/sandbox/disputes/${dispute.id}/respond`, {}),
+      );
+      await expectShape(
+        'resolveSandboxDispute',
+        client.post(`/v1/sandbox/disputes/${dispute.id}/resolve`, { outcome: 'LOST' }),
+        sandboxDisputeSchema,
+        client.post(`/v1/sandbox/disputes/${dispute.id}/resolve`, { outcome: 'DRAW' }),
+      );
+      const subscription = await expectShape(
+        'createSandboxSubscription',
+        client.post('/v1/sandbox/subscriptions', { customerId: customer.id, items: [item(9_900)], numberOfPayments: 3 }),
+        sandboxSubscriptionSchema,
+        client.post('/v1/sandbox/subscriptions', { customerId: 'cus_none', items: [item(9_900)] }),
+      );
+      await expectShape(
+        'cycleSandboxSubscription',
+        client.post(`/v1/sandbox/subscriptions/${subscription.id}/cycle`),
+        sandboxCycleResponseSchema,
+        client.post('/v1/sandbox/subscriptions/sub_none/cycle'),
+      );
+      await expectShape(
+        'cancelSandboxSubscription',
+        client.post(`/v1/sandbox/subscriptions/${subscription.id}/cancel`),
+        sandboxSubscriptionSchema,
+        client.post(`/v1/sandbox/subscriptions/${subscription.id}/cancel`),
+      );
+      await expectShape(
+        'listSandboxEvents',
+        client.get('/v1/sandbox/events?take=5'),
+        listPageSchema(sandboxEventSchema),
+        api(simulator.url, 'sk_live_prod').get('/v1/sandbox/events'),
       );
       await expectShape(
         'createCustomerPortalSession',

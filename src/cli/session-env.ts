@@ -1,0 +1,69 @@
+import type { Logger } from 'pino';
+import type { ServiceEnv } from './config.js';
+import {
+  DEFAULT_SESSION_DIR,
+  displayPath,
+  probeSimulatorSession,
+  readSimulatorSession,
+  sessionFilePath,
+  SimulatorSessionError,
+} from './simulator-session.js';
+
+/**
+ * The environment `serve` runs with, completed from a running simulator's session file when the environment
+ * leaves the secret out: with `PAYHOOKS_WEBHOOK_SECRET` unset and `<dir>/simulator.json` naming a simulator that
+ * answers, the secret is the session endpoint's current one, and (only when `PAYHOOKS_API_KEY` and
+ * `PAYHOOKS_API_URL` are both unset) the simulator is the API. The environment always wins; a file that is
+ * broken or names a simulator that has stopped is ignored with a warning that says why, so a stale secret is
+ * never used. One info line says when the session is used.
+ *
+ * @example
+ * const env = await withSimulatorSession(readServiceEnv(), logger);
+ */
+export async function withSimulatorSession(env: ServiceEnv, logger: Logger, dir: string = DEFAULT_SESSION_DIR): Promise<ServiceEnv> {
+  if (env.PAYHOOKS_WEBHOOK_SECRET?.length) return env;
+  const file = displayPath(sessionFilePath(dir));
+  let session: Awaited<ReturnType<typeof readSimulatorSession>>;
+  try {
+    session = await readSimulatorSession(dir);
+  } catch (err) {
+    if (!(err instanceof SimulatorSessionError)) throw err;
+    logger.warn(`ignoring the simulator session: ${err.message.replace(/^payhooks: /, '')}`);
+    return env;
+  }
+  if (!session) return env;
+
+  const probe = await probeSimulatorSession(session);
+  if (!probe.live) {
+    logger.warn(
+      `not using the simulator session from ${file}: ${probe.reason}, so its secret can no longer verify anything. Run payhooks simulate --forward-to URL again, or set PAYHOOKS_WEBHOOK_SECRET.`,
+    );
+    return env;
+  }
+  const apiFromSession = env.PAYHOOKS_API_KEY === undefined && env.PAYHOOKS_API_URL === undefined;
+  logger.info(
+    apiFromSession
+      ? `using the simulator session from ${file}: secret and API at ${session.url}; set PAYHOOKS_WEBHOOK_SECRET to override`
+      : `using the simulator session from ${file}: secret of endpoint ${session.endpointId} (the API from PAYHOOKS_API_KEY / PAYHOOKS_API_URL); set PAYHOOKS_WEBHOOK_SECRET to override`,
+  );
+  warnIfNotForwardedHere(session.forwardTo, env, logger);
+  return {
+    ...env,
+    PAYHOOKS_WEBHOOK_SECRET: [probe.secret],
+    ...(apiFromSession ? { PAYHOOKS_API_KEY: session.apiKey, PAYHOOKS_API_URL: session.url } : {}),
+  };
+}
+
+// A simulator forwarding to another port or path than this serve listens on delivers nothing here; say so now
+// rather than leave the user waiting for events that go elsewhere.
+function warnIfNotForwardedHere(forwardTo: string, env: ServiceEnv, logger: Logger): void {
+  const target = new URL(forwardTo);
+  const local = ['127.0.0.1', 'localhost', '[::1]'].includes(target.hostname);
+  const port = Number(target.port || (target.protocol === 'https:' ? 443 : 80));
+  if (!local || env.PORT === 0) return;
+  if (port !== env.PORT || target.pathname !== '/webhooks') {
+    logger.warn(
+      `the simulator forwards to ${forwardTo}, but serve receives on port ${env.PORT} at /webhooks: deliveries will not arrive here${port !== env.PORT ? ` (start serve with PORT=${port})` : ''}`,
+    );
+  }
+}
