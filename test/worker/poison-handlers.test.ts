@@ -1,0 +1,89 @@
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { exampleEvent } from '../../src/events/index.js';
+import { createPayhooks } from '../../src/payhooks.js';
+import type { PayhooksDatabase } from '../../src/store/database.js';
+import { getEvent } from '../../src/store/inbox.js';
+import { putEvent } from '../helpers/inbox.js';
+import { pgUrl } from '../helpers/pg.js';
+import { backends, dispose } from '../helpers/stores.js';
+import { waitFor } from '../helpers/wait.js';
+
+const dyingWorker = fileURLToPath(new URL('../fixtures/dying-worker.ts', import.meta.url));
+
+describe.skipIf(!pgUrl)('a handler that kills its process', () => {
+  const stores: PayhooksDatabase[] = [];
+  afterAll(async () => {
+    for (const store of stores) await dispose(store);
+  });
+
+  it('is not run forever: after maxAttempts deaths the event is dead, with the reason', { timeout: 90_000 }, async () => {
+    const store = await backends[0]!.open();
+    stores.push(store);
+    await putEvent(store, exampleEvent('INVOICE_PAID', { eventId: 'evt_exit' }));
+    // A supervisor restarting the process each time it dies, bounded to 8 restarts.
+    const exitCodes: (number | null)[] = [];
+    for (let restart = 0; restart < 8; restart++) {
+      const child = fork(dyingWorker, [], {
+        execArgv: ['--import', 'tsx'],
+        env: { ...process.env, DATABASE_URL: pgUrl!, PAYHOOKS_SCHEMA: store.schema },
+        stdio: 'ignore',
+      });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      const outcome = await Promise.race([
+        exited,
+        waitFor(async () => (await getEvent(store, 'evt_exit'))?.status === 'dead', 'dead', 8000)
+          .then(() => 'dead' as const)
+          .catch(() => 'alive' as const),
+      ]);
+      if (outcome === 'dead' || outcome === 'alive') {
+        child.kill('SIGKILL');
+        await exited;
+        break;
+      }
+      exitCodes.push(outcome);
+    }
+    const event = await getEvent(store, 'evt_exit');
+    expect(exitCodes).toEqual([3, 3, 3]);
+    expect(event?.status).toBe('dead');
+    expect(event?.attempts).toBe(3);
+    expect(event?.lastError).toMatch(/died .* 3 claims of 3 allowed/);
+  });
+});
+
+describe.each(backends.filter((backend) => backend.available))('thrown values of any shape ($name)', (backend) => {
+  it('a handler that throws a null-prototype object, or a huge message, is recorded as a failure, not a crash', {
+    timeout: 60_000,
+  }, async () => {
+    const store = await backend.open();
+    const hooks = createPayhooks({
+      database: store,
+      logger: pino({ level: 'silent' }),
+      worker: { maxAttempts: 1, pollIntervalMs: 50 },
+    });
+    hooks.on('INVOICE_PAID', () => {
+      throw Object.create(null);
+    });
+    hooks.on('CUSTOMER_CREATED', () => {
+      throw new Error(`boom ${'x'.repeat(10_000_000)}`);
+    });
+    try {
+      await putEvent(store, exampleEvent('INVOICE_PAID', { eventId: 'evt_nullproto' }));
+      await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_huge' }));
+      await hooks.start();
+      await waitFor(
+        async () => (await getEvent(store, 'evt_nullproto'))?.status === 'dead' && (await getEvent(store, 'evt_huge'))?.status === 'dead',
+        'both events dead',
+      );
+      expect((await getEvent(store, 'evt_nullproto'))?.lastError).toMatch(/object without prototype/);
+      const huge = (await getEvent(store, 'evt_huge'))?.lastError ?? '';
+      expect(huge.length).toBeLessThan(9000);
+      expect(huge).toMatch(/^Error: boom x+… \[cut: 10000012 characters in all\]$/);
+    } finally {
+      await hooks.stop();
+      await dispose(store);
+    }
+  });
+});
