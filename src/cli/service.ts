@@ -1,3 +1,4 @@
+import { PayhooksError } from '../errors.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
@@ -114,10 +115,23 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
   // Slow-loris guard: a sender that trickles its body gets cut off well before tying up the process.
   server.requestTimeout = 30_000;
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(env.PORT, env.HOST, () => resolve());
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(env.PORT, env.HOST, () => resolve());
+    });
+  } catch (err) {
+    // A worker left running without a receiver would keep the process alive, and a supervisor would never
+    // restart it: stop what was started, then fail.
+    await hooks.stop().catch(() => undefined);
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new PayhooksError(
+      code === 'EADDRINUSE'
+        ? `Cannot listen on ${env.HOST}:${env.PORT}: the port is in use (another payhooks serve?). Stop that process or set PORT.`
+        : `Cannot listen on ${env.HOST}:${env.PORT}: ${PayhooksError.describe(err)}`,
+      { cause: err },
+    );
+  }
   const { port } = server.address() as AddressInfo;
   const host = env.HOST === '0.0.0.0' || env.HOST === '::' ? '127.0.0.1' : env.HOST;
   const url = `http://${host}:${port}`;

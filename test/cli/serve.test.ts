@@ -65,6 +65,23 @@ describe('payhooks serve with handlers', () => {
     expect(listed.map((e) => e.status)).toEqual(['done']);
   });
 
+  it('on a port already in use, stops what it started and exits non-zero with the reason', { timeout: 90_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const { port } = busy.address() as AddressInfo;
+    try {
+      const env = { PAYHOOKS_WEBHOOK_SECRET: 'serve-secret', PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: '' };
+      const result = await runCli(['serve', '--handlers', handlers], env, dir, 80_000);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(new RegExp(`Cannot listen on 127\\.0\\.0\\.1:${port}: the port is in use`));
+      // It let go of the embedded database too: another command can open it at once.
+      expect((await runCli(['events', 'list', '--json'], {}, dir)).code).toBe(0);
+    } finally {
+      await new Promise((resolve) => busy.close(resolve));
+    }
+  });
+
   it('--role receiver stores without running handlers; the events stay pending', { timeout: 90_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));
     const env = {
