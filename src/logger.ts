@@ -1,4 +1,4 @@
-import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { pino, type DestinationStream, type LevelWithSilent, type Logger, type LoggerOptions } from 'pino';
 
 /**
  * Paths pino blanks out wherever they appear: secrets, and the personal data a webhook or API response
@@ -25,8 +25,16 @@ export const REDACTED_PATHS = [
   'body',
 ];
 
+/** The defaults of {@link createLogger} (the level is also the default of `PAYHOOKS_LOG_LEVEL`). */
+export const LOGGER_DEFAULTS = { level: 'info' } as const satisfies { level: LevelWithSilent };
+
 /** The logger payhooks uses when none is given: JSON lines on stdout, with redaction. */
 export function createLogger(options: LoggerOptions = {}, destination?: DestinationStream): Logger {
-  const settings = { level: process.env.PAYHOOKS_LOG_LEVEL ?? 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, ...options };
+  const settings = {
+    // An empty variable counts as unset, as the CLI's environment reader has it.
+    level: process.env.PAYHOOKS_LOG_LEVEL || LOGGER_DEFAULTS.level,
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    ...options,
+  };
   return destination ? pino(settings, destination) : pino(settings);
 }
