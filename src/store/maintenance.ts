@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
 import type { EventStatus } from './schema.js';
 
@@ -126,10 +126,13 @@ export async function pruneEvents(store: PayhooksDatabase, olderThanMs: number):
   assertPruneAge(olderThanMs);
   const result = await store.db
     .deleteFrom('inbox_events')
-    .where('status', 'in', ['done', 'ignored'])
-    .where('received_at', '<', sql<Date>`now() - make_interval(secs => ${olderThanMs / 1000})`)
+    .where(prunable(ago(olderThanMs)))
     .executeTakeFirst();
   return Number(result.numDeletedRows);
+}
+
+function ago(ms: number) {
+  return sql<Date>`now() - make_interval(secs => ${ms / 1000})`;
 }
 
 /**
@@ -142,15 +145,13 @@ export async function pruneEvents(store: PayhooksDatabase, olderThanMs: number):
  */
 export async function pruneCutoff(store: PayhooksDatabase, olderThanMs: number): Promise<Date> {
   assertPruneAge(olderThanMs);
-  const row = await store.db
-    .selectNoFrom(sql<Date>`now() - make_interval(secs => ${olderThanMs / 1000})`.as('cutoff'))
-    .executeTakeFirstOrThrow();
+  const row = await store.db.selectNoFrom(ago(olderThanMs).as('cutoff')).executeTakeFirstOrThrow();
   return new Date(row.cutoff);
 }
 
 // Finished events received before the cutoff, and never inside the retry horizon whatever cutoff is given.
-function prunable(cutoff: Date) {
-  return sql<boolean>`(status in ('done', 'ignored') and received_at < least(${cutoff}::timestamptz, now() - make_interval(secs => ${SENDER_RETRY_HORIZON_MS / 1000})))`;
+function prunable(cutoff: Date | RawBuilder<Date>) {
+  return sql<boolean>`(status in ('done', 'ignored') and received_at < least((${cutoff})::timestamptz, ${ago(SENDER_RETRY_HORIZON_MS)}))`;
 }
 
 /** How many finished events {@link pruneBatch} would delete for `cutoff` (from {@link pruneCutoff}). */
