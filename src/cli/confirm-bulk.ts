@@ -26,8 +26,13 @@ export async function confirmBulk(
     );
   }
   const prompt = createInterface({ input: terminal.input, output: terminal.output });
+  // Ctrl-C or Ctrl-D at the question mean no (readline would otherwise only pause, leaving the process waiting).
+  const cancel = new AbortController();
+  prompt.once('SIGINT', () => cancel.abort());
+  prompt.once('close', () => cancel.abort());
   try {
-    const answer = await prompt.question(`${request.action[0]!.toUpperCase()}${request.action.slice(1)}? [y/N] `);
+    const question = `${request.action[0]!.toUpperCase()}${request.action.slice(1)}? [y/N] `;
+    const answer = await prompt.question(question, { signal: cancel.signal }).catch(() => '');
     if (/^y(es)?$/i.test(answer.trim())) return;
   } finally {
     prompt.close();

@@ -63,12 +63,8 @@ async function replay(ctx: CommandContext, store: PayhooksDatabase, which: Repla
     return reportMissing(new Set());
   }
   const sample = await pageReplayable(store, which, { limit: BULK_DEFAULTS.sampleSize, through });
-  ctx.out(
-    `${countOf(count, 'event')} to re-queue${scope}: ${sampleOf(
-      sample.map((e) => e.eventId),
-      count,
-    )}`,
-  );
+  const sampleIds = sample.map((e) => e.eventId);
+  ctx.out(`${countOf(count, 'event')} to re-queue${scope}: ${sampleOf(sampleIds, count)}`);
   if (opts.dryRun) {
     ctx.out('dry run: nothing changed');
     if (named.length) {
