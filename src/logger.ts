@@ -1,7 +1,7 @@
-import { type ChildLoggerOptions, type DestinationStream, type Logger, type LoggerOptions, pino } from 'pino';
+import { type ChildLoggerOptions, type DestinationStream, type LevelWithSilent, type Logger, type LoggerOptions, pino } from 'pino';
+import { scrubForLog, scrubText } from './internal/scrub.js';
 
 type ChildOptions = ChildLoggerOptions<never>;
-import { scrubForLog, scrubText } from './internal/scrub.js';
 
 /**
  * Paths pino blanks out wherever they appear: secrets, and the personal data a webhook or API response
@@ -29,6 +29,9 @@ export const REDACTED_PATHS = [
   'body',
 ];
 
+/** The defaults of {@link createLogger} (the level is also the default of `PAYHOOKS_LOG_LEVEL`). */
+export const LOGGER_DEFAULTS = { level: 'info' } as const satisfies { level: LevelWithSilent };
+
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
 
 /**
@@ -42,7 +45,8 @@ const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
  */
 export function createLogger(options: LoggerOptions = {}, destination?: DestinationStream): Logger {
   const settings: LoggerOptions = {
-    level: process.env.PAYHOOKS_LOG_LEVEL ?? 'info',
+    // An empty variable counts as unset, as the CLI's environment reader has it.
+    level: process.env.PAYHOOKS_LOG_LEVEL || LOGGER_DEFAULTS.level,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     ...options,
     // Errors arrive already reduced by the scrub; pino's own err serializer would rename their type.

@@ -1,49 +1,62 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
+import { z } from 'zod';
+import { PayhooksError } from '../errors.js';
 import { createLogger } from '../logger.js';
-import { openDatabase, type PayhooksDatabase } from '../store/database.js';
-import { getEvent, listEvents } from '../store/inbox.js';
-import { assertPruneAge, pruneEvents, replayEvents } from '../store/maintenance.js';
-import { DEFAULT_APP_SCHEMA, migrate, migrateApp, readMigrations, type MigrationReport } from '../store/migrate.js';
-import { parseDuration } from './duration.js';
-import { EVENT_STATUSES } from '../store/schema.js';
-import { readServiceEnv } from './config.js';
+import { readMigrations, migrateApp } from '../store/migrate.js';
+import { SilentFailure } from './cli-errors.js';
+import type { CommandContext } from './command-context.js';
+import { ENV_COMMANDS, type EnvCommand, type EnvOf, environmentHelp, readEnv } from './env.js';
+import { addEventsCommands } from './events-command.js';
+import { addPruneCommand } from './prune-command.js';
+import { addReplayCommand } from './replay-command.js';
 import { startService, type ServiceRole } from './service.js';
 import { loadHandlers } from './load-handlers.js';
 import { runSimulate, simulateOptionParsers, type SimulateCommandOptions } from './simulate-command.js';
 import { flowsHelp, runTrigger, type TriggerCommandOptions } from './trigger-command.js';
 import { FLOW_NAMES } from '../simulator/index.js';
 import { untilSignal } from './until-signal.js';
+import { withDatabase } from './with-database.js';
 
-const ENVIRONMENT_HELP = `
-Environment:
-  PAYHOOKS_WEBHOOK_SECRET  endpoint signing secret; comma-separated during a rotation (serve; trigger's default --secret)
-  DATABASE_URL             PostgreSQL connection string; unset: embedded PGlite under ./.payhooks/
-  PAYHOOKS_SCHEMA          Postgres schema of payhooks' tables (default payhooks)
-  PAYHOOKS_API_KEY         sk_… key for current-state reads; unset: events' own snapshots are used
-  PAYHOOKS_API_URL         base URL of the service's API
-  PORT                     port of serve (default 8787)
-  PAYHOOKS_LOG_LEVEL       pino level (default info)`;
+// package.json sits two levels up from both src/cli/main.ts and dist/cli/main.js, and is always published.
+const { version } = z
+  .object({ version: z.string() })
+  .parse(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')));
 
-/** Opens the database the environment names (no secret needed), migrates it, runs `work`, closes it. */
-async function withDatabase<T>(work: (store: PayhooksDatabase, migrated: MigrationReport) => Promise<T>): Promise<T> {
-  const store = await openDatabase({
-    url: process.env.DATABASE_URL || undefined,
-    dataDir: process.env.PAYHOOKS_DATA_DIR,
-    schema: process.env.PAYHOOKS_SCHEMA,
-  });
-  try {
-    return await work(store, await migrate(store));
-  } finally {
-    await store.close();
+/** The key of a command in the environment table: `events list` reads what `events` reads. */
+function envCommandOf(command: Command): EnvCommand | undefined {
+  for (let c: Command | null = command; c; c = c.parent) {
+    const name = c.name();
+    if ((ENV_COMMANDS as readonly string[]).includes(name)) return name as EnvCommand;
   }
+  return undefined;
 }
 
 function buildProgram(out: (text: string) => void): Command {
   const program = new Command('payhooks')
     .description("Receive the Payment Collection Service's webhooks, store each event once, run typed handlers.")
-    .addHelpText('after', ENVIRONMENT_HELP)
+    .version(version, '-V, --version', 'print the version of payhooks')
+    .addHelpText('after', environmentHelp())
+    // Help and --version go where results go (subcommands inherit this), so `run` can be driven in-process.
+    .configureOutput({ writeOut: (text) => out(text.replace(/\n$/, '')) })
     .exitOverride()
     .showHelpAfterError();
+
+  // Each command's environment is read and checked once, before its action runs: a bad variable stops it
+  // with every problem listed, before anything is opened or changed.
+  const envs = new Map<EnvCommand, unknown>();
+  const ctx: CommandContext = {
+    out,
+    err: (text) => console.error(text),
+    env(command) {
+      if (!envs.has(command)) envs.set(command, readEnv(command));
+      return envs.get(command) as EnvOf<typeof command>;
+    },
+  };
+  program.hook('preAction', (_program, action) => {
+    const command = envCommandOf(action);
+    if (command) ctx.env(command);
+  });
 
   program
     .command('serve')
@@ -53,40 +66,15 @@ function buildProgram(out: (text: string) => void): Command {
     )
     .option('--handlers <module>', 'a module whose default export registers handlers: export default (hooks) => hooks.on(…)')
     .action(async (opts: { role: ServiceRole; handlers?: string }) => {
-      const logger = createLogger();
+      const env = ctx.env('serve');
+      const logger = createLogger({ level: env.PAYHOOKS_LOG_LEVEL });
       const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
-      const service = await startService(readServiceEnv(), logger, { role: opts.role, register });
+      const service = await startService(env, logger, { role: opts.role, register });
       await untilSignal(logger, () => service.close());
     });
 
-  program
-    .command('replay')
-    .description('re-queue events by id, or every event in a state (handlers that completed are not run again, except for done events)')
-    .argument('[eventIds...]', 'event ids to re-queue')
-    .addOption(new Option('--status <status>', 're-queue every event in this state').choices(['dead', 'invalid', 'ignored', 'done']))
-    .action(async (eventIds: string[], opts: { status?: 'dead' | 'invalid' | 'ignored' | 'done' }) => {
-      if (eventIds.length === 0 && !opts.status)
-        throw new UsageError('Name event ids to replay, or pass --status dead|invalid|ignored|done.');
-      if (eventIds.length > 0 && opts.status) throw new UsageError('Give either event ids or --status, not both.');
-      const replayed = await withDatabase((store) => replayEvents(store, opts.status ? { status: opts.status } : { eventIds }));
-      const missing = eventIds.filter((id) => !replayed.includes(id));
-      out(`re-queued ${replayed.length} event${replayed.length === 1 ? '' : 's'}${replayed.length ? `: ${replayed.join(', ')}` : ''}`);
-      if (missing.length) {
-        console.error(`not re-queued (unknown, or being processed now): ${missing.join(', ')}`);
-        throw new SilentFailure();
-      }
-    });
-
-  program
-    .command('prune')
-    .description('delete finished (done, ignored) events older than the given age; never unfinished, dead or invalid ones')
-    .requiredOption('--older-than <age>', "minimum age, e.g. 30d (at least 4d7h, the sender's retry horizon)")
-    .action(async (opts: { olderThan: string }) => {
-      const olderThanMs = parseDuration(opts.olderThan);
-      assertPruneAge(olderThanMs);
-      const deleted = await withDatabase((store) => pruneEvents(store, olderThanMs));
-      out(`deleted ${deleted} finished event${deleted === 1 ? '' : 's'} older than ${opts.olderThan}`);
-    });
+  addReplayCommand(program, ctx);
+  addPruneCommand(program, ctx);
 
   program
     .command('migrate')
@@ -97,11 +85,12 @@ function buildProgram(out: (text: string) => void): Command {
         'default: PAYHOOKS_APP_MIGRATIONS',
     )
     .action(async (opts: { dir?: string }) => {
-      const dir = opts.dir ?? (process.env.PAYHOOKS_APP_MIGRATIONS || undefined);
+      const env = ctx.env('migrate');
+      const dir = opts.dir ?? env.PAYHOOKS_APP_MIGRATIONS;
       // Read before the database is opened: a wrong directory fails without touching anything.
       const appFiles = dir === undefined ? undefined : readMigrations(dir);
-      const appSchema = process.env.PAYHOOKS_APP_SCHEMA || DEFAULT_APP_SCHEMA;
-      const [report, app] = await withDatabase(async (store, migrated) => [
+      const appSchema = env.PAYHOOKS_APP_SCHEMA;
+      const [report, app] = await withDatabase(env, async (store, migrated) => [
         migrated,
         appFiles && (await migrateApp(store, appFiles, { appSchema })),
       ]);
@@ -161,66 +150,15 @@ function buildProgram(out: (text: string) => void): Command {
       if (!result.ok) throw new SilentFailure();
     });
 
-  const events = program.command('events').description('inspect stored events');
-  events
-    .command('list')
-    .description('list stored events, newest first')
-    .addOption(new Option('--status <status>', 'only events in this state').choices(EVENT_STATUSES))
-    .option('--type <type>', 'only events of this type, e.g. INVOICE_PAID')
-    .option('--limit <n>', 'at most this many', (v) => positiveInt(v, '--limit'), 100)
-    .option('--json', 'print one JSON array')
-    .action(async (opts: { status?: (typeof EVENT_STATUSES)[number]; type?: string; limit: number; json?: boolean }) => {
-      const rows = await withDatabase((store) => listEvents(store, { status: opts.status, eventType: opts.type, limit: opts.limit }));
-      if (opts.json) return out(JSON.stringify(rows, null, 2));
-      if (rows.length === 0) return out('no events');
-      out(
-        table(
-          rows.map((e) => [
-            e.eventId,
-            e.eventType,
-            e.status,
-            String(e.attempts),
-            String(e.deliveries),
-            e.receivedAt.toISOString(),
-            e.lastError ?? '',
-          ]),
-        ),
-      );
-    });
-  events
-    .command('show')
-    .description('show one stored event with its body and headers')
-    .argument('<eventId>')
-    .action(async (eventId: string) => {
-      const event = await withDatabase((store) => getEvent(store, eventId));
-      if (!event) throw new UsageError(`No stored event with eventId ${eventId}.`);
-      out(JSON.stringify(event, null, 2));
-    });
+  addEventsCommands(program, ctx);
+
+  // Every command's help ends with the variables it reads, made from the one table in env.ts.
+  const withSubcommands = (command: Command): Command[] => [command, ...command.commands.flatMap(withSubcommands)];
+  for (const command of program.commands.flatMap(withSubcommands)) {
+    const key = envCommandOf(command);
+    if (key) command.addHelpText('after', environmentHelp(key));
+  }
   return program;
-}
-
-class UsageError extends Error {}
-/** A failure already explained on stderr. */
-class SilentFailure extends Error {}
-
-function positiveInt(value: string, name: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new UsageError(`${name} takes a positive whole number, not ${JSON.stringify(value)}.`);
-  return n;
-}
-
-function table(rows: string[][]): string {
-  const header = ['EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'DELIVERIES', 'RECEIVED', 'LAST ERROR'];
-  const all = [header, ...rows];
-  const widths = header.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)));
-  return all
-    .map((row) =>
-      row
-        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
 }
 
 /**
@@ -237,9 +175,7 @@ export async function run(argv: string[], out: (text: string) => void = (text) =
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode;
     if (err instanceof SilentFailure) return 1;
-    const message = err instanceof Error ? err.message : String(err);
-    // PayhooksError messages already start with "payhooks: ".
-    console.error(message.startsWith('payhooks: ') ? message : `payhooks: ${message}`);
+    console.error(err instanceof PayhooksError ? err.message : `payhooks: ${err instanceof Error ? err.message : String(err)}`);
     return 1;
   }
 }

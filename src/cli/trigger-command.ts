@@ -5,6 +5,7 @@ import { flowFor, isFlowName } from '../simulator/flows.js';
 import { FLOW_DESCRIPTIONS, FlowError, runFlow, triggerEvent, type FlowName, type FlowResult } from '../simulator/index.js';
 import { SIMULATOR_API_KEY } from './simulate-command.js';
 import { DEFAULT_SESSION_DIR, displayPath, readSimulatorSession, sessionFilePath, type SimulatorSession } from './simulator-session.js';
+import { type EnvOf, readEnv } from './env.js';
 
 /** What `payhooks trigger` prints, whether every step was accepted, and the error to print on stderr if not. */
 export interface TriggerCommandResult {
@@ -61,6 +62,7 @@ interface Target {
 export async function runTrigger(
   name: string,
   options: TriggerCommandOptions,
+  env: EnvOf<'trigger'> = readEnv('trigger'),
   sessionDir: string = DEFAULT_SESSION_DIR,
 ): Promise<TriggerCommandResult> {
   if (isFlowName(name)) {
@@ -69,7 +71,7 @@ export async function runTrigger(
         `--to sends one catalog event to a receiver; the flow ${name} runs in the simulator, which delivers to its own endpoints. Leave out --to.`,
       );
     }
-    return flowCommand(name, await findSimulator(options, sessionDir, name), []);
+    return flowCommand(name, await findSimulator(options, env, sessionDir, name), []);
   }
   if (!isEventType(name)) {
     throw new Error(
@@ -78,9 +80,9 @@ export async function runTrigger(
         : `Unknown flow ${JSON.stringify(name)}. Flows: ${FLOW_DESCRIPTIONS.map((f) => f.name).join(', ')} (payhooks trigger --help says what each does); or an event type such as INVOICE_PAID.`,
     );
   }
-  if (options.to !== undefined) return sendExample(name, options.to, options.secret, sessionDir);
+  if (options.to !== undefined) return sendExample(name, options.to, options.secret ?? env.PAYHOOKS_WEBHOOK_SECRET, sessionDir);
 
-  const target = await findSimulator(options, sessionDir, name);
+  const target = await findSimulator(options, env, sessionDir, name);
   const flow = flowFor(name);
   if (!flow) {
     const to = target.session?.forwardTo ?? 'http://127.0.0.1:8787/webhooks';
@@ -91,8 +93,8 @@ export async function runTrigger(
   return flowCommand(flow, target, [`${name} comes from the flow ${flow}; running it.`]);
 }
 
-async function findSimulator(options: TriggerCommandOptions, sessionDir: string, name: string): Promise<Target> {
-  const envKey = process.env.PAYHOOKS_API_KEY?.trim() || undefined;
+async function findSimulator(options: TriggerCommandOptions, env: EnvOf<'trigger'>, sessionDir: string, name: string): Promise<Target> {
+  const envKey = env.PAYHOOKS_API_KEY;
   if (options.simulator !== undefined) {
     return {
       url: checkUrl(options.simulator, '--simulator'),
@@ -101,7 +103,7 @@ async function findSimulator(options: TriggerCommandOptions, sessionDir: string,
       session: undefined,
     };
   }
-  const envUrl = process.env.PAYHOOKS_API_URL?.trim();
+  const envUrl = env.PAYHOOKS_API_URL;
   if (envUrl)
     return {
       url: checkUrl(envUrl, 'PAYHOOKS_API_URL'),
@@ -172,12 +174,12 @@ function hint(err: FlowError, target: Target): string {
 async function sendExample(
   eventType: string,
   to: string,
-  secretOption: string | undefined,
+  secretOption: string | readonly string[] | undefined,
   sessionDir: string,
 ): Promise<TriggerCommandResult> {
   const url = new URL(checkUrl(to, '--to', "the receiver's URL, e.g. http://127.0.0.1:8787/webhooks"));
   // During a rotation the variable holds several secrets; the first is the current one.
-  let secret = parseSecretList(secretOption ?? process.env.PAYHOOKS_WEBHOOK_SECRET ?? '')[0];
+  let secret = secretOption === undefined ? undefined : parseSecretList(secretOption)[0];
   secret ??= (await readSimulatorSession(sessionDir).catch(() => undefined))?.secret;
   if (!secret)
     throw new Error('No signing secret: pass --secret S or set PAYHOOKS_WEBHOOK_SECRET (or run payhooks simulate --forward-to URL here).');

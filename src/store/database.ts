@@ -8,7 +8,7 @@ import { PGliteDialect } from './pglite-dialect.js';
 import { quoteIdent } from './quote-ident.js';
 import type { PayhooksTables } from './schema.js';
 
-/** Options of {@link openDatabase}. Defaults are the ones the standalone service uses. */
+/** Options of {@link openDatabase}. Defaults are {@link DATABASE_DEFAULTS}, which the standalone service uses too. */
 export interface DatabaseOptions {
   /** A PostgreSQL connection string. Unset: the embedded PGlite database under `dataDir`. */
   url?: string | undefined;
@@ -35,14 +35,35 @@ export interface PayhooksDatabase {
   close(): Promise<void>;
 }
 
-export const DEFAULT_SCHEMA = 'payhooks';
-export const DEFAULT_DATA_DIR = './.payhooks/pgdata';
+/**
+ * The defaults of {@link DatabaseOptions}, in one place: `openDatabase` and the command line (`PAYHOOKS_DATA_DIR`,
+ * `PAYHOOKS_SCHEMA`, and the help text) all read them from here.
+ *
+ * @example
+ * openDatabase({ dataDir: DATABASE_DEFAULTS.dataDir }) // the same as openDatabase()
+ */
+export const DATABASE_DEFAULTS = {
+  dataDir: './.payhooks/pgdata',
+  schema: 'payhooks',
+  poolSize: 10,
+  connectionTimeoutMs: 5000,
+} as const satisfies Required<Pick<DatabaseOptions, 'dataDir' | 'schema' | 'poolSize' | 'connectionTimeoutMs'>>;
+
+/** The default Postgres schema of payhooks' tables ({@link DATABASE_DEFAULTS}`.schema`). */
+export const DEFAULT_SCHEMA = DATABASE_DEFAULTS.schema;
+/** The default directory of the embedded database ({@link DATABASE_DEFAULTS}`.dataDir`). */
+export const DEFAULT_DATA_DIR = DATABASE_DEFAULTS.dataDir;
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
+/** True for a schema name payhooks accepts: lower-case letters, digits and underscores, at most 63 characters. */
+export function isSchemaName(schema: string): boolean {
+  return SCHEMA_NAME.test(schema);
+}
+
 /** Checks a schema name; it is spliced into SQL as an identifier, so only plain lower-case names pass. */
 export function assertSchemaName(schema: string): void {
-  if (!SCHEMA_NAME.test(schema)) {
+  if (!isSchemaName(schema)) {
     throw new Error(
       `Invalid schema name ${JSON.stringify(schema)}: use lower-case letters, digits and underscores, starting with a letter or underscore (at most 63 characters).`,
     );
@@ -57,16 +78,16 @@ export function assertSchemaName(schema: string): void {
  * await migrate(store);
  */
 export async function openDatabase(options: DatabaseOptions = {}): Promise<PayhooksDatabase> {
-  const schema = options.schema ?? DEFAULT_SCHEMA;
+  const schema = options.schema ?? DATABASE_DEFAULTS.schema;
   assertSchemaName(schema);
-  return options.url ? openPostgres(options.url, schema, options) : openPGlite(options.dataDir ?? DEFAULT_DATA_DIR, schema);
+  return options.url ? openPostgres(options.url, schema, options) : openPGlite(options.dataDir ?? DATABASE_DEFAULTS.dataDir, schema);
 }
 
 function openPostgres(url: string, schema: string, options: DatabaseOptions): PayhooksDatabase {
   const pool = new pg.Pool({
     connectionString: url,
-    max: options.poolSize ?? 10,
-    connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000,
+    max: options.poolSize ?? DATABASE_DEFAULTS.poolSize,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? DATABASE_DEFAULTS.connectionTimeoutMs,
   });
   pool.on('error', (error) => options.onIdleError?.(error));
   // A connection that drops while checked out emits 'error' on its client as well as failing the query;
@@ -79,7 +100,10 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
     db: base.withSchema(schema),
     async listen(channel, onNotify) {
       // A dedicated connection: LISTEN belongs to a session, and pooled clients change hands.
-      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000 });
+      const client = new pg.Client({
+        connectionString: url,
+        connectionTimeoutMillis: options.connectionTimeoutMs ?? DATABASE_DEFAULTS.connectionTimeoutMs,
+      });
       client.on('error', (error) => options.onIdleError?.(error));
       await client.connect();
       client.on('notification', (message) => {

@@ -74,10 +74,14 @@ export interface StoredEventDetail extends StoredEvent {
   completedHandlers: string[];
 }
 
-/** Filters of {@link listEvents}. */
-export interface ListEventsFilter {
+/** Which events {@link countEventsByStatus} counts: all, or those of a state and/or a type. */
+export interface EventsFilter {
   status?: EventStatus | undefined;
   eventType?: string | undefined;
+}
+
+/** Filters of {@link listEvents}. */
+export interface ListEventsFilter extends EventsFilter {
   /** Default 100. */
   limit?: number | undefined;
 }
@@ -151,4 +155,75 @@ export async function getEvent(store: PayhooksDatabase, eventId: string): Promis
     .orderBy('completed_at')
     .execute();
   return { ...toStoredEvent(row), rawBody: row.raw_body, headers: row.headers, completedHandlers: runs.map((run) => run.handler) };
+}
+
+/** The number of events in each state; a state with none is absent. */
+export type StatusCounts = Partial<Record<EventStatus, number>>;
+
+/**
+ * Counts the events that match `filter`, per state, in one query: their sum is how many {@link listEvents}
+ * would show without a limit.
+ *
+ * @example
+ * await countEventsByStatus(store, { eventType: 'INVOICE_PAID' }) // { pending: 2, done: 40 }
+ */
+export async function countEventsByStatus(store: PayhooksDatabase, filter: EventsFilter = {}): Promise<StatusCounts> {
+  let query = store.db
+    .selectFrom('inbox_events')
+    .select(['status', sql<number>`count(*)::int`.as('count')])
+    .groupBy('status');
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.eventType) query = query.where('event_type', '=', filter.eventType);
+  const rows = await query.execute();
+  return Object.fromEntries(rows.map((row) => [row.status, row.count]));
+}
+
+/** How many events of one type are in one state (a row of {@link countEventsByTypeAndStatus}). */
+export interface TypeStatusCount {
+  eventType: string;
+  status: EventStatus;
+  count: number;
+}
+
+/**
+ * Counts every stored event by type and state, in one query, ordered by type: what `events stats` tabulates.
+ *
+ * @example
+ * await countEventsByTypeAndStatus(store) // [{ eventType: 'INVOICE_PAID', status: 'done', count: 40 }, …]
+ */
+export async function countEventsByTypeAndStatus(store: PayhooksDatabase): Promise<TypeStatusCount[]> {
+  const rows = await store.db
+    .selectFrom('inbox_events')
+    .select(['event_type', 'status', sql<number>`count(*)::int`.as('count')])
+    .groupBy(['event_type', 'status'])
+    .orderBy('event_type')
+    .orderBy('status')
+    .execute();
+  return rows.map((row) => ({ eventType: row.event_type, status: row.status, count: row.count }));
+}
+
+/** The pending event received first, and how long ago that was (by the database's clock). */
+export interface OldestPending {
+  eventId: string;
+  receivedAt: Date;
+  ageMs: number;
+}
+
+/**
+ * The oldest `pending` event (the head of the backlog), or undefined when nothing is pending. Its age says
+ * how far behind the worker is.
+ *
+ * @example
+ * const oldest = await oldestPendingEvent(store); // { eventId: 'evt_1', receivedAt, ageMs: 5400000 }
+ */
+export async function oldestPendingEvent(store: PayhooksDatabase): Promise<OldestPending | undefined> {
+  const row = await store.db
+    .selectFrom('inbox_events')
+    .select(['event_id', 'received_at', sql<number>`(extract(epoch from now() - received_at) * 1000)::float8`.as('age_ms')])
+    .where('status', '=', 'pending')
+    .orderBy('received_at')
+    .orderBy('seq')
+    .limit(1)
+    .executeTakeFirst();
+  return row && { eventId: row.event_id, receivedAt: row.received_at, ageMs: Math.max(0, Math.round(row.age_ms)) };
 }

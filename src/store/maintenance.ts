@@ -1,23 +1,41 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
 import type { EventStatus } from './schema.js';
+
+/** The states a replay may select by: every finished or failed state (not `pending`, not `processing`). */
+export type ReplayableStatus = Exclude<EventStatus, 'processing' | 'pending'>;
+
+/**
+ * The events a replay targets: given ids (optionally only while they are still in `status`), or every
+ * event in a state.
+ */
+export type ReplaySelection = { eventIds: readonly string[]; status?: ReplayableStatus | undefined } | { status: ReplayableStatus };
+
+/** The condition of a selection; events being processed are never part of a replay. */
+function replayable(which: ReplaySelection) {
+  const byStatus = which.status === undefined ? sql<boolean>`true` : sql<boolean>`status = ${which.status}`;
+  const byId = 'eventIds' in which ? sql<boolean>`event_id in (${sql.join([...which.eventIds])})` : sql<boolean>`true`;
+  return sql<boolean>`(status <> 'processing' and ${byStatus} and ${byId})`;
+}
+
+function isEmpty(which: ReplaySelection): boolean {
+  return 'eventIds' in which && which.eventIds.length === 0;
+}
 
 /**
  * Puts events back in the queue, due now, with a fresh attempt count. Handlers that completed stay
  * completed (only the rest run), except for events already `done`, whose completion marks are cleared so
- * that a replay runs them again. Events being processed are left alone. Resolves to the ids re-queued.
+ * that a replay runs them again. Events being processed are left alone. One transaction; resolves to the
+ * ids re-queued. With both `eventIds` and `status`, only those of the ids still in that state are re-queued
+ * (how the CLI replays a state in batches without touching an event that left it meanwhile).
  *
  * @example
  * await replayEvents(store, { eventIds: ['evt_123'] });
  * await replayEvents(store, { status: 'dead' });
  */
-export async function replayEvents(
-  store: PayhooksDatabase,
-  which: { eventIds: readonly string[] } | { status: Exclude<EventStatus, 'processing' | 'pending'> },
-): Promise<string[]> {
-  if ('eventIds' in which && which.eventIds.length === 0) return [];
-  const selected =
-    'eventIds' in which ? sql<boolean>`event_id in (${sql.join([...which.eventIds])})` : sql<boolean>`status = ${which.status}`;
+export async function replayEvents(store: PayhooksDatabase, which: ReplaySelection): Promise<string[]> {
+  if (isEmpty(which)) return [];
+  const selected = replayable(which);
   return store.db.transaction().execute(async (trx) => {
     await trx
       .deleteFrom('handler_runs')
@@ -26,12 +44,65 @@ export async function replayEvents(
     const rows = await trx
       .updateTable('inbox_events')
       .set({ status: 'pending', attempts: 0, next_attempt_at: sql`now()`, processed_at: null, lease_owner: null, lease_expires_at: null })
-      .where('status', '!=', 'processing')
       .where(selected)
       .returning('event_id')
       .execute();
     return rows.map((row) => row.event_id);
   });
+}
+
+/**
+ * How many events {@link replayEvents} would re-queue now for `which` (those not being processed).
+ *
+ * @example
+ * await countReplayable(store, { status: 'dead' }) // 3
+ */
+export async function countReplayable(store: PayhooksDatabase, which: ReplaySelection): Promise<number> {
+  if (isEmpty(which)) return 0;
+  const row = await store.db
+    .selectFrom('inbox_events')
+    .select(sql<number>`count(*)::int`.as('count'))
+    .where(replayable(which))
+    .executeTakeFirstOrThrow();
+  return row.count;
+}
+
+/** A position in the inbox's order of arrival (`seq`, a bigint, as text). */
+export type ArrivalPosition = string;
+
+/**
+ * The newest position in the inbox's order of arrival, or null when it is empty: the bound that keeps a
+ * long replay from chasing events that arrive (or finish) while it runs.
+ */
+export async function newestArrival(store: PayhooksDatabase): Promise<ArrivalPosition | null> {
+  const row = await store.db.selectFrom('inbox_events').select(sql<string | null>`max(seq)::text`.as('seq')).executeTakeFirstOrThrow();
+  return row.seq;
+}
+
+/**
+ * One page of the events {@link replayEvents} would re-queue for `which`, oldest first: those after `after`
+ * and up to `through` (positions from a previous page and {@link newestArrival}). Paging by position visits
+ * each event at most once, whatever the replay changes in between.
+ *
+ * @example
+ * const page = await pageReplayable(store, { status: 'dead' }, { limit: 10 }); // a sample of the first ten
+ */
+export async function pageReplayable(
+  store: PayhooksDatabase,
+  which: ReplaySelection,
+  page: { limit: number; after?: ArrivalPosition | undefined; through?: ArrivalPosition | undefined },
+): Promise<{ eventId: string; position: ArrivalPosition }[]> {
+  if (isEmpty(which)) return [];
+  let query = store.db
+    .selectFrom('inbox_events')
+    .select(['event_id', sql<string>`seq::text`.as('position')])
+    .where(replayable(which))
+    .orderBy('seq')
+    .limit(page.limit);
+  if (page.after !== undefined) query = query.where(sql<boolean>`seq > ${page.after}::bigint`);
+  if (page.through !== undefined) query = query.where(sql<boolean>`seq <= ${page.through}::bigint`);
+  const rows = await query.execute();
+  return rows.map((row) => ({ eventId: row.event_id, position: row.position }));
 }
 
 /** The sender retries for 2 s + 10 s + 5 min + 20 min + 1 h + 5 h + 1 d + 3 d (about 4 d 6.5 h) plus timeouts. */
@@ -55,8 +126,63 @@ export async function pruneEvents(store: PayhooksDatabase, olderThanMs: number):
   assertPruneAge(olderThanMs);
   const result = await store.db
     .deleteFrom('inbox_events')
-    .where('status', 'in', ['done', 'ignored'])
-    .where('received_at', '<', sql<Date>`now() - make_interval(secs => ${olderThanMs / 1000})`)
+    .where(prunable(ago(olderThanMs)))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+function ago(ms: number) {
+  return sql<Date>`now() - make_interval(secs => ${ms / 1000})`;
+}
+
+/**
+ * The moment before which events count as old enough to prune: `olderThanMs` before now, by the database's
+ * clock. Taken once, so that a count, a sample and the batches of one prune agree. Refuses an age inside
+ * the sender's retry horizon, as {@link pruneEvents} does.
+ *
+ * @example
+ * const cutoff = await pruneCutoff(store, 30 * 86_400_000);
+ */
+export async function pruneCutoff(store: PayhooksDatabase, olderThanMs: number): Promise<Date> {
+  assertPruneAge(olderThanMs);
+  const row = await store.db.selectNoFrom(ago(olderThanMs).as('cutoff')).executeTakeFirstOrThrow();
+  return new Date(row.cutoff);
+}
+
+// Finished events received before the cutoff, and never inside the retry horizon whatever cutoff is given.
+function prunable(cutoff: Date | RawBuilder<Date>) {
+  return sql<boolean>`(status in ('done', 'ignored') and received_at < least((${cutoff})::timestamptz, ${ago(SENDER_RETRY_HORIZON_MS)}))`;
+}
+
+/** How many finished events {@link pruneBatch} would delete for `cutoff` (from {@link pruneCutoff}). */
+export async function countPrunable(store: PayhooksDatabase, cutoff: Date): Promise<number> {
+  const row = await store.db
+    .selectFrom('inbox_events')
+    .select(sql<number>`count(*)::int`.as('count'))
+    .where(prunable(cutoff))
+    .executeTakeFirstOrThrow();
+  return row.count;
+}
+
+/** The ids of the first `limit` events, oldest first, that a prune with `cutoff` would delete: a sample to show. */
+export async function samplePrunable(store: PayhooksDatabase, cutoff: Date, limit: number): Promise<string[]> {
+  const rows = await store.db.selectFrom('inbox_events').select('event_id').where(prunable(cutoff)).orderBy('seq').limit(limit).execute();
+  return rows.map((row) => row.event_id);
+}
+
+/**
+ * Deletes at most `limit` finished events received before `cutoff` (oldest first), in one statement, with
+ * their handler runs; resolves to the number deleted. Call it until it returns 0 to prune in batches; it
+ * never deletes inside the sender's retry horizon, whatever `cutoff` says.
+ *
+ * @example
+ * const cutoff = await pruneCutoff(store, 30 * 86_400_000);
+ * while ((await pruneBatch(store, cutoff, 500)) > 0);
+ */
+export async function pruneBatch(store: PayhooksDatabase, cutoff: Date, limit: number): Promise<number> {
+  const result = await store.db
+    .deleteFrom('inbox_events')
+    .where('event_id', 'in', store.db.selectFrom('inbox_events').select('event_id').where(prunable(cutoff)).orderBy('seq').limit(limit))
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

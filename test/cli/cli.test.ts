@@ -96,10 +96,24 @@ describe('command-line errors', () => {
     [['events', 'show', 'evt_missing'], {}, /No stored event with eventId evt_missing/],
     [['events', 'list', '--status', 'lost'], {}, /Allowed choices are pending, processing, done, dead, ignored, invalid/],
     [['nonsense'], {}, /unknown command 'nonsense'/],
+    [['replay', 'evt_1', '--status', 'dead'], {}, /Give either event ids or --status, not both/],
+    [['replay', '--status', 'dead', '--batch-size', '0'], {}, /--batch-size takes a positive whole number, not "0"/],
+    [['events', 'list'], { PAYHOOKS_SCHEMA: 'Bad-Schema' }, /PAYHOOKS_SCHEMA must be a schema name/],
+    [
+      ['serve'],
+      { PAYHOOKS_WEBHOOK_SECRET: 's', PORT: '99999', PAYHOOKS_LOG_LEVEL: 'chatty' },
+      /Invalid environment:\n {2}- PORT must be a number from 0 to 65535 \(0: any free port\), not "99999"\n {2}- PAYHOOKS_LOG_LEVEL must be one of/,
+    ],
   ] as const)('payhooks %j fails clearly', async (args, env, message) => {
     const result = await runCli([...args], { DATABASE_URL: '', PAYHOOKS_DATA_DIR: join(dir, 'pgdata'), ...env }, dir);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(message);
+  });
+
+  it('--version prints the version of package.json', async () => {
+    const { version } = (await import('../../package.json', { with: { type: 'json' } })).default;
+    const result = await runCli(['--version']);
+    expect(result).toMatchObject({ code: 0, stdout: `${version}\n` });
   });
 
   it('--help lists the commands and the environment', async () => {

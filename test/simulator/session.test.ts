@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readServiceEnv, type ServiceEnv } from '../../src/cli/config.js';
+import type { ServiceEnv } from '../../src/cli/config.js';
+import { readServiceEnv } from '../../src/cli/env.js';
 import { withSimulatorSession } from '../../src/cli/session-env.js';
 import {
   probeSimulatorSession,

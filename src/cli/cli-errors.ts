@@ -1,0 +1,7 @@
+import { PayhooksError } from '../errors.js';
+
+/** A mistake on the command line or a refused operation; `run` prints its message and exits 1. */
+export class UsageError extends PayhooksError {}
+
+/** A failure already explained on stderr; `run` exits 1 without printing more. */
+export class SilentFailure extends Error {}

@@ -1,0 +1,150 @@
+import { type Command, Option } from 'commander';
+import {
+  countEventsByStatus,
+  countEventsByTypeAndStatus,
+  getEvent,
+  listEvents,
+  oldestPendingEvent,
+  type OldestPending,
+  type StatusCounts,
+  type StoredEvent,
+} from '../store/inbox.js';
+import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
+import { UsageError } from './cli-errors.js';
+import type { CommandContext } from './command-context.js';
+import { formatAge, table } from './format.js';
+import { positiveInt } from './parse-options.js';
+import { withDatabase } from './with-database.js';
+
+/** The options of `payhooks events list`. */
+export interface ListCommandOptions {
+  status?: EventStatus | undefined;
+  type?: string | undefined;
+  limit: number;
+  json?: boolean | undefined;
+}
+
+/** What `payhooks events stats --json` prints. */
+export interface EventStats {
+  total: number;
+  /** Every state, 0 where there is none. */
+  byStatus: Record<EventStatus, number>;
+  /** Per event type: every state and the type's total. */
+  byType: Record<string, Record<EventStatus | 'total', number>>;
+  oldestPending: OldestPending | null;
+}
+
+/** Adds `payhooks events list|show|stats`; returns the `events` command. */
+export function addEventsCommands(program: Command, ctx: CommandContext): Command {
+  const events = program.command('events').description('inspect stored events');
+  events
+    .command('list')
+    .description('list stored events, newest first, and how many match in all')
+    .addOption(new Option('--status <status>', 'only events in this state').choices(EVENT_STATUSES))
+    .option('--type <type>', 'only events of this type, e.g. INVOICE_PAID')
+    .option('--limit <n>', 'at most this many', positiveInt('--limit'), 100)
+    .option('--json', 'print one JSON array (the "showing N of M" note goes to stderr, when not all are shown)')
+    .action(async (opts: ListCommandOptions) => {
+      const filter = { status: opts.status, eventType: opts.type };
+      const [rows, counts] = await withDatabase(ctx.env('events'), async (store) => [
+        await listEvents(store, { ...filter, limit: opts.limit }),
+        await countEventsByStatus(store, filter),
+      ]);
+      const total = sum(counts);
+      const showing = `showing ${rows.length} of ${total} events`;
+      if (opts.json) {
+        ctx.out(JSON.stringify(rows, null, 2));
+        if (rows.length < total) ctx.err(`${showing} (raise --limit to see more)`);
+        return;
+      }
+      if (rows.length === 0) return ctx.out('no events');
+      ctx.out(eventsTable(rows));
+      ctx.out(opts.status ? showing : `${showing} (${statusSummary(counts)})`);
+    });
+  events
+    .command('show')
+    .description('show one stored event with its body and headers')
+    .argument('<eventId>')
+    .action(async (eventId: string) => {
+      const event = await withDatabase(ctx.env('events'), (store) => getEvent(store, eventId));
+      if (!event) throw new UsageError(`No stored event with eventId ${eventId}.`);
+      ctx.out(JSON.stringify(event, null, 2));
+    });
+  events
+    .command('stats')
+    .description('count stored events per state and per type, and tell the age of the oldest pending one')
+    .option('--json', 'print one JSON object')
+    .action(async (opts: { json?: boolean }) => {
+      const stats = await withDatabase(ctx.env('events'), async (store) =>
+        tally(await countEventsByTypeAndStatus(store), (await oldestPendingEvent(store)) ?? null),
+      );
+      if (opts.json) return ctx.out(JSON.stringify(stats, null, 2));
+      ctx.out(statsText(stats));
+    });
+  return events;
+}
+
+function sum(counts: StatusCounts): number {
+  return Object.values(counts).reduce((a, b) => a + (b ?? 0), 0);
+}
+
+function statusSummary(counts: StatusCounts): string {
+  return EVENT_STATUSES.filter((status) => counts[status])
+    .map((status) => `${status} ${counts[status]}`)
+    .join(', ');
+}
+
+function eventsTable(rows: readonly StoredEvent[]): string {
+  return table(
+    ['EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'DELIVERIES', 'RECEIVED', 'LAST ERROR'],
+    rows.map((e) => [
+      e.eventId,
+      e.eventType,
+      e.status,
+      String(e.attempts),
+      String(e.deliveries),
+      e.receivedAt.toISOString(),
+      e.lastError ?? '',
+    ]),
+  );
+}
+
+function zeroes(): Record<EventStatus, number> {
+  return Object.fromEntries(EVENT_STATUSES.map((status) => [status, 0])) as Record<EventStatus, number>;
+}
+
+/** Folds the per-type, per-state counts into {@link EventStats}. */
+function tally(
+  counts: readonly { eventType: string; status: EventStatus; count: number }[],
+  oldestPending: OldestPending | null,
+): EventStats {
+  const byStatus = zeroes();
+  // A Map, not an object: event types come from senders, and one could be named __proto__.
+  const byType = new Map<string, Record<EventStatus | 'total', number>>();
+  let total = 0;
+  for (const { eventType, status, count } of counts) {
+    const type = byType.get(eventType) ?? { ...zeroes(), total: 0 };
+    byType.set(eventType, type);
+    type[status] += count;
+    type.total += count;
+    byStatus[status] += count;
+    total += count;
+  }
+  return { total, byStatus, byType: Object.fromEntries(byType), oldestPending };
+}
+
+function statsText(stats: EventStats): string {
+  if (stats.total === 0) return 'no events';
+  const columns = [...EVENT_STATUSES, 'total'] as const;
+  const rows = Object.entries(stats.byType).map(([type, counts]) => [type, ...columns.map((c) => String(counts[c]))]);
+  rows.push(['TOTAL', ...EVENT_STATUSES.map((status) => String(stats.byStatus[status])), String(stats.total)]);
+  const numeric = columns.map((_, i) => i + 1);
+  const oldest = stats.oldestPending;
+  return [
+    table(['TYPE', ...columns.map((c) => c.toUpperCase())], rows, numeric),
+    '',
+    oldest
+      ? `oldest pending event: ${oldest.eventId}, received ${oldest.receivedAt.toISOString()} (${formatAge(oldest.ageMs)} ago)`
+      : 'no pending events',
+  ].join('\n');
+}

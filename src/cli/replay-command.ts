@@ -1,0 +1,98 @@
+import { type Command, Option } from 'commander';
+import type { PayhooksDatabase } from '../store/database.js';
+import {
+  countReplayable,
+  newestArrival,
+  pageReplayable,
+  replayEvents,
+  type ReplayableStatus,
+  type ReplaySelection,
+} from '../store/maintenance.js';
+import { addBulkOptions, BULK_DEFAULTS, type BulkOptions } from './bulk.js';
+import { SilentFailure, UsageError } from './cli-errors.js';
+import type { CommandContext } from './command-context.js';
+import { confirmBulk } from './confirm-bulk.js';
+import { countOf, sampleOf } from './format.js';
+import { startProgress } from './progress.js';
+import { withDatabase } from './with-database.js';
+
+const REPLAYABLE: readonly ReplayableStatus[] = ['dead', 'invalid', 'ignored', 'done'];
+
+/** The options of `payhooks replay`. */
+export interface ReplayCommandOptions extends BulkOptions {
+  status?: ReplayableStatus | undefined;
+}
+
+/**
+ * Adds `payhooks replay [ids…] [--status S] [--dry-run] [--yes] [--batch-size N]`: shows how many events it
+ * would re-queue with a sample of their ids, asks (or needs --yes) when there is more than one, then
+ * re-queues them in batches with progress.
+ */
+export function addReplayCommand(program: Command, ctx: CommandContext): void {
+  const command = program
+    .command('replay')
+    .description('re-queue events by id, or every event in a state (handlers that completed are not run again, except for done events)')
+    .argument('[eventIds...]', 'event ids to re-queue')
+    .addOption(new Option('--status <status>', 're-queue every event in this state').choices(REPLAYABLE));
+  addBulkOptions(command).action(async (eventIds: string[], opts: ReplayCommandOptions) => {
+    if (eventIds.length === 0 && !opts.status)
+      throw new UsageError('Name event ids to replay, or pass --status dead|invalid|ignored|done.');
+    if (eventIds.length > 0 && opts.status) throw new UsageError('Give either event ids or --status, not both.');
+    await withDatabase(ctx.env('replay'), (store) => {
+      const which: ReplaySelection = opts.status ? { status: opts.status } : { eventIds: [...new Set(eventIds)] };
+      return replay(ctx, store, which, opts);
+    });
+  });
+}
+
+async function replay(ctx: CommandContext, store: PayhooksDatabase, which: ReplaySelection, opts: ReplayCommandOptions): Promise<void> {
+  const through = (await newestArrival(store)) ?? undefined;
+  const count = await countReplayable(store, which);
+  const scope = 'eventIds' in which ? '' : ` in state ${which.status}`;
+  // Ids named on the command line that will not be re-queued: told at the end, and the exit code says so.
+  const named = 'eventIds' in which ? which.eventIds : [];
+  const reportMissing = (requeued: ReadonlySet<string>) => {
+    const missing = named.filter((id) => !requeued.has(id));
+    if (missing.length === 0) return;
+    ctx.err(`not re-queued (unknown, or being processed now): ${sampleOf(missing, missing.length, BULK_DEFAULTS.sampleSize)}`);
+    throw new SilentFailure();
+  };
+
+  if (count === 0) {
+    ctx.out(`no events to re-queue${scope}`);
+    return reportMissing(new Set());
+  }
+  const sample = await pageReplayable(store, which, { limit: BULK_DEFAULTS.sampleSize, through });
+  const sampleIds = sample.map((e) => e.eventId);
+  ctx.out(`${countOf(count, 'event')} to re-queue${scope}: ${sampleOf(sampleIds, count)}`);
+  if (opts.dryRun) {
+    ctx.out('dry run: nothing changed');
+    if (named.length) {
+      const replayable = await pageReplayable(store, which, { limit: named.length, through });
+      reportMissing(new Set(replayable.map((e) => e.eventId)));
+    }
+    return;
+  }
+  await confirmBulk({ count, action: `re-queue ${countOf(count, 'event')}${scope}`, yes: opts.yes });
+
+  const progress = startProgress('re-queued', count, opts.batchSize);
+  const requeued = new Set<string>();
+  let replayed = 0;
+  let after: string | undefined;
+  try {
+    for (;;) {
+      const page = await pageReplayable(store, which, { limit: opts.batchSize, after, through });
+      if (page.length === 0) break;
+      // The state is checked again as each batch is written: an event that left it meanwhile stays as it is.
+      const ids = await replayEvents(store, { eventIds: page.map((e) => e.eventId), status: opts.status });
+      replayed += ids.length;
+      if (named.length) for (const id of ids) requeued.add(id);
+      after = page[page.length - 1]!.position;
+      progress.advance(page.length);
+    }
+  } finally {
+    progress.stop();
+  }
+  ctx.out(`re-queued ${countOf(replayed, 'event')}${opts.status ? ` from state ${opts.status}` : ''}`);
+  reportMissing(requeued);
+}

@@ -1,0 +1,145 @@
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { PayhooksDatabase } from '../../src/store/database.js';
+import { countEventsByStatus, countEventsByTypeAndStatus, getEvent, oldestPendingEvent, storeEvent } from '../../src/store/inbox.js';
+import {
+  countPrunable,
+  countReplayable,
+  newestArrival,
+  pageReplayable,
+  pruneBatch,
+  pruneCutoff,
+  replayEvents,
+  samplePrunable,
+  SENDER_RETRY_HORIZON_MS,
+} from '../../src/store/maintenance.js';
+import type { EventStatus } from '../../src/store/schema.js';
+import { statuses } from '../helpers/inbox.js';
+import { backends, dispose } from '../helpers/stores.js';
+
+const DAY_MS = 86_400_000;
+
+/** Stores an event, then puts it in a state and (optionally) back in time. */
+async function put(store: PayhooksDatabase, eventId: string, status: EventStatus, options: { type?: string; ageDays?: number } = {}) {
+  const eventType = options.type ?? 'INVOICE_PAID';
+  await storeEvent(store, { eventId, eventType, resourceKey: null, rawBody: JSON.stringify({ eventId, eventType }), headers: {} });
+  await store.db
+    .updateTable('inbox_events')
+    .set({
+      status,
+      attempts: 3,
+      received_at: sql`now() - make_interval(secs => ${((options.ageDays ?? 0) * DAY_MS) / 1000})`,
+    } as never)
+    .where('event_id', '=', eventId)
+    .execute();
+}
+
+describe.each(backends)('operator queries on $name', (backend) => {
+  let store: PayhooksDatabase | undefined;
+  afterEach(async () => {
+    if (store) await dispose(store);
+    store = undefined;
+  });
+
+  describe.skipIf(!backend.available)('counts', () => {
+    it('counts per state, with and without filters, and per type and state', async () => {
+      store = await backend.open();
+      expect(await countEventsByStatus(store)).toEqual({});
+      expect(await countEventsByTypeAndStatus(store)).toEqual([]);
+      await put(store, 'a', 'dead');
+      await put(store, 'b', 'dead', { type: 'CUSTOMER_CREATED' });
+      await put(store, 'c', 'done');
+      await put(store, 'd', 'pending', { type: 'CUSTOMER_CREATED' });
+      expect(await countEventsByStatus(store)).toEqual({ dead: 2, done: 1, pending: 1 });
+      expect(await countEventsByStatus(store, { eventType: 'INVOICE_PAID' })).toEqual({ dead: 1, done: 1 });
+      expect(await countEventsByStatus(store, { status: 'dead', eventType: 'CUSTOMER_CREATED' })).toEqual({ dead: 1 });
+      expect(await countEventsByTypeAndStatus(store)).toEqual([
+        { eventType: 'CUSTOMER_CREATED', status: 'dead', count: 1 },
+        { eventType: 'CUSTOMER_CREATED', status: 'pending', count: 1 },
+        { eventType: 'INVOICE_PAID', status: 'dead', count: 1 },
+        { eventType: 'INVOICE_PAID', status: 'done', count: 1 },
+      ]);
+    });
+
+    it('finds the oldest pending event and its age by the database clock; none when nothing is pending', async () => {
+      store = await backend.open();
+      await put(store, 'old_done', 'done', { ageDays: 9 });
+      expect(await oldestPendingEvent(store)).toBeUndefined();
+      await put(store, 'young', 'pending', { ageDays: 1 });
+      await put(store, 'oldest', 'pending', { ageDays: 2 });
+      const oldest = await oldestPendingEvent(store);
+      expect(oldest?.eventId).toBe('oldest');
+      expect(oldest?.ageMs).toBeGreaterThanOrEqual(2 * DAY_MS);
+      expect(oldest?.ageMs).toBeLessThan(2 * DAY_MS + 3_600_000);
+      expect(oldest?.receivedAt).toBeInstanceOf(Date);
+    });
+  });
+
+  describe.skipIf(!backend.available)('replay in pages', () => {
+    it('counts and pages what a replay would re-queue, never events being processed, each event once', async () => {
+      store = await backend.open();
+      expect(await newestArrival(store)).toBeNull();
+      for (const id of ['d1', 'd2', 'd3', 'd4', 'd5']) await put(store, id, 'dead');
+      await put(store, 'busy', 'processing');
+      await put(store, 'ok', 'done');
+      expect(await countReplayable(store, { status: 'dead' })).toBe(5);
+      expect(await countReplayable(store, { eventIds: ['d1', 'busy', 'ok', 'missing'] })).toBe(2);
+      expect(await countReplayable(store, { eventIds: [] })).toBe(0);
+
+      const through = (await newestArrival(store)) ?? undefined;
+      await put(store, 'd_late', 'dead'); // arrives after the replay started: not part of it
+      const seen: string[] = [];
+      let after: string | undefined;
+      for (let page = 0; page < 10; page++) {
+        const rows = await pageReplayable(store, { status: 'dead' }, { limit: 2, after, through });
+        if (rows.length === 0) break;
+        seen.push(...rows.map((r) => r.eventId));
+        await replayEvents(store, { eventIds: rows.map((r) => r.eventId), status: 'dead' });
+        after = rows.at(-1)!.position;
+      }
+      expect(seen).toEqual(['d1', 'd2', 'd3', 'd4', 'd5']);
+      expect(await statuses(store)).toMatchObject({ d1: 'pending', d5: 'pending', d_late: 'dead', busy: 'processing', ok: 'done' });
+      expect(await getEvent(store, 'd3')).toMatchObject({ attempts: 0 });
+    });
+
+    it('with ids and a state, re-queues only those of the ids still in that state', async () => {
+      store = await backend.open();
+      await put(store, 'dead1', 'dead');
+      await put(store, 'done1', 'done');
+      await put(store, 'busy1', 'processing');
+      expect(await replayEvents(store, { eventIds: ['dead1', 'done1', 'busy1'], status: 'dead' })).toEqual(['dead1']);
+      expect(await statuses(store)).toEqual({ dead1: 'pending', done1: 'done', busy1: 'processing' });
+    });
+  });
+
+  describe.skipIf(!backend.available)('prune in batches', () => {
+    it('fixes a cutoff, counts and samples what it would delete, then deletes only old finished events, batch by batch', async () => {
+      store = await backend.open();
+      for (const id of ['done1', 'done2', 'done3']) await put(store, id, 'done', { ageDays: 40 });
+      await put(store, 'ignored1', 'ignored', { ageDays: 40 });
+      await put(store, 'dead_old', 'dead', { ageDays: 40 });
+      await put(store, 'pending_old', 'pending', { ageDays: 40 });
+      await put(store, 'done_young', 'done', { ageDays: 10 });
+      await expect(pruneCutoff(store, DAY_MS)).rejects.toThrow(/retry horizon/);
+      const cutoff = await pruneCutoff(store, 30 * DAY_MS);
+      expect(await countPrunable(store, cutoff)).toBe(4);
+      expect(await samplePrunable(store, cutoff, 2)).toEqual(['done1', 'done2']);
+      expect(await statuses(store)).toHaveProperty('done1', 'done'); // counting deletes nothing
+
+      expect(await pruneBatch(store, cutoff, 3)).toBe(3);
+      expect(await pruneBatch(store, cutoff, 3)).toBe(1);
+      expect(await pruneBatch(store, cutoff, 3)).toBe(0);
+      expect(Object.keys(await statuses(store)).sort()).toEqual(['dead_old', 'done_young', 'pending_old']);
+    });
+
+    it('never deletes inside the retry horizon, whatever cutoff it is given', async () => {
+      store = await backend.open();
+      await put(store, 'done_recent', 'done', { ageDays: 2 });
+      const now = new Date(Date.now() + DAY_MS);
+      expect(await countPrunable(store, now)).toBe(0);
+      expect(await pruneBatch(store, now, 10)).toBe(0);
+      expect(await statuses(store)).toEqual({ done_recent: 'done' });
+      expect(SENDER_RETRY_HORIZON_MS).toBeGreaterThan(2 * DAY_MS);
+    });
+  });
+});
