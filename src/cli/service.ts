@@ -66,13 +66,21 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
   });
   const store = await hooks.ready();
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
-  await reportEventsNeedingAttention(store, logger);
-  await options.register?.(hooks);
-  const working = role !== 'receiver' && hooks.handlerCount > 0;
-  if (role !== 'receiver' && !working) {
-    logger.warn('no handlers are registered (--handlers <module>): the worker is not started, and stored events stay pending until one is');
+  const working = role !== 'receiver';
+  try {
+    await reportEventsNeedingAttention(store, logger);
+    // A handlers module that throws (an unknown event type in on(), say) stops the start, after closing the database.
+    await options.register?.(hooks);
+    if (working && hooks.handlerCount === 0) {
+      logger.warn(
+        'no handlers are registered (--handlers <module>): the worker is not started, and stored events stay pending until one is',
+      );
+    }
+    if (working && hooks.handlerCount > 0) await hooks.start();
+  } catch (err) {
+    await hooks.stop().catch(() => undefined);
+    throw err;
   }
-  if (working) await hooks.start();
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });

@@ -16,6 +16,7 @@ import { post, signedDelivery } from '../helpers/deliveries.js';
 import { waitFor } from '../helpers/wait.js';
 
 const handlers = fileURLToPath(new URL('../fixtures/handlers.ts', import.meta.url));
+const typoHandlers = fileURLToPath(new URL('../fixtures/typo-handlers.ts', import.meta.url));
 const apiHandlers = fileURLToPath(new URL('../fixtures/api-handlers.ts', import.meta.url));
 
 /** True once the handler has written to the file (it does not exist before). */
@@ -56,6 +57,17 @@ describe('payhooks serve with handlers', () => {
     expect(readFileSync(handled, 'utf8')).toBe(`evt_served ${event.data.invoiceId}\n`);
     const listed = JSON.parse((await runCli(['events', 'list', '--json'], {}, dir)).stdout) as { status: string }[];
     expect(listed.map((e) => e.status)).toEqual(['done']);
+  });
+
+  it('a handlers module that registers a misspelt event type stops the start with a suggestion, and lets go of the database', {
+    timeout: 90_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));
+    const env = { PAYHOOKS_WEBHOOK_SECRET: 'serve-secret', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
+    const result = await runCli(['serve', '--handlers', typoHandlers], env, dir, 80_000);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/"INVOICE_PAYED", which is not in the catalog: did you mean INVOICE_PAID\?/);
+    expect((await runCli(['events', 'list', '--json'], {}, dir)).code).toBe(0);
   });
 
   it('on a port already in use, stops what it started and exits non-zero with the reason', { timeout: 90_000 }, async () => {
