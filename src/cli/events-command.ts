@@ -12,7 +12,7 @@ import {
 import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
 import { UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
-import { formatAge, table } from './format.js';
+import { formatAge, printableJson, table } from './format.js';
 import { positiveInt } from './parse-options.js';
 import { withDatabase } from './with-database.js';
 
@@ -53,7 +53,7 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
       const total = sum(counts);
       const showing = `showing ${rows.length} of ${total} events`;
       if (opts.json) {
-        ctx.out(JSON.stringify(rows, null, 2));
+        ctx.out(printableJson(JSON.stringify(rows, null, 2)));
         if (rows.length < total) ctx.err(`${showing} (raise --limit to see more)`);
         return;
       }
@@ -68,7 +68,7 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
     .action(async (eventId: string) => {
       const event = await withDatabase(ctx.env('events'), (store) => getEvent(store, eventId));
       if (!event) throw new UsageError(`No stored event with eventId ${eventId}.`);
-      ctx.out(JSON.stringify(event, null, 2));
+      ctx.out(printableJson(JSON.stringify(event, null, 2)));
     });
   events
     .command('stats')
@@ -78,7 +78,7 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
       const stats = await withDatabase(ctx.env('events'), async (store) =>
         tally(await countEventsByTypeAndStatus(store), (await oldestPendingEvent(store)) ?? null),
       );
-      if (opts.json) return ctx.out(JSON.stringify(stats, null, 2));
+      if (opts.json) return ctx.out(printableJson(JSON.stringify(stats, null, 2)));
       ctx.out(statsText(stats));
     });
   return events;

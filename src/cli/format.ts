@@ -1,3 +1,36 @@
+// C0 and C1 control characters, DEL, and the line and paragraph separators: a stored id or error (sender's
+// text) must not move the cursor, recolour the terminal or forge a line of output.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+/**
+ * Stored text made safe to print on a terminal: control characters written as `\u001b`-style escapes.
+ *
+ * @example
+ * printable('evt\u001b[2J') // 'evt\\u001b[2J'
+ */
+export function printable(text: string): string {
+  return text.replace(CONTROL, escapeChar);
+}
+
+// What JSON.stringify leaves as it is although a terminal may act on it (it escapes U+0000 to U+001F itself).
+const LEFT_BY_JSON = /[\u007f-\u009f\u2028\u2029]/g;
+
+/**
+ * JSON text made safe to print: the controls JSON.stringify leaves raw become `\uXXXX` escapes, which keeps the
+ * JSON valid and its values the same, while the layout's own newlines stay.
+ *
+ * @example
+ * printableJson(JSON.stringify({ id: 'a\u009bb' })) // '{"id":"a\\u009bb"}'
+ */
+export function printableJson(json: string): string {
+  return json.replace(LEFT_BY_JSON, escapeChar);
+}
+
+function escapeChar(c: string): string {
+  return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+}
+
 /**
  * "1 event", "2 events": a count with its noun.
  *
@@ -17,7 +50,7 @@ export function countOf(n: number, noun: string): string {
 export function sampleOf(ids: readonly string[], total: number, size = ids.length): string {
   const shown = ids.slice(0, size);
   const more = total - shown.length;
-  return `${shown.join(', ')}${more > 0 ? `, … and ${more} more` : ''}`;
+  return `${shown.map(printable).join(', ')}${more > 0 ? `, … and ${more} more` : ''}`;
 }
 
 /**
@@ -48,7 +81,7 @@ export function formatAge(ms: number): string {
  * on the right, as numbers should.
  */
 export function table(header: readonly string[], rows: readonly (readonly string[])[], rightAligned: readonly number[] = []): string {
-  const all = [header, ...rows];
+  const all = [header, ...rows.map((row) => row.map(printable))];
   const widths = header.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)));
   return all
     .map((row) =>

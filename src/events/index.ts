@@ -1,4 +1,4 @@
-export { envelopeSchema, type Envelope } from './envelope.js';
+export { envelopeSchema, MAX_IDENTIFIER_LENGTH, parseBodyJson, type Envelope } from './envelope.js';
 export * from './event-data.js';
 export {
   EVENT_DATA_SCHEMAS,

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import { envelopeSchema, resourceKeyOf } from '../events/index.js';
+import { envelopeSchema, MAX_IDENTIFIER_LENGTH, parseBodyJson, resourceKeyOf } from '../events/index.js';
+import { describeIssues, issuesOf } from '../events/issues.js';
 import { errorResponse, JSON_CONTENT_TYPE } from '../internal/error-response.js';
 import { bodyReadRefusal } from '../internal/limited-body.js';
 import { assertRawBody, WebhookVerificationError, type HeaderMap, type SignatureScheme } from '../signature/index.js';
@@ -109,21 +110,33 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     if (text === undefined) return errorResponse(400, 'The body is not valid UTF-8.');
     let json: unknown;
     try {
-      json = JSON.parse(text);
+      json = parseBodyJson(text);
     } catch {
+      // Also what V8 answers to nesting too deep to parse: refused the same way every time.
       return errorResponse(400, 'The body is not valid JSON.');
     }
     const envelope = envelopeSchema.safeParse(json);
     if (!envelope.success) {
-      const paths = envelope.error.issues.map((issue) => issue.path.join('.') || '(root)').join(', ');
-      return errorResponse(400, `The body is not a webhook envelope ({eventId, eventType, data}); check: ${paths}.`);
+      log?.warn({ issues: describeIssues(issuesOf(envelope.error)) }, 'signed delivery refused: not a storable envelope');
+      return errorResponse(
+        400,
+        `The body is not a webhook envelope ({eventId, eventType, data}): ${describeIssues(issuesOf(envelope.error))}.`,
+      );
     }
     const { eventId, eventType, data } = envelope.data;
+    const resourceKey = resourceKeyOf(eventType, data);
+    if (resourceKey !== null && !isStorableKey(resourceKey)) {
+      log?.warn({ eventId, eventType }, 'signed delivery refused: the resource id it names cannot be stored');
+      return errorResponse(
+        400,
+        `The resource id this ${eventType} names cannot be stored: ids of at most ${MAX_IDENTIFIER_LENGTH} characters without U+0000 are.`,
+      );
+    }
 
     const stored = storeEvent(options.store, {
       eventId,
       eventType,
-      resourceKey: resourceKeyOf(eventType, data),
+      resourceKey,
       rawBody: text,
       headers: pickHeaders(request.headers, keptHeaders),
     });
@@ -184,6 +197,11 @@ export function assertScheme(scheme: unknown, option: string): asserts scheme is
   }
 }
 
+/** A resource key the inbox's index can hold: its id part bounded like an eventId, and no U+0000. */
+function isStorableKey(key: string): boolean {
+  return key.length <= MAX_IDENTIFIER_LENGTH + 20 && !key.includes('\u0000');
+}
+
 function ok(body: object): ReceiveResponse {
   return { status: 200, headers: { 'content-type': JSON_CONTENT_TYPE }, body: JSON.stringify(body) };
 }
@@ -207,7 +225,8 @@ function pickHeaders(headers: HeaderMap, names: readonly string[]): Record<strin
   return kept;
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+// ignoreBOM: a byte order mark stays in the text, so the stored body is byte for byte what was signed.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function decodeUtf8(bytes: Uint8Array): string | undefined {
   try {

@@ -286,9 +286,14 @@ function allValues(headers: HeaderMap, name: string): string[] {
   return values;
 }
 
-/** A header that must hold one value: repeats are tolerated only when identical (a proxy may duplicate one). */
+/**
+ * A header that must hold one value: repeats are tolerated only when identical (a proxy may duplicate one). Node
+ * joins a repeated header into one value with ", ", so the parts of a joined value count as repeats too (a
+ * timestamp or an id never holds a comma).
+ */
 function singleValue(headers: HeaderMap, name: string): string {
-  const distinct = [...new Set(allValues(headers, name))];
+  const distinct = [...new Set(allValues(headers, name).flatMap((value) => value.split(/\s*,\s*/)))].filter((value) => value !== '');
+  if (distinct.length === 0) throw new WebhookVerificationError('malformed_header', `The ${name} header holds only separators.`);
   if (distinct.length > 1)
     throw new WebhookVerificationError('malformed_header', `The ${name} header was sent ${distinct.length} times with different values.`);
   return distinct[0]!;

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import PQueue from 'p-queue';
 import type { Logger } from 'pino';
-import { parseEvent } from '../events/index.js';
+import { parseBodyJson, parseEvent } from '../events/index.js';
 import { claimEvents, type ClaimedEvent } from '../store/claim.js';
 import { assertSchemaName, type PayhooksDatabase } from '../store/database.js';
 import { newEventChannel } from '../store/inbox.js';
@@ -172,7 +172,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     try {
       let json: unknown;
       try {
-        json = JSON.parse(event.rawBody);
+        json = parseBodyJson(event.rawBody);
       } catch {
         // The receiver only stores JSON; a row written by other means can still be broken, and retrying won't mend it.
         await finishEvent(store, lease, 'invalid', 'The stored body is not valid JSON.');

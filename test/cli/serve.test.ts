@@ -1,4 +1,5 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
+import { freePort } from '../helpers/servers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,14 +27,6 @@ function hasContent(path: string): boolean {
   }
 }
 
-/** A port that was free a moment ago: serve's URL must be known before it starts, to register the endpoint. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 const scheme = createDefaultScheme({ secrets: ['serve-secret'] });
 
 describe('payhooks serve with handlers', () => {

@@ -18,6 +18,15 @@ export async function listen(server: Server): Promise<{ url: string; close: () =
   };
 }
 
+/** A port that was free a moment ago, for a process whose URL must be known before it starts. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
 export type AdapterName = 'express' | 'node' | 'fetch';
 export const ADAPTERS: AdapterName[] = ['express', 'node', 'fetch'];
 

@@ -1,7 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
+import { freePort } from '../helpers/servers.js';
 import { existsSync, mkdtempSync, statSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -11,15 +10,6 @@ import { waitFor } from '../helpers/wait.js';
 // A first session as the README tells it, three real processes and no other step: `payhooks simulate
 // --forward-to`, `payhooks serve` (no PAYHOOKS_WEBHOOK_SECRET: it finds the simulator's session file), then
 // `payhooks trigger cash-payment`; the inbox ends up holding exactly the events the flow reports.
-
-/** A port that was free a moment ago: the simulator must know serve's URL before serve starts. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Everything a child writes to stdout so far, kept as it arrives. */
 function output(child: ChildProcess): () => string {
