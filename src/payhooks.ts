@@ -37,7 +37,7 @@ import {
   type HandlerOptions,
   type UnknownTypeHandlerOptions,
 } from './worker/handlers.js';
-import { createWorker, type Worker, type WorkerOptions } from './worker/worker.js';
+import { createWorker, type Worker, type WorkerOptions, workerSettings } from './worker/worker.js';
 
 /** Worker settings of {@link PayhooksOptions}; see {@link WorkerOptions} for each default. */
 export type PayhooksWorkerOptions = Pick<
@@ -163,6 +163,8 @@ export type RegisterHandlers = (hooks: Payhooks<ApiClient>) => void | Promise<vo
 export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Payhooks<Api> {
   const logger = options.logger ?? createLogger();
   const limits = receiverLimits(options);
+  // Checked now, so that a wrong worker option fails here and not at start().
+  workerSettings({ ...options.worker, appSchema: options.appSchema });
   // Built on first use, so a worker-only process needs no secret; a receiver without one fails at mount time.
   let scheme = options.scheme;
   const signatureScheme = (): SignatureScheme => {

@@ -53,7 +53,7 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     : undefined;
   if (!api) {
     logger.warn(
-      "PAYHOOKS_API_KEY is not set: handlers and sinks will use the events' own snapshots, and current-state reads (the defence against out-of-order delivery) are off.",
+      "PAYHOOKS_API_KEY is not set: handlers get no API client (ctx.api) and have only the events' own snapshots, so current-state reads (the defence against out-of-order delivery) are off.",
     );
   }
   const hooks = createPayhooks<ApiClient>({
@@ -118,7 +118,11 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
         .catch(() => json(res, 500, { error: { message: 'Metrics failed.' } }));
       return;
     }
-    json(res, 404, { error: { message: `Nothing at ${path}; webhooks go to POST ${WEBHOOK_PATH}.` } });
+    const message =
+      path === WEBHOOK_PATH
+        ? 'This process runs with --role worker and receives no webhooks; send them to a process with --role receiver or all.'
+        : `Nothing at ${path}; webhooks go to POST ${WEBHOOK_PATH}.`;
+    json(res, 404, { error: { message } });
   });
   // Slow-loris guard: a sender that trickles its body gets cut off well before tying up the process.
   server.requestTimeout = 30_000;

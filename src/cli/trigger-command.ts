@@ -1,4 +1,5 @@
 import { ApiConnectionError, NotFoundError } from '../client/errors.js';
+import { closestEventTypes } from '../worker/unknown-event-type.js';
 import { EVENT_TYPES, isEventType } from '../events/index.js';
 import { parseSecretList } from '../signature/index.js';
 import { flowFor, isFlowName } from '../simulator/flows.js';
@@ -76,7 +77,7 @@ export async function runTrigger(
   if (!isEventType(name)) {
     throw new Error(
       /^[A-Z][A-Z_]*$/.test(name)
-        ? `Unknown event type ${JSON.stringify(name)}. Known types:\n  ${EVENT_TYPES.join('\n  ')}\nFlows: ${FLOW_DESCRIPTIONS.map((f) => f.name).join(', ')}.`
+        ? `Unknown event type ${JSON.stringify(name)}${didYouMean(name)}. Known types:\n  ${EVENT_TYPES.join('\n  ')}\nFlows: ${FLOW_DESCRIPTIONS.map((f) => f.name).join(', ')}.`
         : `Unknown flow ${JSON.stringify(name)}. Flows: ${FLOW_DESCRIPTIONS.map((f) => f.name).join(', ')} (payhooks trigger --help says what each does); or an event type such as INVOICE_PAID.`,
     );
   }
@@ -205,4 +206,10 @@ function checkUrl(value: string, what: string, expected = 'an http or https URL,
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new Error(`${what} must be an http or https URL, not ${JSON.stringify(value)}.`);
   return value.replace(/\/+$/, '');
+}
+
+/** `: did you mean X?` for a type name close to a known one, as on() says it; empty otherwise. */
+function didYouMean(name: string): string {
+  const close = closestEventTypes(name);
+  return close.length > 0 ? `: did you mean ${close.join(' or ')}?` : '';
 }

@@ -73,8 +73,8 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
        set status = case when due.buried then 'dead' else 'processing' end,
            attempts = case when due.buried then target.attempts else target.attempts + 1 end,
            last_error = case when due.buried
-             then 'The process running it died (or lost its lease) on each of its last attempts: ' || target.attempts
-                  || ' claims of ${sql.raw(String(maxAttempts))} allowed, none recorded an outcome. Replay it once the handler is fixed.'
+             then 'Its last allowed attempt never recorded an outcome: the process running it died (or lost its lease) after '
+                  || target.attempts || ' claims of ${sql.raw(String(maxAttempts))} allowed. Replay it once the handler is fixed.'
              else target.last_error end,
            processed_at = case when due.buried then now() else target.processed_at end,
            lease_owner = case when due.buried then null else ${options.workerId} end,

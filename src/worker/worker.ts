@@ -82,6 +82,40 @@ class HandlerTimeoutError extends Error {
 }
 
 /**
+ * The worker's numbers with their defaults applied, checked: a RangeError names the option and what it takes.
+ * `createPayhooks` calls it when it is created, so a mistake fails there rather than at `start()`.
+ *
+ * @example
+ * workerSettings({ maxAttempts: 0 }); // throws RangeError: maxAttempts must be a whole number of at least 1, not 0.
+ */
+export function workerSettings(
+  options: Pick<WorkerOptions, 'concurrency' | 'handlerTimeoutMs' | 'leaseMs' | 'maxAttempts' | 'pollIntervalMs' | 'appSchema'>,
+) {
+  const concurrency = options.concurrency ?? WORKER_DEFAULTS.concurrency;
+  const handlerTimeoutMs = options.handlerTimeoutMs ?? WORKER_DEFAULTS.handlerTimeoutMs;
+  const leaseMs = options.leaseMs ?? Math.max(WORKER_DEFAULTS.leaseMs, handlerTimeoutMs * 2);
+  const maxAttempts = options.maxAttempts ?? WORKER_DEFAULTS.maxAttempts;
+  const pollIntervalMs = options.pollIntervalMs ?? WORKER_DEFAULTS.pollIntervalMs;
+  const appSchema = options.appSchema ?? WORKER_DEFAULTS.appSchema;
+  const wholeAtLeastOne = { concurrency, maxAttempts };
+  for (const [name, value] of Object.entries(wholeAtLeastOne)) {
+    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a whole number of at least 1, not ${value}.`);
+  }
+  for (const [name, value] of Object.entries({ handlerTimeoutMs, leaseMs, pollIntervalMs })) {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+      throw new RangeError(`${name} must be a positive number of milliseconds, not ${value}.`);
+    }
+  }
+  if (leaseMs <= handlerTimeoutMs) {
+    throw new RangeError(
+      `leaseMs (${leaseMs}) must be longer than handlerTimeoutMs (${handlerTimeoutMs}), or another worker could take an event while its handler still runs.`,
+    );
+  }
+  assertSchemaName(appSchema);
+  return { concurrency, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, appSchema };
+}
+
+/**
  * Creates the worker loop: claim due events, run their handlers on a p-queue, record the outcome, repeat.
  *
  * @example
@@ -91,20 +125,7 @@ class HandlerTimeoutError extends Error {
 export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker {
   const { store, registry, logger } = options;
   const workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  const concurrency = options.concurrency ?? WORKER_DEFAULTS.concurrency;
-  const handlerTimeoutMs = options.handlerTimeoutMs ?? WORKER_DEFAULTS.handlerTimeoutMs;
-  const leaseMs = options.leaseMs ?? Math.max(WORKER_DEFAULTS.leaseMs, handlerTimeoutMs * 2);
-  const maxAttempts = options.maxAttempts ?? WORKER_DEFAULTS.maxAttempts;
-  const pollIntervalMs = options.pollIntervalMs ?? WORKER_DEFAULTS.pollIntervalMs;
-  const appSchema = options.appSchema ?? WORKER_DEFAULTS.appSchema;
-  if (leaseMs <= handlerTimeoutMs) {
-    throw new RangeError(
-      `leaseMs (${leaseMs}) must be longer than handlerTimeoutMs (${handlerTimeoutMs}), or another worker could take an event while its handler still runs.`,
-    );
-  }
-  if (!Number.isInteger(concurrency) || concurrency < 1)
-    throw new RangeError(`concurrency must be a whole number of at least 1, not ${concurrency}.`);
-  assertSchemaName(appSchema);
+  const { concurrency, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, appSchema } = workerSettings(options);
   const searchPath = setLocalSearchPath(appSearchPath(appSchema));
 
   const queue = new PQueue({ concurrency });
@@ -159,7 +180,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   function reportBuried(event: { eventId: string; eventType: string; attempts: number }): void {
     logger.error(
       event,
-      `event ${event.eventId} is dead: the process running it died (or lost its lease) on each of its last attempts, ${event.attempts} of ${maxAttempts}; replay it once the handler is fixed`,
+      `event ${event.eventId} is dead: its last allowed attempt (${event.attempts} of ${maxAttempts}) never recorded an outcome (the process running it died or lost its lease); replay it once the handler is fixed`,
     );
   }
 

@@ -49,7 +49,7 @@ describe.skipIf(!pgUrl)('a handler that kills its process', () => {
     expect(exitCodes).toEqual([3, 3, 3]);
     expect(event?.status).toBe('dead');
     expect(event?.attempts).toBe(3);
-    expect(event?.lastError).toMatch(/died .* 3 claims of 3 allowed/);
+    expect(event?.lastError).toMatch(/died .* after 3 claims of 3 allowed/);
   });
 });
 

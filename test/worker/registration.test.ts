@@ -108,3 +108,15 @@ describe('on() refuses event types outside the catalog', () => {
     expect(hooks.handlerCount).toBe(2);
   });
 });
+
+describe('worker options are checked when createPayhooks is called', () => {
+  it.each([
+    [{ maxAttempts: 0 }, /maxAttempts must be a whole number of at least 1, not 0/],
+    [{ concurrency: 1.5 }, /concurrency must be a whole number of at least 1, not 1.5/],
+    [{ pollIntervalMs: -1 }, /pollIntervalMs must be a positive number of milliseconds, not -1/],
+    [{ handlerTimeoutMs: 70_000, leaseMs: 60_000 }, /leaseMs \(60000\) must be longer than handlerTimeoutMs \(70000\)/],
+  ])('%j is a RangeError at construction, before any database is opened', (worker, message) => {
+    expect(() => createPayhooks({ secret: 's', database: { dataDir: 'memory://' }, worker })).toThrow(RangeError);
+    expect(() => createPayhooks({ secret: 's', database: { dataDir: 'memory://' }, worker })).toThrow(message);
+  });
+});
