@@ -9,4 +9,6 @@ if (!existsSync(fileURLToPath(main))) {
   process.exit(1);
 }
 const { run } = await import(main.href);
-process.exitCode = await run(process.argv.slice(2));
+// Exit as soon as the command is done: a connection to a database that stopped answering must not keep the
+// process alive after it gave up on a clean stop.
+process.exit(await run(process.argv.slice(2)));

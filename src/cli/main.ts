@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { WORKER_DEFAULTS } from '../worker/defaults.js';
 import { Command, CommanderError, Option } from 'commander';
 import { z } from 'zod';
 import { PayhooksError } from '../errors.js';
@@ -70,7 +71,9 @@ function buildProgram(out: (text: string) => void): Command {
       const logger = createLogger({ level: env.PAYHOOKS_LOG_LEVEL });
       const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
       const service = await startService(env, logger, { role: opts.role, register });
-      await untilSignal(logger, () => service.close());
+      // Running handlers get the worker's stop timeout; past it (and a little for the rest), exit regardless.
+      const clean = await untilSignal(logger, () => service.close(), { deadlineMs: WORKER_DEFAULTS.stopTimeoutMs + 1500 });
+      if (!clean) throw new SilentFailure();
     });
 
   addReplayCommand(program, ctx);

@@ -102,10 +102,9 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     }
     if (path === '/healthz') return json(res, 200, { ok: true });
     if (path === '/readyz') {
-      sql`select 1`
-        .execute(store.db)
-        .then(() => json(res, 200, { ready: true }))
-        .catch(() => json(res, 503, { ready: false, error: { message: 'The database does not answer.' } }));
+      void databaseAnswers(store).then((ready) =>
+        ready ? json(res, 200, { ready: true }) : json(res, 503, { ready: false, error: { message: 'The database does not answer.' } }),
+      );
       return;
     }
     if (path === '/metrics') {
@@ -181,4 +180,26 @@ async function reportEventsNeedingAttention(store: PayhooksDatabase, logger: Log
 function json(res: import('node:http').ServerResponse, status: number, body: object): void {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
   res.end(JSON.stringify(body));
+}
+
+/** How long readiness waits for `select 1`; a probe must answer well within a supervisor's timeout. */
+const READINESS_TIMEOUT_MS = 2000;
+
+/**
+ * Whether the database answers `select 1` in time. When it does not, its connections are discarded, so that the
+ * next probe, and the next delivery, use new ones: readiness returns as soon as the database does.
+ */
+async function databaseAnswers(store: PayhooksDatabase): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), READINESS_TIMEOUT_MS);
+  });
+  const answered = sql`select 1`.execute(store.db).then(
+    () => true,
+    () => false,
+  );
+  const ready = await Promise.race([answered, late]);
+  clearTimeout(timer);
+  if (!ready) store.discardConnections();
+  return ready;
 }

@@ -148,8 +148,10 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       return errorResponse(503, 'Storage is unavailable; the delivery was not accepted and should be retried.');
     }
     if (outcome === 'timeout') {
-      // The insert may still land; the sender's retry is then counted as a duplicate, so nothing is lost.
+      // The insert may still land; the sender's retry is then counted as a duplicate, so nothing is lost. A database
+      // this slow has likely gone silent: new connections serve the next deliveries as soon as it answers again.
       stored.catch(() => undefined);
+      options.store.discardConnections();
       log?.error({ eventId, eventType, ackBudgetMs }, 'storage did not answer within the ack budget; answering 503');
       return errorResponse(503, 'Storage did not answer in time; the delivery was not accepted and should be retried.');
     }

@@ -4,6 +4,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { lockDataDir, type ReleaseLock } from './data-dir-lock.js';
+import { EvictingPool } from './evicting-pool.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import { quoteIdent } from './quote-ident.js';
 import type { PayhooksTables } from './schema.js';
@@ -20,6 +21,12 @@ export interface DatabaseOptions {
   poolSize?: number | undefined;
   /** How long to wait for a pg connection before failing (so a dead server fails fast). Default 5000 ms. */
   connectionTimeoutMs?: number | undefined;
+  /**
+   * How long a query may go without an answer before it fails and its connection is discarded (with every
+   * connection opened before it: see `discardConnections`). Raise it for handlers that run long statements in
+   * `ctx.transaction`. Default 15000 ms.
+   */
+  queryTimeoutMs?: number | undefined;
   /** Called with errors of idle pool connections (a server restart), which would otherwise crash the process. */
   onIdleError?: ((error: Error) => void) | undefined;
 }
@@ -30,6 +37,12 @@ export interface PayhooksDatabase {
   readonly schema: string;
   /** Kysely over the payhooks tables; table names are qualified with `schema`. */
   readonly db: Kysely<PayhooksTables>;
+  /**
+   * Condemns every open connection: each is destroyed instead of reused (in use ones when released). Call it when
+   * the database stopped answering, so that service resumes on new connections as soon as it answers again.
+   * A no-op on PGlite.
+   */
+  discardConnections(): void;
   /** Runs `onNotify` for each NOTIFY on `channel`; resolves to an unsubscribe function. */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
@@ -47,7 +60,11 @@ export const DATABASE_DEFAULTS = {
   schema: 'payhooks',
   poolSize: 10,
   connectionTimeoutMs: 5000,
-} as const satisfies Required<Pick<DatabaseOptions, 'dataDir' | 'schema' | 'poolSize' | 'connectionTimeoutMs'>>;
+  queryTimeoutMs: 15_000,
+} as const satisfies Required<Pick<DatabaseOptions, 'dataDir' | 'schema' | 'poolSize' | 'connectionTimeoutMs' | 'queryTimeoutMs'>>;
+
+/** How long close() waits for connections to end politely before cutting their sockets (a silent server). */
+const CLOSE_GRACE_MS = 2000;
 
 /** The default Postgres schema of payhooks' tables ({@link DATABASE_DEFAULTS}`.schema`). */
 export const DEFAULT_SCHEMA = DATABASE_DEFAULTS.schema;
@@ -84,40 +101,77 @@ export async function openDatabase(options: DatabaseOptions = {}): Promise<Payho
 }
 
 function openPostgres(url: string, schema: string, options: DatabaseOptions): PayhooksDatabase {
+  const connectionTimeoutMillis = options.connectionTimeoutMs ?? DATABASE_DEFAULTS.connectionTimeoutMs;
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? DATABASE_DEFAULTS.poolSize,
-    connectionTimeoutMillis: options.connectionTimeoutMs ?? DATABASE_DEFAULTS.connectionTimeoutMs,
+    connectionTimeoutMillis,
+    query_timeout: options.queryTimeoutMs ?? DATABASE_DEFAULTS.queryTimeoutMs,
+    // A peer that vanished without closing (a partition) is noticed by the kernel, not only by a query timing out.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
   });
   pool.on('error', (error) => options.onIdleError?.(error));
-  // A connection that drops while checked out emits 'error' on its client as well as failing the query;
-  // without a listener that would crash the process. The failed query already reports the problem.
-  pool.on('connect', (client) => client.on('error', () => undefined));
-  const base = new Kysely<PayhooksTables>({ dialect: new PostgresDialect({ pool }) });
+  const clients = new Set<pg.PoolClient>();
+  pool.on('connect', (client) => {
+    clients.add(client);
+    // A connection that drops while checked out emits 'error' on its client as well as failing the query;
+    // without a listener that would crash the process. The failed query already reports the problem.
+    client.on('error', () => undefined);
+  });
+  pool.on('remove', (client) => clients.delete(client));
+  const evicting = new EvictingPool(pool);
+  const base = new Kysely<PayhooksTables>({ dialect: new PostgresDialect({ pool: evicting }) });
+  const listeners = new Set<pg.Client>();
   return {
     kind: 'postgres',
     schema,
     db: base.withSchema(schema),
+    discardConnections: () => evicting.discardAll(),
     async listen(channel, onNotify) {
       // A dedicated connection: LISTEN belongs to a session, and pooled clients change hands.
       const client = new pg.Client({
         connectionString: url,
-        connectionTimeoutMillis: options.connectionTimeoutMs ?? DATABASE_DEFAULTS.connectionTimeoutMs,
+        connectionTimeoutMillis,
+        keepAlive: true,
+        keepAliveInitialDelayMillis: 10_000,
       });
       client.on('error', (error) => options.onIdleError?.(error));
       await client.connect();
+      listeners.add(client);
       client.on('notification', (message) => {
         if (message.channel === channel) onNotify(message.payload ?? '');
       });
       await client.query(`LISTEN ${quoteIdent(channel)}`);
       return async () => {
-        await client.end().catch(() => undefined);
+        listeners.delete(client);
+        await endWithin(
+          client.end().catch(() => undefined),
+          [client],
+        );
       };
     },
     async close() {
-      await base.destroy();
+      await endWithin(base.destroy(), [...clients, ...listeners]);
     },
   };
+}
+
+/**
+ * Waits for `ending` (connections closing politely), but not past a grace period: a server that went silent
+ * never answers the goodbye, so the sockets are then cut, and close() returns in bounded time whatever the
+ * network does.
+ */
+async function endWithin(ending: Promise<unknown>, clients: readonly (pg.Client | pg.PoolClient)[]): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), CLOSE_GRACE_MS);
+  });
+  const outcome = await Promise.race([ending.then(() => 'ended' as const), late]);
+  clearTimeout(timer);
+  if (outcome === 'late') {
+    for (const client of clients) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+  }
 }
 
 async function openPGlite(dataDir: string, schema: string): Promise<PayhooksDatabase> {
@@ -139,6 +193,7 @@ async function openPGlite(dataDir: string, schema: string): Promise<PayhooksData
     kind: 'pglite',
     schema,
     db: base.withSchema(schema),
+    discardConnections: () => undefined,
     async listen(channel, onNotify) {
       const unlisten = await pglite.listen(channel, onNotify);
       return async () => {

@@ -12,18 +12,29 @@ export interface TcpProxy {
   stall(): void;
   /** Delivers what was held back and forwards again. */
   resume(): void;
+  /**
+   * A partition: every byte of every connection, open or new, is dropped, and no connection is closed. Until
+   * {@link TcpProxy.heal}, the server seems to have vanished without a word.
+   */
+  blackhole(): void;
+  /** The partition ends for new connections; those opened before stay silent forever, as after a real one. */
+  heal(): void;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
   const held: { to: Socket; chunk: Buffer }[] = [];
+  const silenced = new WeakSet<Socket>();
   let stalled = false;
+  let partitioned = false;
   let server: Server | undefined;
   let port = 0;
 
   const forward = (from: Socket, to: Socket) => {
+    if (partitioned) silenced.add(from);
     from.on('data', (chunk: Buffer) => {
+      if (silenced.has(from)) return;
       if (stalled) held.push({ to, chunk });
       else to.write(chunk);
     });
@@ -69,6 +80,13 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     resume() {
       stalled = false;
       for (const { to, chunk } of held.splice(0)) if (!to.destroyed) to.write(chunk);
+    },
+    blackhole() {
+      partitioned = true;
+      for (const socket of sockets) silenced.add(socket);
+    },
+    heal() {
+      partitioned = false;
     },
     close: shut,
   };
