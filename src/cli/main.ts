@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { startWorkerProcess } from './worker-process.js';
 import { WORKER_DEFAULTS } from '../worker/defaults.js';
 import { Command, CommanderError, Option } from 'commander';
 import { z } from 'zod';
@@ -66,13 +67,24 @@ function buildProgram(out: (text: string) => void): Command {
       new Option('--role <role>', 'receive only, run handlers only, or both').choices(['all', 'receiver', 'worker']).default('all'),
     )
     .option('--handlers <module>', 'a module whose default export registers handlers: export default (hooks) => hooks.on(…)')
-    .action(async (opts: { role: ServiceRole; handlers?: string }) => {
+    .option(
+      '--single-process',
+      'with --role all on PostgreSQL, run the handlers in this process instead of a worker child process (a CPU-bound handler then delays acknowledgements)',
+    )
+    .action(async (opts: { role: ServiceRole; handlers?: string; singleProcess?: boolean }) => {
       const env = ctx.env('serve');
       const logger = createLogger({ level: env.PAYHOOKS_LOG_LEVEL });
       const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
-      const service = await startService(env, logger, { role: opts.role, register });
+      // On a server, handlers run in a child process of their own, so that acknowledgements never wait for them.
+      // The embedded database belongs to one process, so there the worker stays in this one.
+      const split = opts.role === 'all' && env.DATABASE_URL !== undefined && opts.handlers !== undefined && !opts.singleProcess;
+      const service = await startService(env, logger, { role: split ? 'receiver' : opts.role, register });
+      const worker = split && opts.handlers ? startWorkerProcess(['--handlers', opts.handlers], logger) : undefined;
+      const close = async () => {
+        await Promise.all([service.close(), worker?.stop(WORKER_DEFAULTS.stopTimeoutMs)]);
+      };
       // Running handlers get the worker's stop timeout; past it (and a little for the rest), exit regardless.
-      const clean = await untilSignal(logger, () => service.close(), { deadlineMs: WORKER_DEFAULTS.stopTimeoutMs + 1500 });
+      const clean = await untilSignal(logger, close, { deadlineMs: WORKER_DEFAULTS.stopTimeoutMs + 1500 });
       if (!clean) throw new SilentFailure();
     });
 
