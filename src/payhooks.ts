@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+import { BodyBudget } from './internal/limited-body.js';
 import type { Kysely } from 'kysely';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
@@ -11,6 +12,7 @@ import { createLogger } from './logger.js';
 import {
   assertScheme,
   createReceiver,
+  DEFAULT_MAX_IN_FLIGHT_BODY_BYTES,
   receiverLimits,
   type Receiver,
   type ReceiveRequest,
@@ -74,6 +76,11 @@ export interface PayhooksOptions<Api = unknown> {
   appSchema?: string | undefined;
   /** Largest accepted body. Default 1 MiB. */
   maxBodyBytes?: number | undefined;
+  /**
+   * Bytes of unfinished request bodies held at once across all requests, before any is authenticated; past it
+   * the largest body being read is answered 503. Default 32 MiB.
+   */
+  maxInFlightBodyBytes?: number | undefined;
   /** Storage time allowed before answering 503. Default 8000 ms (the sender allows 10 s). */
   ackBudgetMs?: number | undefined;
   logger?: Logger | undefined;
@@ -243,7 +250,12 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     return receiver.receive(request);
   }
   // Adapters need the body limit before the database is open; the rest goes through receive().
-  const facade: Receiver = { maxBodyBytes: limits.maxBodyBytes, receive, logger };
+  const facade: Receiver = {
+    maxBodyBytes: limits.maxBodyBytes,
+    bodyBudget: new BodyBudget(options.maxInFlightBodyBytes ?? DEFAULT_MAX_IN_FLIGHT_BODY_BYTES),
+    receive,
+    logger,
+  };
 
   const close = async () => {
     if (!given && opening) await (await opening.catch(() => undefined))?.close();

@@ -29,7 +29,7 @@ async function receiveFetch(receiver: Receiver, request: Request): Promise<Recei
     headers[name] = value;
   });
   if (request.method !== 'POST') return receiver.receive({ method: request.method, headers, rawBody: new Uint8Array() });
-  const read = await readRequestBody(request, receiver.maxBodyBytes);
+  const read = await readRequestBody(request, receiver.maxBodyBytes, receiver.bodyBudget);
   if ('refusal' in read) return read.refusal;
   return receiver.receive({ method: request.method, headers, rawBody: read.body });
 }

@@ -29,7 +29,7 @@ export async function receiveNode(receiver: Receiver, req: IncomingMessage, pars
   if (method !== 'POST') return receiver.receive({ method, headers: req.headers, rawBody: new Uint8Array() });
   let rawBody = parsedBody;
   if (rawBody === undefined) {
-    const read = await readNodeBody(req, receiver.maxBodyBytes);
+    const read = await readNodeBody(req, receiver.maxBodyBytes, receiver.bodyBudget);
     if ('refusal' in read) return read.refusal;
     rawBody = read.body;
   }

@@ -4,7 +4,14 @@ import type { EnvOf } from './env.js';
  * The defaults of `payhooks serve` beyond the database's (`DATABASE_DEFAULTS` in store/database.ts): where it listens. The
  * environment reader (`PORT`, `HOST`) and the help text both take them from here.
  */
-export const SERVICE_DEFAULTS = { port: 8787, host: '0.0.0.0' } as const satisfies { port: number; host: string };
+export const SERVICE_DEFAULTS = {
+  port: 8787,
+  host: '0.0.0.0',
+  /** A client has this long to send its request headers. */
+  headersTimeoutMs: 10_000,
+  /** And this long for the whole request, body included: a body trickled at a byte a second is cut off. */
+  requestTimeoutMs: 15_000,
+} as const satisfies { port: number; host: string; headersTimeoutMs: number; requestTimeoutMs: number };
 
 /** The parsed, validated environment of `payhooks serve` (docs/configuration.md). */
 export type ServiceEnv = EnvOf<'serve'>;

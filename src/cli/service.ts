@@ -8,7 +8,7 @@ import { createClient, type ApiClient } from '../client/index.js';
 import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhooks.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { countEventsNeedingAttention } from '../store/attention-counts.js';
-import type { ServiceEnv } from './config.js';
+import { SERVICE_DEFAULTS, type ServiceEnv } from './config.js';
 import { withSimulatorSession } from './session-env.js';
 
 /** A running standalone service. */
@@ -92,7 +92,8 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
   });
   const handleWebhook = receiving ? hooks.node() : undefined;
 
-  const server: Server = createServer((req, res) => {
+  // Node checks the header and request timeouts only every 30 s by default; check each second, so they hold.
+  const server: Server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === WEBHOOK_PATH && handleWebhook) {
       res.on('finish', () => deliveries.inc({ status: String(res.statusCode) }));
@@ -123,8 +124,10 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
         : `Nothing at ${path}; webhooks go to POST ${WEBHOOK_PATH}.`;
     json(res, 404, { error: { message } });
   });
-  // Slow-loris guard: a sender that trickles its body gets cut off well before tying up the process.
-  server.requestTimeout = 30_000;
+  // Slow-loris guards: a client that trickles its headers or body is cut off well before it ties up the process;
+  // the bytes of unfinished bodies are bounded by the adapter's body budget (maxInFlightBodyBytes).
+  server.headersTimeout = SERVICE_DEFAULTS.headersTimeoutMs;
+  server.requestTimeout = SERVICE_DEFAULTS.requestTimeoutMs;
 
   try {
     await new Promise<void>((resolve, reject) => {

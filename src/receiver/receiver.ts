@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { envelopeSchema, MAX_IDENTIFIER_LENGTH, parseBodyJson, resourceKeyOf } from '../events/index.js';
 import { describeIssues, issuesOf } from '../events/issues.js';
 import { errorResponse, JSON_CONTENT_TYPE } from '../internal/error-response.js';
-import { bodyReadRefusal } from '../internal/limited-body.js';
+import { BodyBudget, bodyReadRefusal } from '../internal/limited-body.js';
 import { assertRawBody, WebhookVerificationError, type HeaderMap, type SignatureScheme } from '../signature/index.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { storeEvent } from '../store/inbox.js';
@@ -35,6 +35,11 @@ export interface ReceiverOptions {
   scheme: SignatureScheme;
   /** Largest body accepted, a positive whole number of bytes; adapters stop reading past it. Default 1 MiB. */
   maxBodyBytes?: number | undefined;
+  /**
+   * The bytes of unfinished request bodies the adapters hold at once, across all requests: past it the largest body
+   * being read is answered 503 and dropped (see `BodyBudget`). Default 32 MiB.
+   */
+  maxInFlightBodyBytes?: number | undefined;
   /** How long storage may take before the answer is 503 (the sender allows 10 s), in ms, more than 0. Default 8000 ms. */
   ackBudgetMs?: number | undefined;
   logger?: Logger | undefined;
@@ -45,6 +50,8 @@ export interface ReceiverOptions {
 /** A framework-free webhook receiver; adapters wrap {@link Receiver.receive}. */
 export interface Receiver {
   readonly maxBodyBytes: number;
+  /** Bounds the bytes of unfinished bodies the adapters hold at once, across requests. */
+  readonly bodyBudget?: BodyBudget | undefined;
   receive(request: ReceiveRequest): Promise<ReceiveResponse>;
   /** Where adapters log a failure of `receive` itself (which they answer with 500). */
   readonly logger?: Logger | undefined;
@@ -52,6 +59,7 @@ export interface Receiver {
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 export const DEFAULT_ACK_BUDGET_MS = 8000;
+export const DEFAULT_MAX_IN_FLIGHT_BODY_BYTES = 32 * 1024 * 1024;
 
 /** Header names kept with each event besides the signature scheme's own. */
 const KEPT_HEADERS = ['content-type', 'user-agent'];
@@ -164,7 +172,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     return ok({ received: true });
   }
 
-  return { maxBodyBytes, receive, logger: log };
+  const bodyBudget = new BodyBudget(options.maxInFlightBodyBytes ?? DEFAULT_MAX_IN_FLIGHT_BODY_BYTES);
+  return { maxBodyBytes, bodyBudget, receive, logger: log };
 }
 
 /**
