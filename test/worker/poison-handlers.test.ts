@@ -87,3 +87,34 @@ describe.each(backends.filter((backend) => backend.available))('thrown values of
     }
   });
 });
+
+describe.each(backends.filter((backend) => backend.available))('a handler that logs the event ($name)', (backend) => {
+  it("puts no email or phone number into the app's own log, at any depth", { timeout: 60_000 }, async () => {
+    const store = await backend.open();
+    const lines: string[] = [];
+    // The app's own pino logger, not payhooks' default: ctx.logger is a scrubbing child of it all the same.
+    const appLogger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    const hooks = createPayhooks({ database: store, logger: appLogger, worker: { pollIntervalMs: 50 } });
+    hooks.on('PAYMENT_COMPLETED', (event, ctx) => {
+      ctx.logger.info({ event }, 'payment completed');
+      ctx.logger.info({ contact: { nested: { email: event.data.customer.email } } }, `call ${event.data.customer.phoneNumber}`);
+    });
+    const event = exampleEvent('PAYMENT_COMPLETED', { eventId: 'evt_logged' });
+    const { email, phoneNumber } = event.data.customer;
+    try {
+      expect(email).toMatch(/@/);
+      expect(phoneNumber).toMatch(/^\+\d+/);
+      await putEvent(store, event);
+      await hooks.start();
+      await waitFor(async () => (await getEvent(store, 'evt_logged'))?.status === 'done', 'the event to be handled');
+      const log = lines.join('');
+      expect(log).toContain('payment completed');
+      expect(log).toContain('evt_logged');
+      expect(log).not.toContain(email!);
+      expect(log).not.toContain(phoneNumber!);
+    } finally {
+      await hooks.stop();
+      await dispose(store);
+    }
+  });
+});
