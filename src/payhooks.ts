@@ -159,9 +159,9 @@ export interface Payhooks<Api = unknown> {
 export type RegisterHandlers = (hooks: Payhooks<ApiClient>) => void | Promise<void>;
 
 /**
- * Creates a payhooks instance. A mistake in the options throws a TypeError or RangeError: the body limit and the
- * ack budget here, the secret (or `scheme`) when a receiver is first asked for (`express()`, `node()`, `fetch()`),
- * so that a worker-only process needs no secret.
+ * Creates a payhooks instance. A mistake in the options throws a TypeError or RangeError: the body limits, the
+ * ack budget, the worker's numbers and the app's schema here, the secret (or `scheme`) when a receiver is first
+ * asked for (`express()`, `node()`, `fetch()`), so that a worker-only process needs no secret.
  *
  * @example
  * const hooks = createPayhooks({ secret: process.env.PAYHOOKS_WEBHOOK_SECRET, database: { url: process.env.DATABASE_URL } });

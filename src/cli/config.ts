@@ -11,7 +11,9 @@ export const SERVICE_DEFAULTS = {
   headersTimeoutMs: 10_000,
   /** And this long for the whole request, body included: a body trickled at a byte a second is cut off. */
   requestTimeoutMs: 15_000,
-} as const satisfies { port: number; host: string; headersTimeoutMs: number; requestTimeoutMs: number };
+  /** Open connections at once; more are dropped as they arrive (the file descriptors of the process are finite). */
+  maxConnections: 8192,
+} as const satisfies { port: number; host: string; headersTimeoutMs: number; requestTimeoutMs: number; maxConnections: number };
 
 /** The parsed, validated environment of `payhooks serve` (docs/configuration.md). */
 export type ServiceEnv = EnvOf<'serve'>;

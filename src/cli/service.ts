@@ -128,6 +128,7 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
   // the bytes of unfinished bodies are bounded by the adapter's body budget (maxInFlightBodyBytes).
   server.headersTimeout = SERVICE_DEFAULTS.headersTimeoutMs;
   server.requestTimeout = SERVICE_DEFAULTS.requestTimeoutMs;
+  server.maxConnections = SERVICE_DEFAULTS.maxConnections;
 
   try {
     await new Promise<void>((resolve, reject) => {

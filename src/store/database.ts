@@ -81,7 +81,7 @@ export function isSchemaName(schema: string): boolean {
 /** Checks a schema name; it is spliced into SQL as an identifier, so only plain lower-case names pass. */
 export function assertSchemaName(schema: string): void {
   if (!isSchemaName(schema)) {
-    throw new Error(
+    throw new TypeError(
       `Invalid schema name ${JSON.stringify(schema)}: use lower-case letters, digits and underscores, starting with a letter or underscore (at most 63 characters).`,
     );
   }
