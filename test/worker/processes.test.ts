@@ -52,6 +52,16 @@ async function effects(store: PayhooksDatabase): Promise<EffectRow[]> {
   return rows.map((r) => ({ ...r, started_at: Number(r.started_at), ended_at: Number(r.ended_at) }));
 }
 
+/** How many events are done. */
+async function doneCount(store: PayhooksDatabase): Promise<number> {
+  const row = await store.db
+    .selectFrom('inbox_events')
+    .select(sql<number>`count(*)::int`.as('n'))
+    .where('status', '=', 'done')
+    .executeTakeFirstOrThrow();
+  return row.n;
+}
+
 function shuffle<T>(items: T[]): T[] {
   for (let i = items.length - 1; i > 0; i--) {
     const j = Math.floor(Math.random() * (i + 1));
@@ -85,18 +95,7 @@ describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => 
       for (let i = 0; i < deliveries.length; i += 50) {
         await Promise.all(deliveries.slice(i, i + 50).map((event) => putEvent(store, event)));
       }
-      await waitFor(
-        async () =>
-          (
-            await store.db
-              .selectFrom('inbox_events')
-              .select(sql<number>`count(*)::int`.as('n'))
-              .where('status', '=', 'done')
-              .executeTakeFirstOrThrow()
-          ).n === 5000,
-        'all 5,000 events done',
-        200_000,
-      );
+      await waitFor(async () => (await doneCount(store)) === 5000, 'all 5,000 events done', 200_000);
     } finally {
       for (const worker of workers) worker.kill('SIGTERM');
       expect(await Promise.all(workers.map(exited))).toEqual([0, 0, 0, 0]);
@@ -156,18 +155,7 @@ describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => 
 
     const rescuer = await startWorker({ PAYHOOKS_SCHEMA: store.schema, WORKER_NAME: 'rescuer', HANDLER_MS: '5', CONCURRENCY: '4' });
     try {
-      await waitFor(
-        async () =>
-          (
-            await store.db
-              .selectFrom('inbox_events')
-              .select(sql<number>`count(*)::int`.as('n'))
-              .where('status', '=', 'done')
-              .executeTakeFirstOrThrow()
-          ).n === 40,
-        'all 40 events done after the kill',
-        60_000,
-      );
+      await waitFor(async () => (await doneCount(store)) === 40, 'all 40 events done after the kill', 60_000);
     } finally {
       rescuer.kill('SIGTERM');
       await exited(rescuer);
