@@ -243,11 +243,13 @@ describe.each(backends)('worker on $name', (backend) => {
     it('a handler still running at the stop timeout is aborted and its lease given back at once', async () => {
       const { store, hooks: instance } = await setup({ leaseMs: 60_000 });
       let aborted = false;
+      let finished = false;
       // A handler that ignores its signal: it runs until the test lets it go, long after the stop.
       const release = gate();
       instance.on('CUSTOMER_CREATED', async (_event, ctx) => {
         ctx.signal.addEventListener('abort', () => (aborted = true));
         await release.opened;
+        finished = true;
       });
       await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_stuck' }));
       await instance.start();
@@ -261,7 +263,11 @@ describe.each(backends)('worker on $name', (backend) => {
         .where('event_id', '=', 'evt_stuck')
         .executeTakeFirstOrThrow();
       expect(row).toEqual({ status: 'pending', lease_owner: null, attempts: 1 });
+      // The abandoned run still ends (it is abandoned, not killed) and records that its handler completed; let it,
+      // before the schema is dropped under it.
       release.open();
+      await waitFor(() => finished, 'the abandoned handler to return');
+      await waitFor(async () => (await getEvent(store, 'evt_stuck'))?.completedHandlers.length === 1, 'its completion mark');
     });
   });
 
