@@ -1,4 +1,5 @@
 import { PayhooksError } from '../errors.js';
+import { within } from '../internal/within.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
@@ -194,16 +195,11 @@ const READINESS_TIMEOUT_MS = 2000;
  * next probe, and the next delivery, use new ones: readiness returns as soon as the database does.
  */
 async function databaseAnswers(store: PayhooksDatabase): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), READINESS_TIMEOUT_MS);
-  });
   const answered = sql`select 1`.execute(store.db).then(
     () => true,
     () => false,
   );
-  const ready = await Promise.race([answered, late]);
-  clearTimeout(timer);
+  const ready = (await within(answered, READINESS_TIMEOUT_MS)) === true;
   if (!ready) store.discardConnections();
   return ready;
 }

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { within } from '../internal/within.js';
 import { envelopeSchema, MAX_IDENTIFIER_LENGTH, parseBodyJson, resourceKeyOf } from '../events/index.js';
 import { describeIssues, issuesOf } from '../events/issues.js';
 import { errorResponse, JSON_CONTENT_TYPE } from '../internal/error-response.js';
@@ -150,7 +151,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     });
     let outcome: Awaited<typeof stored> | 'timeout';
     try {
-      outcome = await withinBudget(stored, ackBudgetMs);
+      outcome = await within(stored, ackBudgetMs);
     } catch (cause) {
       log?.error({ err: cause, eventId, eventType }, 'could not store webhook; answering 503 so the sender retries');
       return errorResponse(503, 'Storage is unavailable; the delivery was not accepted and should be retried.');
@@ -245,12 +246,4 @@ function decodeUtf8(bytes: Uint8Array): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function withinBudget<T>(work: Promise<T>, ms: number): Promise<T | 'timeout'> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), ms);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }

@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { within } from '../internal/within.js';
 import { dirname, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
@@ -163,13 +164,7 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
  * network does.
  */
 async function endWithin(ending: Promise<unknown>, clients: readonly (pg.Client | pg.PoolClient)[]): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => resolve('late'), CLOSE_GRACE_MS);
-  });
-  const outcome = await Promise.race([ending.then(() => 'ended' as const), late]);
-  clearTimeout(timer);
-  if (outcome === 'late') {
+  if ((await within(ending, CLOSE_GRACE_MS)) === 'timeout') {
     for (const client of clients) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
   }
 }
