@@ -67,11 +67,6 @@ export const DATABASE_DEFAULTS = {
 /** How long close() waits for connections to end politely before cutting their sockets (a silent server). */
 const CLOSE_GRACE_MS = 2000;
 
-/** The default Postgres schema of payhooks' tables ({@link DATABASE_DEFAULTS}`.schema`). */
-export const DEFAULT_SCHEMA = DATABASE_DEFAULTS.schema;
-/** The default directory of the embedded database ({@link DATABASE_DEFAULTS}`.dataDir`). */
-export const DEFAULT_DATA_DIR = DATABASE_DEFAULTS.dataDir;
-
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** True for a schema name payhooks accepts: lower-case letters, digits and underscores, at most 63 characters. */
