@@ -6,7 +6,7 @@ const FIX =
 
 /** Cross-realm safe (a Buffer made in another vm context is not `instanceof` this realm's Uint8Array). */
 function isUint8Array(value: unknown): value is Uint8Array {
-  return ArrayBuffer.isView(value) && Object.prototype.toString.call(value) === '[object Uint8Array]';
+  return value instanceof Uint8Array || (ArrayBuffer.isView(value) && Object.prototype.toString.call(value) === '[object Uint8Array]');
 }
 
 /**

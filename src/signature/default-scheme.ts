@@ -17,6 +17,9 @@ export interface DefaultSchemeOptions {
 }
 
 const PREFIX = 'v1=';
+const SEPARATOR = /[\s,]/;
+const SEPARATORS = /[\s,]+/;
+const withoutPrefix = (entry: string) => (entry.startsWith(PREFIX) ? entry.slice(PREFIX.length) : entry);
 
 /**
  * The default scheme (docs/signatures.md): the timestamp header holds unix seconds; the signature header holds
@@ -39,8 +42,8 @@ export function createDefaultScheme(options: DefaultSchemeOptions): SignatureSch
     timestampHeader: options.timestampHeader ?? 'x-webhook-timestamp',
     signatureHeader: options.signatureHeader ?? 'x-webhook-signature',
     encoding: 'hex',
-    signedContent: ({ timestamp, rawBody }) => Buffer.concat([Buffer.from(`${timestamp}.`, 'utf8'), rawBody]),
-    parseSignatures: (value) => value.split(/[\s,]+/).map((entry) => (entry.startsWith(PREFIX) ? entry.slice(PREFIX.length) : entry)),
+    signedContent: ({ timestamp, rawBody }) => [`${timestamp}.`, rawBody],
+    parseSignatures: (value) => (SEPARATOR.test(value) ? value.split(SEPARATORS).map(withoutPrefix) : [withoutPrefix(value)]),
     formatSignature: (signature) => `${PREFIX}${signature}`,
   });
 }

@@ -1,4 +1,4 @@
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject, randomUUID, timingSafeEqual } from 'node:crypto';
 import { assertRawBody } from './assert-raw-body.js';
 import { WebhookVerificationError } from './errors.js';
 import { parseSecretList } from './secret-list.js';
@@ -41,8 +41,11 @@ export interface HmacSchemeOptions {
    * writes the main names. Each set has an `idHeader` exactly when the main names do.
    */
   fallbackHeaders?: readonly HeaderNames[] | undefined;
-  /** The exact bytes to sign. Build them with `Buffer.concat`, never by decoding `rawBody` into a string. */
-  signedContent: (parts: SignedParts) => Uint8Array;
+  /**
+   * The exact bytes to sign, or the pieces they are made of in order (text pieces count as their UTF-8 bytes), which
+   * spares copying the body: `[\`${timestamp}.\`, rawBody]`. Never decode `rawBody` into a string.
+   */
+  signedContent: (parts: SignedParts) => Uint8Array | readonly (Uint8Array | string)[];
   /** How a signature is written. Hex is lower case, read and written. */
   encoding: 'hex' | 'base64';
   /**
@@ -130,20 +133,29 @@ export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
   const formatSignature = options.formatSignature ?? ((signature: string) => signature);
   const deriveKey = options.deriveKey ?? ((secret: string) => Buffer.from(secret, 'utf8'));
 
-  const keyOf = (secret: string, which: string): Uint8Array => {
+  // A KeyObject made once per secret spares importing the key on every verification.
+  const keyOf = (secret: string, which: string): KeyObject => {
     const key = deriveKey(secret);
     if (key.length === 0) throw new TypeError(`${which} gives an empty HMAC key.`);
-    return key;
+    return createSecretKey(key);
   };
   const keys = secrets.map((secret, index) => keyOf(secret, `Secret #${index + 1} of ${secrets.length}`));
-  const hmac = (key: Uint8Array, content: Uint8Array): Buffer => createHmac('sha256', key).update(content).digest();
+  const hmac = (key: KeyObject, content: ReturnType<HmacSchemeOptions['signedContent']>): Buffer => {
+    const mac = createHmac('sha256', key);
+    if (content instanceof Uint8Array) mac.update(content);
+    else for (const piece of content) mac.update(piece);
+    return mac.digest();
+  };
 
   function verify(input: VerifyInput): VerifiedDelivery {
     assertRawBody(input.rawBody);
     const nowMs = input.now === undefined ? Date.now() : Number(input.now);
     if (!Number.isFinite(nowMs)) throw new TypeError('now must be a valid Date or a number of milliseconds since the epoch.');
 
-    const sent = headerSets.find((set) => namesOf(set).some((header) => lookup(input.headers, header) !== undefined)) ?? main;
+    const sent =
+      fallbacks.length === 0
+        ? main
+        : (headerSets.find((set) => namesOf(set).some((header) => lookup(input.headers, header) !== undefined)) ?? main);
     const timestampText = singleValue(input.headers, sent.timestampHeader);
     if (!TIMESTAMP.test(timestampText)) {
       throw new WebhookVerificationError(
@@ -153,10 +165,11 @@ export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
     }
     const webhookId = sent.idHeader === undefined ? undefined : singleValue(input.headers, sent.idHeader);
     const signatureValues = allValues(input.headers, sent.signatureHeader);
-    const candidates = signatureValues
-      .flatMap((value) => parseSignatures(value))
-      .filter((entry) => WELL_FORMED[encoding].test(entry))
-      .map((entry) => Buffer.from(entry, encoding));
+    const wellFormed = WELL_FORMED[encoding];
+    const candidates: Buffer[] = [];
+    for (const value of signatureValues) {
+      for (const entry of parseSignatures(value)) if (wellFormed.test(entry)) candidates.push(Buffer.from(entry, encoding));
+    }
     if (candidates.length === 0) {
       throw new WebhookVerificationError(
         'malformed_header',
@@ -166,13 +179,13 @@ export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
 
     const content = signedContent({ timestamp: timestampText, webhookId, rawBody: input.rawBody });
     let matchedSecretIndex = -1;
-    keys.forEach((key, index) => {
-      const expected = hmac(key, content);
+    for (let index = 0; index < keys.length; index++) {
+      const expected = hmac(keys[index]!, content);
       for (const candidate of candidates) {
         const equal = candidate.length === expected.length && timingSafeEqual(candidate, expected);
         if (equal && matchedSecretIndex < 0) matchedSecretIndex = index;
       }
-    });
+    }
     if (matchedSecretIndex < 0) {
       throw new WebhookVerificationError(
         'no_matching_signature',
@@ -190,18 +203,17 @@ export function createHmacScheme(options: HmacSchemeOptions): SignatureScheme {
     const timestamp = Math.floor(timestampMs / 1000);
     // Measured in milliseconds, not whole seconds: 300.5 s is over a 300 s tolerance (so say the reference libraries).
     const ageMs = nowMs - timestampMs;
-    const read = `The ${sent.timestampHeader} header (${timestampText}${inMilliseconds ? ', read as milliseconds' : ''})`;
     if (ageMs > toleranceMs) {
       throw new WebhookVerificationError(
         'timestamp_too_old',
-        `${read} is ${seconds(ageMs)} old, over the tolerance of ${toleranceSeconds} s. The signature is valid, so this is a replay ` +
+        `${timestampRead(sent.timestampHeader, timestampText, inMilliseconds)} is ${seconds(ageMs)} old, over the tolerance of ${toleranceSeconds} s. The signature is valid, so this is a replay ` +
           "of an old delivery or the sender's and this machine's clocks differ.",
       );
     }
     if (-ageMs > toleranceMs) {
       throw new WebhookVerificationError(
         'timestamp_in_future',
-        `${read} is ${seconds(-ageMs)} in the future, over the tolerance of ${toleranceSeconds} s. The signature is valid, so the ` +
+        `${timestampRead(sent.timestampHeader, timestampText, inMilliseconds)} is ${seconds(-ageMs)} in the future, over the tolerance of ${toleranceSeconds} s. The signature is valid, so the ` +
           "sender's and this machine's clocks differ (check NTP on this machine).",
       );
     }
@@ -277,6 +289,10 @@ function lookup(headers: HeaderMap, name: string): string | readonly string[] | 
 
 function allValues(headers: HeaderMap, name: string): string[] {
   const value = lookup(headers, name);
+  if (typeof value === 'string') {
+    const trimmed = value.trim();
+    if (trimmed !== '') return [trimmed];
+  }
   const values = (value === undefined ? [] : typeof value === 'string' ? [value] : [...value]).map((v) => v.trim()).filter((v) => v !== '');
   if (values.length === 0)
     throw new WebhookVerificationError(
@@ -292,6 +308,12 @@ function allValues(headers: HeaderMap, name: string): string[] {
  * timestamp or an id never holds a comma).
  */
 function singleValue(headers: HeaderMap, name: string): string {
+  // The usual case, one plain value, without building lists.
+  const value = lookup(headers, name);
+  if (typeof value === 'string' && !value.includes(',')) {
+    const trimmed = value.trim();
+    if (trimmed !== '') return trimmed;
+  }
   const distinct = [...new Set(allValues(headers, name).flatMap((value) => value.split(/\s*,\s*/)))].filter((value) => value !== '');
   if (distinct.length === 0) throw new WebhookVerificationError('malformed_header', `The ${name} header holds only separators.`);
   if (distinct.length > 1)
@@ -302,6 +324,11 @@ function singleValue(headers: HeaderMap, name: string): string {
 /** Attacker-controlled text for a log line: quoted (so control characters are escaped) and cut short. */
 function excerpt(text: string): string {
   return JSON.stringify(text.length > 24 ? `${text.slice(0, 24)}…` : text);
+}
+
+/** How an error names the timestamp it judged. */
+function timestampRead(header: string, text: string, inMilliseconds: boolean): string {
+  return `The ${header} header (${text}${inMilliseconds ? ', read as milliseconds' : ''})`;
 }
 
 /** A duration for a log line: "3600 s", "300.5 s". */

@@ -53,7 +53,7 @@ export function createStandardWebhooksScheme(options: StandardWebhooksSchemeOpti
     fallbackHeaders: [{ idHeader: 'svix-id', timestampHeader: 'svix-timestamp', signatureHeader: 'svix-signature' }],
     encoding: 'base64',
     deriveKey: standardWebhooksKey,
-    signedContent: ({ webhookId, timestamp, rawBody }) => Buffer.concat([Buffer.from(`${webhookId}.${timestamp}.`, 'utf8'), rawBody]),
+    signedContent: ({ webhookId, timestamp, rawBody }) => [`${webhookId}.${timestamp}.`, rawBody],
     parseSignatures: (value) =>
       value.split(/\s+/).flatMap((entry) => {
         const [version, signature] = entry.split(',');
