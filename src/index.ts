@@ -99,6 +99,7 @@ export {
 } from './store/migrate.js';
 export { getEvent, listEvents, type ListEventsFilter, type StoredEvent, type StoredEventDetail } from './store/inbox.js';
 export { pruneEvents, replayEvents } from './store/maintenance.js';
+export { GROUP_COMMIT_DEFAULTS, type GroupCommitOptions, UnstorableEventError } from './store/group-commit.js';
 export { EVENT_STATUSES, type EventStatus, type PayhooksTables } from './store/schema.js';
 
 // Handlers and the worker that runs them (hooks.on / hooks.start)

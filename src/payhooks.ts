@@ -20,6 +20,7 @@ import {
 } from './receiver/receiver.js';
 import { createDefaultScheme, parseSecretList, type SignatureScheme } from './signature/index.js';
 import { assertSchemaName, openDatabase, type DatabaseOptions, type PayhooksDatabase } from './store/database.js';
+import { type GroupCommitOptions, groupCommitSettings } from './store/group-commit.js';
 import { replayEvents } from './store/maintenance.js';
 import {
   DEFAULT_APP_SCHEMA,
@@ -83,6 +84,11 @@ export interface PayhooksOptions<Api = unknown> {
   maxInFlightBodyBytes?: number | undefined;
   /** Storage time allowed before answering 503. Default 8000 ms (the sender allows 10 s). */
   ackBudgetMs?: number | undefined;
+  /**
+   * How concurrent deliveries share one INSERT (group commit): `maxWaitMs` (default 2), `maxRows` (500),
+   * `maxConcurrentBatches` (4). Each delivery is answered once the statement holding it has committed.
+   */
+  groupCommit?: GroupCommitOptions | undefined;
   logger?: Logger | undefined;
   /** The API client handed to handlers as `ctx.api`, for current-state reads. */
   api?: Api | undefined;
@@ -170,6 +176,7 @@ export type RegisterHandlers = (hooks: Payhooks<ApiClient>) => void | Promise<vo
 export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Payhooks<Api> {
   const logger = options.logger ?? createLogger();
   const limits = receiverLimits(options);
+  groupCommitSettings(options.groupCommit ?? {});
   // Checked now, so that a wrong worker option fails here and not at start().
   workerSettings({ ...options.worker, appSchema: options.appSchema });
   // Built on first use, so a worker-only process needs no secret; a receiver without one fails at mount time.
@@ -236,10 +243,13 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
   async function receive(request: ReceiveRequest): Promise<ReceiveResponse> {
     const verifier = signatureScheme();
     try {
+      // Opened before the check: deliveries arriving together share one receiver, and so one group commit.
+      const store = await ready();
       receiver ??= createReceiver({
-        store: await ready(),
+        store,
         scheme: verifier,
         ...limits,
+        groupCommit: options.groupCommit,
         logger,
         onStored: () => worker?.wake(),
       });

@@ -10,6 +10,8 @@ export interface ClaimedEvent {
   /** This run's attempt number, from 1. */
   attempt: number;
   receivedAt: Date;
+  /** Handlers already completed for this event (an earlier attempt, or before a replay): they do not run again. */
+  completedHandlers: string[];
 }
 
 /** Options of {@link claimEvents}. */
@@ -28,13 +30,17 @@ export interface ClaimOptions {
 }
 
 /**
- * Claims up to `limit` due events for `workerId` with a lease of `leaseMs`.
+ * Claims up to `limit` due events for `workerId` with a lease of `leaseMs`, in one statement over the queue
+ * (which holds only unfinished events, so its cost does not grow with history).
  *
- * Due: pending and past its next attempt time, or processing with an expired lease (its worker died). An
- * expired one that has had `maxAttempts` claims already is marked `dead` instead, with the reason.
- * Ordering: only the earliest unfinished event of each resource key can be claimed, so events of one
- * resource never run at once and run in the order received. A key whose head waits for a retry waits
- * with it: later events of that resource do not overtake. `SKIP LOCKED` lets workers claim side by side.
+ * Due: waiting and past its due time, or leased with the lease run out (its worker died). An expired one that has
+ * had `maxAttempts` claims already leaves the queue as `dead` instead, with the reason.
+ * Ordering: only the earliest queued event of each resource key can be claimed, and none while another event of
+ * that key holds a live lease, so events of one resource never run at once and run in the order received. (The
+ * second rule matters when deliveries of one resource commit out of `seq` order: a later one may already run when
+ * an earlier one becomes visible; the earlier one then waits for it.) A key whose head waits for a retry waits with it: later events of
+ * that resource do not overtake. `SKIP LOCKED` lets workers claim side by side. Each claimed event comes with the
+ * handlers that already completed for it, so a run needs no further query before its handlers start.
  *
  * @example
  * const events = await claimEvents(store, { workerId: 'host:123', limit: 10, leaseMs: 60_000 });
@@ -44,59 +50,79 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
   const maxAttempts = options.maxAttempts ?? 2_147_483_647;
   if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1)
     throw new RangeError(`maxAttempts must be a whole number of at least 1, not ${maxAttempts}.`);
-  const table = sql.id(store.schema, 'inbox_events');
+  const queue = sql.id(store.schema, 'inbox_queue');
+  const events = sql.id(store.schema, 'inbox_events');
+  const runs = sql.id(store.schema, 'handler_runs');
   const { rows } = await sql<{
     event_id: string;
     event_type: string;
     resource_key: string | null;
-    raw_body: string;
+    raw_body: string | null;
     attempts: number;
-    received_at: Date;
+    received_at: Date | null;
     seq: string | number | bigint;
     buried: boolean;
+    completed: string[] | null;
   }>`
     with due as (
-      select e.event_id, (e.status = 'processing' and e.attempts >= ${maxAttempts}) as buried
-        from ${table} e
-       where ((e.status = 'pending' and e.next_attempt_at <= now())
-           or (e.status = 'processing' and e.lease_expires_at <= now()))
-         and (e.resource_key is null or not exists (
-               select 1 from ${table} earlier
-                where earlier.resource_key = e.resource_key
-                  and earlier.seq < e.seq
-                  and earlier.status in ('pending', 'processing')))
-       order by e.seq
+      select q.event_id, (q.lease_owner is not null and q.attempts >= ${maxAttempts}) as buried
+        from ${queue} q
+       where q.run_at <= now()
+         and (q.resource_key is null or not exists (
+               select 1 from ${queue} other
+                where other.resource_key = q.resource_key
+                  and other.event_id <> q.event_id
+                  and (other.seq < q.seq or (other.lease_owner is not null and other.run_at > now()))))
+       order by q.run_at, q.seq
        limit ${options.limit}
        for update skip locked
+    ),
+    leased as (
+      update ${queue} q
+         set lease_owner = ${options.workerId},
+             attempts = q.attempts + 1,
+             run_at = now() + make_interval(secs => ${options.leaseMs / 1000})
+        from due
+       where q.event_id = due.event_id and not due.buried
+      returning q.event_id, q.attempts, q.seq
+    ),
+    unqueued as (
+      delete from ${queue} q using due where q.event_id = due.event_id and due.buried
+      returning q.event_id, q.attempts
+    ),
+    buried as (
+      update ${events} e
+         set status = 'dead',
+             attempts = u.attempts,
+             processed_at = now(),
+             last_error = 'Its last allowed attempt never recorded an outcome: the process running it died (or lost its lease) after '
+                          || u.attempts || ' claims of ${sql.raw(String(maxAttempts))} allowed. Replay it once the handler is fixed.'
+        from unqueued u
+       where e.event_id = u.event_id
+      returning e.event_id, e.event_type, e.attempts, e.seq
     )
-    update ${table} as target
-       set status = case when due.buried then 'dead' else 'processing' end,
-           attempts = case when due.buried then target.attempts else target.attempts + 1 end,
-           last_error = case when due.buried
-             then 'Its last allowed attempt never recorded an outcome: the process running it died (or lost its lease) after '
-                  || target.attempts || ' claims of ${sql.raw(String(maxAttempts))} allowed. Replay it once the handler is fixed.'
-             else target.last_error end,
-           processed_at = case when due.buried then now() else target.processed_at end,
-           lease_owner = case when due.buried then null else ${options.workerId} end,
-           lease_expires_at = case when due.buried then null else now() + make_interval(secs => ${options.leaseMs / 1000}) end
-      from due
-     where target.event_id = due.event_id
-    returning target.event_id, target.event_type, target.resource_key, target.raw_body, target.attempts, target.received_at, target.seq,
-              due.buried
+    select e.event_id, e.event_type, e.resource_key, e.raw_body, l.attempts, e.received_at, l.seq, false as buried,
+           array(select r.handler from ${runs} r where r.event_id = e.event_id) as completed
+      from leased l join ${events} e on e.event_id = l.event_id
+    union all
+    select event_id, event_type, null, null, attempts, null, seq, true, null from buried
   `.execute(store.db);
+  const claimed: (ClaimedEvent & { seq: bigint })[] = [];
   for (const row of rows) {
     if (row.buried) options.onBuried?.({ eventId: row.event_id, eventType: row.event_type, attempts: row.attempts });
+    else
+      claimed.push({
+        eventId: row.event_id,
+        eventType: row.event_type,
+        resourceKey: row.resource_key,
+        rawBody: row.raw_body ?? '',
+        attempt: row.attempts,
+        receivedAt: row.received_at ?? new Date(0),
+        completedHandlers: row.completed ?? [],
+        seq: BigInt(row.seq),
+      });
   }
   // RETURNING follows no particular order; hand events out in the order received.
-  return rows
-    .filter((row) => !row.buried)
-    .sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1))
-    .map((row) => ({
-      eventId: row.event_id,
-      eventType: row.event_type,
-      resourceKey: row.resource_key,
-      rawBody: row.raw_body,
-      attempt: row.attempts,
-      receivedAt: row.received_at,
-    }));
+  claimed.sort((a, b) => (a.seq < b.seq ? -1 : 1));
+  return claimed.map(({ seq: _seq, ...event }) => event);
 }

@@ -20,37 +20,101 @@ export interface StoreOutcome {
   deliveries: number;
 }
 
-/** The NOTIFY channel on which the insert trigger of migrations/001 announces each new event. */
+/** The NOTIFY channel on which the inbox's insert trigger (migrations/004) announces new events. */
 export function newEventChannel(schema: string): string {
   return `${schema}_new_event`;
 }
 
 /**
- * Stores one delivery, or counts it as a repeat: a single INSERT … ON CONFLICT statement, so concurrent
- * deliveries of the same eventId leave one row whose `deliveries` counts them all.
+ * Why `event` could never be stored, or undefined when it can: Postgres text holds no U+0000, and jsonb (the
+ * headers column) holds neither U+0000 nor a lone surrogate. Checked before an event joins a batch, so that one
+ * such delivery is refused on its own instead of failing the statement it would share with others.
+ *
+ * @example
+ * unstorableReason({ ...event, headers: { 'user-agent': 'a\u0000b' } }) // 'the header user-agent holds …'
+ */
+export function unstorableReason(event: IncomingEvent): string | undefined {
+  for (const [name, value] of [
+    ['eventId', event.eventId],
+    ['eventType', event.eventType],
+    ['resource key', event.resourceKey ?? ''],
+    ['body', event.rawBody],
+  ] as const) {
+    if (value.includes('\u0000')) return `the ${name} holds U+0000, which Postgres text cannot store`;
+  }
+  for (const [name, value] of Object.entries(event.headers)) {
+    if (!isStorableJsonText(name) || !isStorableJsonText(value)) {
+      return `the header ${JSON.stringify(name.slice(0, 64))} holds U+0000 or a lone surrogate, which jsonb cannot store`;
+    }
+  }
+  return undefined;
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function isStorableJsonText(text: string): boolean {
+  return !text.includes('\u0000') && !LONE_SURROGATE.test(text);
+}
+
+/**
+ * Stores one delivery, or counts it as a repeat. A batch of one for {@link storeEvents}.
  *
  * @example
  * const { inserted } = await storeEvent(store, { eventId, eventType, resourceKey, rawBody, headers });
  */
 export async function storeEvent(store: PayhooksDatabase, event: IncomingEvent): Promise<StoreOutcome> {
-  const row = await store.db
+  const [outcome] = await storeEvents(store, [event]);
+  return outcome!;
+}
+
+/**
+ * Stores a batch of deliveries in one INSERT … ON CONFLICT statement, and tells each whether it was new. Deliveries
+ * of one eventId, in the batch or before it, leave one row whose `deliveries` counts them all; within a batch the
+ * first of them is the one that may be new. Rows are written in eventId order, so two batches that share ids lock
+ * them in the same order and cannot deadlock. The insert trigger queues the new events and wakes workers once.
+ *
+ * @example
+ * const [first, second] = await storeEvents(store, [event, event]); // first.inserted true, second.inserted false
+ */
+export async function storeEvents(store: PayhooksDatabase, events: readonly IncomingEvent[]): Promise<StoreOutcome[]> {
+  if (events.length === 0) return [];
+  const repeats = new Map<string, number>();
+  const rows: IncomingEvent[] = [];
+  for (const event of events) {
+    const seen = repeats.get(event.eventId);
+    if (seen === undefined) rows.push(event);
+    repeats.set(event.eventId, (seen ?? 0) + 1);
+  }
+  rows.sort((a, b) => (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0));
+  const stored = await store.db
     .insertInto('inbox_events')
-    .values({
-      event_id: event.eventId,
-      event_type: event.eventType,
-      resource_key: event.resourceKey,
-      raw_body: event.rawBody,
-      // Not written at receipt: jsonb refuses some bodies that are valid JSON (a \u0000 or lone-surrogate escape, a
-      // number beyond its range, very deep nesting), and a signed delivery must never be answered 503 forever for
-      // that. raw_body is the record; the column stays for rows stored by earlier versions.
-      payload: null,
-      headers: JSON.stringify(event.headers),
-    })
-    .onConflict((conflict) => conflict.column('event_id').doUpdateSet({ deliveries: sql`inbox_events.deliveries + 1` }))
+    .values(
+      rows.map((event) => ({
+        event_id: event.eventId,
+        event_type: event.eventType,
+        resource_key: event.resourceKey,
+        raw_body: event.rawBody,
+        // Not written at receipt: jsonb refuses some bodies that are valid JSON (a \u0000 or lone-surrogate escape, a
+        // number beyond its range, very deep nesting), and a signed delivery must never be answered 503 forever for
+        // that. raw_body is the record; the column stays for rows stored by earlier versions.
+        payload: null,
+        headers: JSON.stringify(event.headers),
+        deliveries: repeats.get(event.eventId)!,
+      })),
+    )
+    .onConflict((conflict) => conflict.column('event_id').doUpdateSet({ deliveries: sql`inbox_events.deliveries + excluded.deliveries` }))
     // xmax is 0 on a freshly inserted row version and set on one the conflict branch updated.
-    .returning(['deliveries', sql<boolean>`(xmax = 0)`.as('inserted')])
-    .executeTakeFirstOrThrow();
-  return { inserted: row.inserted, deliveries: row.deliveries };
+    .returning(['event_id', 'deliveries', sql<boolean>`(xmax = 0)`.as('inserted')])
+    .execute();
+  const byId = new Map(stored.map((row) => [row.event_id, row]));
+  const answered = new Set<string>();
+  return events.map((event) => {
+    const row = byId.get(event.eventId);
+    if (!row) throw new Error(`storing a batch returned no row for one of its events (${stored.length} rows for ${rows.length} ids)`);
+    const first = !answered.has(event.eventId);
+    answered.add(event.eventId);
+    return { inserted: first && row.inserted, deliveries: row.deliveries };
+  });
 }
 
 /** An inbox row as operators and the CLI see it. */
@@ -130,7 +194,7 @@ function toStoredEvent(row: SummaryRow): StoredEvent {
 /** Lists stored events, newest first. */
 export async function listEvents(store: PayhooksDatabase, filter: ListEventsFilter = {}): Promise<StoredEvent[]> {
   let query = store.db
-    .selectFrom('inbox_events')
+    .selectFrom('inbox_event_states')
     .select(summaryColumns)
     .orderBy('seq', 'desc')
     .limit(filter.limit ?? 100);
@@ -143,7 +207,7 @@ export async function listEvents(store: PayhooksDatabase, filter: ListEventsFilt
 /** One stored event with its body, headers and the handlers that completed for it; undefined if absent. */
 export async function getEvent(store: PayhooksDatabase, eventId: string): Promise<StoredEventDetail | undefined> {
   const row = await store.db
-    .selectFrom('inbox_events')
+    .selectFrom('inbox_event_states')
     .select([...summaryColumns, 'raw_body', 'headers'])
     .where('event_id', '=', eventId)
     .executeTakeFirst();
@@ -186,7 +250,7 @@ export type StatusCounts = Partial<Record<EventStatus, number>>;
  */
 export async function countEventsByStatus(store: PayhooksDatabase, filter: EventsFilter = {}): Promise<StatusCounts> {
   let query = store.db
-    .selectFrom('inbox_events')
+    .selectFrom('inbox_event_states')
     .select(['status', sql<number>`count(*)::int`.as('count')])
     .groupBy('status');
   if (filter.status) query = query.where('status', '=', filter.status);
@@ -210,7 +274,7 @@ export interface TypeStatusCount {
  */
 export async function countEventsByTypeAndStatus(store: PayhooksDatabase): Promise<TypeStatusCount[]> {
   const rows = await store.db
-    .selectFrom('inbox_events')
+    .selectFrom('inbox_event_states')
     .select(['event_type', 'status', sql<number>`count(*)::int`.as('count')])
     .groupBy(['event_type', 'status'])
     .orderBy('event_type')
@@ -234,12 +298,14 @@ export interface OldestPending {
  * const oldest = await oldestPendingEvent(store); // { eventId: 'evt_1', receivedAt, ageMs: 5400000 }
  */
 export async function oldestPendingEvent(store: PayhooksDatabase): Promise<OldestPending | undefined> {
+  // From the queue, which holds only unfinished events (an operator's query: it sorts the backlog by receipt time).
   const row = await store.db
-    .selectFrom('inbox_events')
-    .select(['event_id', 'received_at', sql<number>`(extract(epoch from now() - received_at) * 1000)::float8`.as('age_ms')])
-    .where('status', '=', 'pending')
-    .orderBy('received_at')
-    .orderBy('seq')
+    .selectFrom('inbox_queue as q')
+    .innerJoin('inbox_events as e', 'e.event_id', 'q.event_id')
+    .select(['e.event_id', 'e.received_at', sql<number>`(extract(epoch from now() - e.received_at) * 1000)::float8`.as('age_ms')])
+    .where('q.lease_owner', 'is', null)
+    .orderBy('e.received_at')
+    .orderBy('q.seq')
     .limit(1)
     .executeTakeFirst();
   return row && { eventId: row.event_id, receivedAt: row.received_at, ageMs: Math.max(0, Math.round(row.age_ms)) };

@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
+import { newEventChannel } from './inbox.js';
 import type { EventStatus } from './schema.js';
 
 /** The states a replay may select by: every finished or failed state (not `pending`, not `processing`). */
@@ -11,11 +12,16 @@ export type ReplayableStatus = Exclude<EventStatus, 'processing' | 'pending'>;
  */
 export type ReplaySelection = { eventIds: readonly string[]; status?: ReplayableStatus | undefined } | { status: ReplayableStatus };
 
-/** The condition of a selection; events being processed are never part of a replay. */
-function replayable(which: ReplaySelection) {
-  const byStatus = which.status === undefined ? sql<boolean>`true` : sql<boolean>`status = ${which.status}`;
-  const byId = 'eventIds' in which ? sql<boolean>`event_id in (${sql.join([...which.eventIds])})` : sql<boolean>`true`;
-  return sql<boolean>`(status <> 'processing' and ${byStatus} and ${byId})`;
+/**
+ * The condition of a selection, over `inbox_events`; events being processed (a queue row with a lease) are never
+ * part of a replay.
+ */
+function replayable(store: PayhooksDatabase, which: ReplaySelection) {
+  const byStatus = which.status === undefined ? sql<boolean>`true` : sql<boolean>`inbox_events.status = ${which.status}`;
+  const byId = 'eventIds' in which ? sql<boolean>`inbox_events.event_id in (${sql.join([...which.eventIds])})` : sql<boolean>`true`;
+  const leased = sql<boolean>`exists (select 1 from ${sql.id(store.schema, 'inbox_queue')} q
+    where q.event_id = inbox_events.event_id and q.lease_owner is not null)`;
+  return sql<boolean>`(inbox_events.status <> 'processing' and ${byStatus} and ${byId} and not ${leased})`;
 }
 
 function isEmpty(which: ReplaySelection): boolean {
@@ -35,7 +41,7 @@ function isEmpty(which: ReplaySelection): boolean {
  */
 export async function replayEvents(store: PayhooksDatabase, which: ReplaySelection): Promise<string[]> {
   if (isEmpty(which)) return [];
-  const selected = replayable(which);
+  const selected = replayable(store, which);
   return store.db.transaction().execute(async (trx) => {
     await trx
       .deleteFrom('handler_runs')
@@ -43,10 +49,19 @@ export async function replayEvents(store: PayhooksDatabase, which: ReplaySelecti
       .execute();
     const rows = await trx
       .updateTable('inbox_events')
-      .set({ status: 'pending', attempts: 0, next_attempt_at: sql`now()`, processed_at: null, lease_owner: null, lease_expires_at: null })
+      .set({ status: 'pending', attempts: 0, next_attempt_at: sql`now()`, processed_at: null })
       .where(selected)
-      .returning('event_id')
+      .returning(['event_id', 'seq', 'resource_key'])
       .execute();
+    if (rows.length === 0) return [];
+    // Back into the queue (or, for one still waiting there, due now with a fresh count).
+    await sql`
+      insert into ${sql.id(store.schema, 'inbox_queue')} (event_id, seq, resource_key)
+      select * from unnest(${rows.map((r) => r.event_id)}::text[], ${rows.map((r) => String(r.seq))}::bigint[],
+                           ${rows.map((r) => r.resource_key)}::text[])
+      on conflict (event_id) do update set run_at = now(), attempts = 0 where inbox_queue.lease_owner is null
+    `.execute(trx);
+    await sql`select pg_notify(${newEventChannel(store.schema)}, '')`.execute(trx);
     return rows.map((row) => row.event_id);
   });
 }
@@ -62,7 +77,7 @@ export async function countReplayable(store: PayhooksDatabase, which: ReplaySele
   const row = await store.db
     .selectFrom('inbox_events')
     .select(sql<number>`count(*)::int`.as('count'))
-    .where(replayable(which))
+    .where(replayable(store, which))
     .executeTakeFirstOrThrow();
   return row.count;
 }
@@ -96,7 +111,7 @@ export async function pageReplayable(
   let query = store.db
     .selectFrom('inbox_events')
     .select(['event_id', sql<string>`seq::text`.as('position')])
-    .where(replayable(which))
+    .where(replayable(store, which))
     .orderBy('seq')
     .limit(page.limit);
   if (page.after !== undefined) query = query.where(sql<boolean>`seq > ${page.after}::bigint`);
@@ -185,4 +200,18 @@ export async function pruneBatch(store: PayhooksDatabase, cutoff: Date, limit: n
     .where('event_id', 'in', store.db.selectFrom('inbox_events').select('event_id').where(prunable(cutoff)).orderBy('seq').limit(limit))
     .executeTakeFirst();
   return Number(result.numDeletedRows);
+}
+
+/**
+ * Vacuums (and analyzes) the work queue. Every event leaves two or three dead row versions in `inbox_queue` (its
+ * claim, lease extensions, its removal), and a claim walks the dead index entries at the front of the queue until
+ * vacuum clears them; where autovacuum is off or falls behind, the claim slows as the history grows. The queue
+ * holds only the backlog, so this is cheap. SKIP_LOCKED: when another worker is vacuuming it, this one returns.
+ * Without ownership of the table Postgres skips it with a warning; nothing fails.
+ *
+ * @example
+ * await vacuumQueue(store); // the worker does this every QUEUE_VACUUM_EVERY outcomes
+ */
+export async function vacuumQueue(store: PayhooksDatabase): Promise<void> {
+  await sql`vacuum (analyze, skip_locked) ${sql.id(store.schema, 'inbox_queue')}`.execute(store.db);
 }

@@ -19,11 +19,46 @@ export interface InboxEventTable {
   deliveries: Generated<number>;
   status: ColumnType<EventStatus, EventStatus | undefined, EventStatus>;
   attempts: Generated<number>;
+  /** When a retry was last scheduled for; while queued, the queue's `run_at` is what counts. */
   next_attempt_at: Timestamp;
-  lease_owner: string | null;
-  lease_expires_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   last_error: string | null;
   processed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  seq: ColumnType<string, never, never>;
+}
+
+/** The `inbox_queue` table of migrations/004: one row per unfinished event. */
+export interface InboxQueueTable {
+  event_id: string;
+  seq: ColumnType<string, string | number | bigint, never>;
+  resource_key: string | null;
+  /** Waiting: when it is due. Leased: when the lease runs out. */
+  run_at: Timestamp;
+  lease_owner: string | null;
+  attempts: Generated<number>;
+}
+
+type NullableTimestamp = ColumnType<Date | null, never, never>;
+
+/**
+ * The `inbox_event_states` view: an inbox row with the queue's live state folded in. Read-only; `status` is
+ * `processing` while a worker holds a lease.
+ */
+export interface InboxEventStateView {
+  event_id: ColumnType<string, never, never>;
+  event_type: ColumnType<string, never, never>;
+  resource_key: ColumnType<string | null, never, never>;
+  raw_body: ColumnType<string, never, never>;
+  payload: ColumnType<unknown, never, never>;
+  headers: ColumnType<Record<string, string>, never, never>;
+  received_at: ColumnType<Date, never, never>;
+  deliveries: ColumnType<number, never, never>;
+  status: ColumnType<EventStatus, never, never>;
+  attempts: ColumnType<number, never, never>;
+  next_attempt_at: ColumnType<Date, never, never>;
+  lease_owner: ColumnType<string | null, never, never>;
+  lease_expires_at: NullableTimestamp;
+  last_error: ColumnType<string | null, never, never>;
+  processed_at: NullableTimestamp;
   seq: ColumnType<string, never, never>;
 }
 
@@ -37,5 +72,7 @@ export interface HandlerRunTable {
 /** The Kysely database type of the payhooks schema. */
 export interface PayhooksTables {
   inbox_events: InboxEventTable;
+  inbox_queue: InboxQueueTable;
+  inbox_event_states: InboxEventStateView;
   handler_runs: HandlerRunTable;
 }

@@ -11,6 +11,11 @@ import type { WorkerOptions } from './worker.js';
 export const WORKER_DEFAULTS = {
   /** Events run at once by one process. */
   concurrency: 4,
+  /**
+   * Events a process claims beyond those it runs, at most, so that fast handlers are not kept waiting for the next
+   * claim. The worker holds fewer when handlers are slow: about one second of work (see docs/event-states.md).
+   */
+  maxPrefetch: 200,
   /** How long a claim holds an event (at least; see above). */
   leaseMs: 60_000,
   /** A handler running longer fails, and its signal aborts. */
@@ -27,7 +32,7 @@ export const WORKER_DEFAULTS = {
   appSchema: DEFAULT_APP_SCHEMA,
 } as const satisfies AllSet<Pick<WorkerOptions, Tunable>> & { stopTimeoutMs: number };
 
-type Tunable = 'concurrency' | 'leaseMs' | 'handlerTimeoutMs' | 'maxAttempts' | 'pollIntervalMs' | 'backoff' | 'appSchema';
+type Tunable = 'concurrency' | 'maxPrefetch' | 'leaseMs' | 'handlerTimeoutMs' | 'maxAttempts' | 'pollIntervalMs' | 'backoff' | 'appSchema';
 
 /** Every option present and defined, nested objects too: what a complete set of defaults looks like. */
 type AllSet<T> = { [K in keyof T]-?: NonNullable<T[K]> extends object ? AllSet<NonNullable<T[K]>> : NonNullable<T[K]> };

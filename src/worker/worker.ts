@@ -10,18 +10,13 @@ import { claimEvents, type ClaimedEvent } from '../store/claim.js';
 import { assertSchemaName, type PayhooksDatabase } from '../store/database.js';
 import { newEventChannel } from '../store/inbox.js';
 import { appSearchPath, setLocalSearchPath } from '../store/migrate.js';
-import {
-  completedHandlers,
-  extendLease,
-  finishEvent,
-  markHandlerCompleted,
-  releaseLeases,
-  retryEventLater,
-  type Lease,
-} from '../store/outcomes.js';
+import { Batcher } from '../internal/batcher.js';
+import { within } from '../internal/within.js';
+import { extendLeases, type FinalStatus, markHandlerCompleted, type Outcome, recordOutcomes, releaseLeases } from '../store/outcomes.js';
 import type { PayhooksTables } from '../store/schema.js';
 import { WORKER_DEFAULTS } from './defaults.js';
 import { eventRetryDelay, type BackoffOptions } from './retry-delay.js';
+import { vacuumQueue } from '../store/maintenance.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
 
 /** Options of the worker; each default is in {@link WORKER_DEFAULTS}. */
@@ -34,6 +29,11 @@ export interface WorkerOptions<Api = unknown> {
   workerId?: string | undefined;
   /** Events run at once by this process. Default 4. */
   concurrency?: number | undefined;
+  /**
+   * Events claimed ahead of those running, at most (0: claim only for free slots). The worker holds about one second
+   * of work ahead, by the handlers' recent speed, up to this many. Default 200.
+   */
+  maxPrefetch?: number | undefined;
   /**
    * How long a claim holds an event before another worker may take it; must exceed the handler timeout.
    * Default the longer of 60 s and twice `handlerTimeoutMs`.
@@ -72,6 +72,10 @@ interface InFlight {
   event: ClaimedEvent;
   started: boolean;
   abort: AbortController;
+  /** By this process's clock, when the lease runs out unless extended (with a margin: see `leaseSafetyMs`). */
+  leaseUntil: number;
+  /** Another worker has taken the event (its lease ran out): run no further handler, record nothing. */
+  lost: boolean;
 }
 
 class HandlerTimeoutError extends Error {
@@ -89,9 +93,16 @@ class HandlerTimeoutError extends Error {
  * workerSettings({ maxAttempts: 0 }); // throws RangeError: maxAttempts must be a whole number of at least 1, not 0.
  */
 export function workerSettings(
-  options: Pick<WorkerOptions, 'concurrency' | 'handlerTimeoutMs' | 'leaseMs' | 'maxAttempts' | 'pollIntervalMs' | 'appSchema'>,
+  options: Pick<
+    WorkerOptions,
+    'concurrency' | 'maxPrefetch' | 'handlerTimeoutMs' | 'leaseMs' | 'maxAttempts' | 'pollIntervalMs' | 'appSchema'
+  >,
 ) {
   const concurrency = options.concurrency ?? WORKER_DEFAULTS.concurrency;
+  const maxPrefetch = options.maxPrefetch ?? WORKER_DEFAULTS.maxPrefetch;
+  if (!Number.isSafeInteger(maxPrefetch) || maxPrefetch < 0) {
+    throw new RangeError(`maxPrefetch must be a whole number of at least 0, not ${maxPrefetch}.`);
+  }
   const handlerTimeoutMs = options.handlerTimeoutMs ?? WORKER_DEFAULTS.handlerTimeoutMs;
   const leaseMs = options.leaseMs ?? Math.max(WORKER_DEFAULTS.leaseMs, handlerTimeoutMs * 2);
   const maxAttempts = options.maxAttempts ?? WORKER_DEFAULTS.maxAttempts;
@@ -112,11 +123,26 @@ export function workerSettings(
     );
   }
   assertSchemaName(appSchema);
-  return { concurrency, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, appSchema };
+  return { concurrency, maxPrefetch, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, appSchema };
 }
 
+/** Outcomes are written together: a batch every few ms, in order (one batch at a time, so a mark lands before its finish). */
+const OUTCOME_BATCH = { maxItems: 500, maxWaitMs: 2 } as const;
+/** How much work a worker holds ahead of its running handlers, by their recent speed. */
+const PREFETCH_HORIZON_MS = 1000;
 /**
- * Creates the worker loop: claim due events, run their handlers on a p-queue, record the outcome, repeat.
+ * Outcomes this worker writes between two vacuums of the queue (see {@link vacuumQueue}): at 2 to 3 dead row
+ * versions per event, the claim never walks more than a few tens of thousands of dead entries, autovacuum or not.
+ */
+const QUEUE_VACUUM_EVERY = 10_000;
+/** Pause before writing an outcome again after the database failed to take it. */
+const OUTCOME_RETRY_MS = 1000;
+
+/**
+ * Creates the worker loop: claim due events in batches, run their handlers on a p-queue, record outcomes in
+ * batches, repeat. Per event it makes no round trip of its own: the claim brings the completed handlers along,
+ * leases are extended for all held events at once, and outcomes (completion marks included) are written by one
+ * statement per batch. A handler that uses `ctx.transaction` commits its mark with its writes, as before.
  *
  * @example
  * const worker = createWorker({ store, registry, logger });
@@ -125,20 +151,60 @@ export function workerSettings(
 export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker {
   const { store, registry, logger } = options;
   const workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  const { concurrency, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, appSchema } = workerSettings(options);
+  const { concurrency, maxPrefetch, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, appSchema } = workerSettings(options);
   const searchPath = setLocalSearchPath(appSearchPath(appSchema));
+  // A run does not start this close to the end of its lease: another worker may be about to take the event.
+  const leaseSafetyMs = Math.min(leaseMs / 4, 5000);
 
   const queue = new PQueue({ concurrency });
-  const inFlight = new Map<string, InFlight>();
+  /** Claimed and not yet recorded, by eventId: running, waiting to run, or having its outcome written. */
+  const held = new Map<string, InFlight>();
+  /** Of `held`, those claimed and not yet finished running (the rest wait for their outcome to be written). */
+  let unfinished = 0;
+  /** Recent time per event, from start to outcome handed over, in ms: sizes the prefetch. */
+  let averageRunMs: number | undefined;
+  let outcomesSinceVacuum = 0;
+  let vacuuming: Promise<void> | undefined;
+  const outcomes = new Batcher<Outcome, boolean>({
+    ...OUTCOME_BATCH,
+    maxConcurrentFlushes: 1,
+    flush: async (batch) => {
+      const recorded = await recordOutcomes(store, workerId, batch);
+      // A finished event lets the next event of its resource be claimed.
+      void pump();
+      outcomesSinceVacuum += batch.length;
+      if (outcomesSinceVacuum >= QUEUE_VACUUM_EVERY && !vacuuming) {
+        outcomesSinceVacuum = 0;
+        vacuuming = vacuumQueue(store)
+          .catch((err: unknown) => logger.warn({ err }, 'vacuuming the work queue failed; claims may slow until autovacuum reaches it'))
+          .finally(() => {
+            vacuuming = undefined;
+          });
+      }
+      return recorded;
+    },
+  });
   let running = false;
   let pumping = false;
   let pumpAgain = false;
   let pollTimer: NodeJS.Timeout | undefined;
+  let heartbeatTimer: NodeJS.Timeout | undefined;
   let unlisten: (() => Promise<void>) | undefined;
+  /** Outcomes handed over and not yet written: stop() waits for them before giving the other leases back. */
+  const recordings = new Set<Promise<void>>();
+  /** Set by stop(): past it, an outcome the database refused is not tried again. */
+  let giveUpAt = Number.POSITIVE_INFINITY;
 
   let pumped: Promise<void> = Promise.resolve();
 
-  /** Claims as many events as there are free slots, until none is due. */
+  /** How many events to hold beyond the running ones: about PREFETCH_HORIZON_MS of work, within maxPrefetch. */
+  function prefetch(): number {
+    if (averageRunMs === undefined) return Math.min(maxPrefetch, concurrency);
+    const horizon = Math.min(PREFETCH_HORIZON_MS, leaseMs / 4);
+    return Math.min(maxPrefetch, Math.floor((concurrency * horizon) / Math.max(averageRunMs, 0.01)));
+  }
+
+  /** Claims while there is room and something is due. */
   function pump(): Promise<void> {
     if (!running) return pumped;
     if (pumping) {
@@ -154,21 +220,19 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     try {
       do {
         pumpAgain = false;
-        const free = concurrency - inFlight.size;
-        if (free <= 0) break;
-        const claimed = await claimEvents(store, { workerId, limit: free, leaseMs, maxAttempts, onBuried: reportBuried });
+        const ahead = prefetch();
+        const room = concurrency + ahead - unfinished;
+        // Claim for idle slots at once; to refill the prefetch, wait until half of it is gone (fewer, larger claims).
+        if (room <= 0 || (unfinished >= concurrency && room < Math.max(1, ahead / 2))) break;
+        const claimed = await claimEvents(store, { workerId, limit: room, leaseMs, maxAttempts, onBuried: reportBuried });
+        const claimedAt = Date.now();
         for (const event of claimed) {
-          const entry: InFlight = { event, started: false, abort: new AbortController() };
-          inFlight.set(event.eventId, entry);
-          void queue
-            .add(() => runEvent(entry))
-            .finally(() => {
-              inFlight.delete(event.eventId);
-              // A finished event frees a slot and may unblock the next event of its resource.
-              void pump();
-            });
+          const entry: InFlight = { event, started: false, abort: new AbortController(), leaseUntil: claimedAt + leaseMs, lost: false };
+          held.set(event.eventId, entry);
+          unfinished++;
+          void queue.add(() => runEvent(entry));
         }
-        if (claimed.length === free) pumpAgain = true;
+        if (claimed.length === room) pumpAgain = true;
       } while (pumpAgain && running);
     } catch (err) {
       logger.warn({ err }, 'claiming events failed; will retry at the next poll');
@@ -184,61 +248,150 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     );
   }
 
+  /** Extends the leases of every held event in one statement; an event no longer held is marked lost. */
+  async function heartbeat(): Promise<void> {
+    const entries = [...held.values()];
+    if (entries.length === 0) return;
+    const sentAt = Date.now();
+    try {
+      const still = await extendLeases(
+        store,
+        workerId,
+        entries.map((entry) => entry.event.eventId),
+        leaseMs,
+      );
+      for (const entry of entries) {
+        if (still.has(entry.event.eventId)) entry.leaseUntil = sentAt + leaseMs;
+        else entry.lost = true;
+      }
+    } catch (err) {
+      logger.warn({ err }, 'extending leases failed; runs stop before their leases run out unless the next attempt succeeds');
+    }
+  }
+
+  /**
+   * Writes an outcome, trying again while the lease lasts: a run that finished but whose outcome was lost to a
+   * database hiccup would otherwise run its handlers again once the lease ran out. Resolves to whether the lease
+   * was still held when it was written.
+   */
+  async function write(entry: InFlight, outcome: Outcome): Promise<boolean> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await outcomes.add(outcome);
+      } catch (err) {
+        const retryAt = Date.now() + OUTCOME_RETRY_MS;
+        if (retryAt >= Math.min(entry.leaseUntil - leaseSafetyMs, giveUpAt)) throw err;
+        logger.warn({ err, eventId: entry.event.eventId, tries }, 'could not record the outcome of an event; trying again');
+        await new Promise((resolve) => setTimeout(resolve, OUTCOME_RETRY_MS));
+      }
+    }
+  }
+
+  /** Hands an outcome over to be written; `then` runs once it is, with whether the lease was still held. */
+  function record(entry: InFlight, outcome: Outcome, then?: (held: boolean) => void): void {
+    const recording = write(entry, outcome)
+      .then(
+        (stillHeld) => then?.(stillHeld),
+        (err: unknown) => {
+          // The lease will run out and another attempt follow: nothing is lost.
+          logger.error(
+            { err, eventId: entry.event.eventId },
+            'could not record the outcome of an event; its lease will run out and it will run again',
+          );
+        },
+      )
+      .finally(() => {
+        held.delete(entry.event.eventId);
+        recordings.delete(recording);
+      });
+    recordings.add(recording);
+  }
+
   async function runEvent(entry: InFlight): Promise<void> {
     entry.started = true;
+    const startedAt = performance.now();
+    try {
+      await runHandlers(entry);
+    } finally {
+      unfinished--;
+      const took = performance.now() - startedAt;
+      averageRunMs = averageRunMs === undefined ? took : averageRunMs * 0.9 + took * 0.1;
+      // A slot is free: claim again (and the next event of this resource may be claimable once the outcome is written).
+      void pump();
+    }
+  }
+
+  /** Whether the run may go on: not shut down, and the lease is held and far enough from running out. */
+  function leaseHeld(entry: InFlight, log: Logger): boolean {
+    // Shutdown: stop() gives the lease back; a run it abandoned ends here, and records no outcome.
+    if (entry.abort.signal.aborted) return false;
+    if (!entry.lost && Date.now() < entry.leaseUntil - leaseSafetyMs) return true;
+    entry.lost = true;
+    log.warn('lost the lease (it ran out, or another worker took the event); stopping this run');
+    held.delete(entry.event.eventId);
+    return false;
+  }
+
+  async function runHandlers(entry: InFlight): Promise<void> {
     const { event } = entry;
-    const lease: Lease = { eventId: event.eventId, workerId };
     // Handlers log through this too: a handler that logs the event must not put personal data into the app's logs.
     const log = scrubbingChild(logger, { eventId: event.eventId, eventType: event.eventType, attempt: event.attempt });
+    const finish = (status: FinalStatus, lastError: string | null, then?: (held: boolean) => void) =>
+      record(entry, { kind: 'finished', eventId: event.eventId, status, lastError }, then);
     try {
+      if (!leaseHeld(entry, log)) return;
       let json: unknown;
       try {
         json = parseBodyJson(event.rawBody);
       } catch {
         // The receiver only stores JSON; a row written by other means can still be broken, and retrying won't mend it.
-        await finishEvent(store, lease, 'invalid', 'The stored body is not valid JSON.');
+        finish('invalid', 'The stored body is not valid JSON.');
         return;
       }
       const parsed = parseEvent(json);
       if (!parsed.ok) {
-        await finishEvent(store, lease, 'invalid', capText(parsed.error.message));
+        finish('invalid', capText(parsed.error.message));
         log.warn({ issues: parsed.error.issues.map((i) => i.path) }, 'event data does not match its schema; marked invalid');
         return;
       }
       const handlers = registry.for(event.eventType);
       if (handlers.length === 0) {
         // An ignored event is money nobody booked if the type was meant to be handled: say so every time, never silently.
-        if (await finishEvent(store, lease, 'ignored')) {
+        finish('ignored', null, (stillHeld) => {
+          if (!stillHeld) return;
           log.warn(
             { registeredTypes: registry.types },
             `no handler is registered for ${event.eventType}: event ${event.eventId} marked ignored. If it matters, register a handler ` +
               `for ${event.eventType} (a no-op one if the type is deliberately unused, to silence this) and replay it: payhooks replay ${event.eventId}`,
           );
-        }
+        });
         return;
       }
-      const completed = await completedHandlers(store, event.eventId);
+      const completed = new Set(event.completedHandlers);
       for (const handler of handlers) {
         if (completed.has(handler.name)) continue;
-        if (!(await extendLease(store, lease, leaseMs))) {
-          log.warn('lost the lease (it expired and another worker took the event); stopping this run');
-          return;
-        }
-        await runHandler(handler, parsed.event, entry, log.child({ handler: handler.name }));
+        if (!leaseHeld(entry, log)) return;
+        const markedInTransaction = await runHandler(handler, parsed.event, entry, log.child({ handler: handler.name }));
+        // Written with the event's outcome, or before it: the batches go out in order.
+        if (!markedInTransaction)
+          void write(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name }).catch(() => undefined);
       }
-      await finishEvent(store, lease, 'done');
-      log.info('event processed');
+      if (entry.abort.signal.aborted) return;
+      finish('done', null, (stillHeld) => {
+        if (stillHeld) log.info('event processed');
+      });
     } catch (err) {
-      await recordFailure(entry, lease, err, log);
+      recordFailure(entry, err, log);
     }
   }
 
+  /** Runs one handler under its timeout; resolves to whether it recorded its completion in `ctx.transaction`. */
   async function runHandler(
     handler: RegisteredHandler<Api>,
     event: Parameters<RegisteredHandler<Api>['run']>[0],
     entry: InFlight,
     log: Logger,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const controller = new AbortController();
     const onShutdown = () => controller.abort(entry.abort.signal.reason);
     entry.abort.signal.addEventListener('abort', onShutdown, { once: true });
@@ -277,24 +430,20 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       clearTimeout(timer);
       entry.abort.signal.removeEventListener('abort', onShutdown);
     }
-    if (!markedInTransaction) await markHandlerCompleted(store.db, entry.event.eventId, handler.name);
+    return markedInTransaction;
   }
 
-  async function recordFailure(entry: InFlight, lease: Lease, err: unknown, log: Logger): Promise<void> {
+  function recordFailure(entry: InFlight, err: unknown, log: Logger): void {
     const message = describeThrown(err);
-    try {
-      if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
-      if (entry.event.attempt >= maxAttempts) {
-        await finishEvent(store, lease, 'dead', message);
-        log.error({ err }, `handler failed on the last of ${maxAttempts} attempts; event is dead (replay it once fixed)`);
-      } else {
-        const delay = eventRetryDelay(entry.event.attempt, options.backoff);
-        await retryEventLater(store, lease, delay, message);
-        log.warn({ err, retryInMs: delay }, 'handler failed; will retry');
-      }
-    } catch (storeErr) {
-      // The lease will expire and another attempt will follow: nothing is lost.
-      log.error({ err: storeErr }, 'could not record the failure; the lease will expire and the event run again');
+    if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
+    const { eventId, attempt } = entry.event;
+    if (attempt >= maxAttempts) {
+      record(entry, { kind: 'finished', eventId, status: 'dead', lastError: message });
+      log.error({ err }, `handler failed on the last of ${maxAttempts} attempts; event is dead (replay it once fixed)`);
+    } else {
+      const delayMs = eventRetryDelay(attempt, options.backoff);
+      record(entry, { kind: 'retry', eventId, delayMs, lastError: message });
+      log.warn({ err, retryInMs: delayMs }, 'handler failed; will retry');
     }
   }
 
@@ -310,6 +459,8 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       }
       pollTimer = setInterval(() => void pump(), pollIntervalMs);
       pollTimer.unref();
+      heartbeatTimer = setInterval(() => void heartbeat(), leaseMs / 4);
+      heartbeatTimer.unref();
       logger.info({ workerId, concurrency }, 'worker started');
       // Resolve after the first claim round: events already due are under way, and what arrives next comes by
       // NOTIFY or polling. (Handlers are not awaited.)
@@ -321,25 +472,27 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     async stop(timeoutMs = WORKER_DEFAULTS.stopTimeoutMs) {
       if (!running) return;
       running = false;
+      giveUpAt = Date.now() + timeoutMs;
       clearInterval(pollTimer);
       await unlisten?.().catch(() => undefined);
       // Let a claim under way land, then drop what has not started: those leases are given back below.
       await pumped;
       queue.clear();
       logger.info({ workerId, running: queue.pending, timeoutMs }, 'worker stopping: waiting for running handlers to finish');
-      const drained = queue.onIdle();
-      let timer: NodeJS.Timeout | undefined;
-      const finished = await Promise.race([
-        drained.then(() => true),
-        new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs))),
-      ]);
-      clearTimeout(timer);
+      const finished = (await within(queue.onIdle(), timeoutMs)) !== 'timeout';
       if (!finished) {
-        logger.warn({ running: inFlight.size }, 'handlers still running at the stop timeout; aborting them');
-        for (const entry of inFlight.values()) entry.abort.abort(new Error('worker shutting down'));
+        logger.warn({ running: queue.pending }, 'handlers still running at the stop timeout; aborting them');
+        for (const entry of held.values()) entry.abort.abort(new Error('worker shutting down'));
       }
-      const held = [...inFlight.values()].map((entry) => ({ eventId: entry.event.eventId, started: entry.started }));
-      const released = await releaseLeases(store, workerId, held).catch(() => 0);
+      // Outcomes handed over are written before the rest of the leases are given back.
+      await within(Promise.all([outcomes.drain(), Promise.allSettled([...recordings])]), Math.max(giveUpAt - Date.now(), 1000)).catch(
+        () => undefined,
+      );
+      clearInterval(heartbeatTimer);
+      // A vacuum under way is left to finish on its own, unless it ends soon.
+      if (vacuuming) await within(vacuuming, 2000);
+      const unrecorded = [...held.values()].map((entry) => ({ eventId: entry.event.eventId, started: entry.started }));
+      const released = await releaseLeases(store, workerId, unrecorded).catch(() => 0);
       logger.info({ workerId, released }, 'worker stopped');
     },
   };

@@ -11,17 +11,17 @@ import { storeEvent } from '../../src/store/inbox.js';
 import { migrate } from '../../src/store/migrate.js';
 import type { EventStatus } from '../../src/store/schema.js';
 import { collect, runCli } from '../helpers/cli.js';
-import { statuses } from '../helpers/inbox.js';
+import { setState, statuses } from '../helpers/inbox.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { dispose } from '../helpers/stores.js';
 
 async function put(store: PayhooksDatabase, eventId: string, eventType: string, status: EventStatus, ageHours: number) {
   await storeEvent(store, { eventId, eventType, resourceKey: null, rawBody: JSON.stringify({ eventId, eventType }), headers: {} });
-  await store.db
-    .updateTable('inbox_events')
-    .set({ status, attempts: 5, last_error: 'boom', received_at: sql`now() - make_interval(hours => ${ageHours})` } as never)
-    .where('event_id', '=', eventId)
-    .execute();
+  await setState(store, eventId, status, {
+    attempts: 5,
+    last_error: 'boom',
+    received_at: sql`now() - make_interval(hours => ${ageHours})`,
+  });
 }
 
 /** Opens the embedded database in `dir`, runs `work`, closes it (the CLI cannot open it meanwhile). */

@@ -10,7 +10,7 @@ import { exampleEvent } from '../../src/events/index.js';
 import { openDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
 import type { EventStatus } from '../../src/store/schema.js';
-import { putEvent } from '../helpers/inbox.js';
+import { putEvent, setState } from '../helpers/inbox.js';
 
 const fixture = fileURLToPath(new URL('../fixtures/app-migrations/', import.meta.url));
 
@@ -38,7 +38,7 @@ describe('payhooks serve at start', () => {
       };
       for (const [eventId, status] of Object.entries(states)) {
         await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId }));
-        await store.db.updateTable('inbox_events').set({ status }).where('event_id', '=', eventId).execute();
+        await setState(store, eventId, status);
       }
     } finally {
       await store.close();

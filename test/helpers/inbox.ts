@@ -1,20 +1,66 @@
+import { sql } from 'kysely';
 import type { PayhooksDatabase } from '../../src/store/database.js';
-import { storeEvent } from '../../src/store/inbox.js';
+import type { EventStatus } from '../../src/store/schema.js';
+import { storeEvent, storeEvents } from '../../src/store/inbox.js';
 import { resourceKeyOf } from '../../src/events/index.js';
 
-/** Stores an envelope as the receiver would (already verified), for worker tests. */
-export async function putEvent(store: PayhooksDatabase, envelope: { eventId: string; eventType: string; data: unknown }): Promise<void> {
-  await storeEvent(store, {
+type Envelope = { eventId: string; eventType: string; data: unknown };
+
+function incoming(envelope: Envelope) {
+  return {
     eventId: envelope.eventId,
     eventType: envelope.eventType,
     resourceKey: resourceKeyOf(envelope.eventType, envelope.data),
     rawBody: JSON.stringify(envelope),
     headers: {},
-  });
+  };
+}
+
+/** Stores an envelope as the receiver would (already verified), for worker tests. */
+export async function putEvent(store: PayhooksDatabase, envelope: Envelope): Promise<void> {
+  await storeEvent(store, incoming(envelope));
+}
+
+/** Stores envelopes in one statement, as the receiver's group commit does with concurrent deliveries. */
+export async function putEvents(store: PayhooksDatabase, envelopes: readonly Envelope[]): Promise<void> {
+  await storeEvents(store, envelopes.map(incoming));
 }
 
 /** The status of every event, by id. */
 export async function statuses(store: PayhooksDatabase): Promise<Record<string, string>> {
-  const rows = await store.db.selectFrom('inbox_events').select(['event_id', 'status']).execute();
+  const rows = await store.db.selectFrom('inbox_event_states').select(['event_id', 'status']).execute();
   return Object.fromEntries(rows.map((r) => [r.event_id, r.status]));
+}
+
+/**
+ * Puts a stored event in `status` as the worker would leave it: a final state takes it out of the queue, `processing`
+ * gives it a lease held by nobody running (for an hour), `pending` leaves it waiting. `set` adds columns of the inbox
+ * row (attempts, last_error, received_at…); attempts also go to the queue row.
+ */
+export async function setState(
+  store: PayhooksDatabase,
+  eventId: string,
+  status: EventStatus,
+  set: { attempts?: number; last_error?: string; received_at?: unknown } = {},
+): Promise<void> {
+  const stored = status === 'processing' ? 'pending' : status;
+  await store.db
+    .updateTable('inbox_events')
+    .set({ ...set, status: stored } as never)
+    .where('event_id', '=', eventId)
+    .execute();
+  if (status !== 'pending' && status !== 'processing') {
+    await store.db.deleteFrom('inbox_queue').where('event_id', '=', eventId).execute();
+    return;
+  }
+  const queued = {
+    ...(status === 'processing' ? { lease_owner: 'elsewhere', run_at: sql`now() + interval '1 hour'` } : {}),
+    ...(set.attempts === undefined ? {} : { attempts: set.attempts }),
+  };
+  if (Object.keys(queued).length === 0) return;
+  await store.db
+    .updateTable('inbox_queue')
+    .set(queued as never)
+    .where('event_id', '=', eventId)
+    .execute();
 }

@@ -29,7 +29,7 @@ describe.each(backends)('attempts counted at claim ($name)', (backend) => {
     await putEvent(db, exampleEvent('INVOICE_PAID', { eventId: 'evt_killer' }));
     const buried: { eventId: string; attempts: number }[] = [];
     const claim = () => claimEvents(db, { workerId: 'doomed', limit: 5, leaseMs: 50, maxAttempts: 3, onBuried: (e) => buried.push(e) });
-    const row = () => db.db.selectFrom('inbox_events').selectAll().where('event_id', '=', 'evt_killer').executeTakeFirstOrThrow();
+    const row = () => db.db.selectFrom('inbox_event_states').selectAll().where('event_id', '=', 'evt_killer').executeTakeFirstOrThrow();
 
     for (let attempt = 1; attempt <= 3; attempt++) {
       // The lease of the previous claim must expire first: the process "died" without recording anything.

@@ -14,7 +14,7 @@ import {
   SENDER_RETRY_HORIZON_MS,
 } from '../../src/store/maintenance.js';
 import type { EventStatus } from '../../src/store/schema.js';
-import { statuses } from '../helpers/inbox.js';
+import { setState, statuses } from '../helpers/inbox.js';
 import { backends, dispose } from '../helpers/stores.js';
 
 const DAY_MS = 86_400_000;
@@ -23,15 +23,10 @@ const DAY_MS = 86_400_000;
 async function put(store: PayhooksDatabase, eventId: string, status: EventStatus, options: { type?: string; ageDays?: number } = {}) {
   const eventType = options.type ?? 'INVOICE_PAID';
   await storeEvent(store, { eventId, eventType, resourceKey: null, rawBody: JSON.stringify({ eventId, eventType }), headers: {} });
-  await store.db
-    .updateTable('inbox_events')
-    .set({
-      status,
-      attempts: 3,
-      received_at: sql`now() - make_interval(secs => ${((options.ageDays ?? 0) * DAY_MS) / 1000})`,
-    } as never)
-    .where('event_id', '=', eventId)
-    .execute();
+  await setState(store, eventId, status, {
+    attempts: 3,
+    received_at: sql`now() - make_interval(secs => ${((options.ageDays ?? 0) * DAY_MS) / 1000})`,
+  });
 }
 
 describe.each(backends)('operator queries on $name', (backend) => {

@@ -7,6 +7,7 @@ import type { PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent, listEvents, storeEvent, type IncomingEvent } from '../../src/store/inbox.js';
 import { pruneEvents, replayEvents, SENDER_RETRY_HORIZON_MS } from '../../src/store/maintenance.js';
 import { MIGRATIONS_DIR, MigrationChecksumError, migrate, readMigrations } from '../../src/store/migrate.js';
+import { setState } from '../helpers/inbox.js';
 import { backends, dispose } from '../helpers/stores.js';
 
 function incoming(eventId: string, overrides: Partial<IncomingEvent> = {}): IncomingEvent {
@@ -94,11 +95,9 @@ describe.each(backends)('store on $name', (backend) => {
       for (const status of states) {
         for (const age of ['old', 'young']) {
           await storeEvent(store, incoming(`${status}_${age}`));
-          await store.db
-            .updateTable('inbox_events')
-            .set({ status, received_at: sql`now() - interval '${sql.raw(age === 'old' ? '40 days' : '2 days')}'` } as never)
-            .where('event_id', '=', `${status}_${age}`)
-            .execute();
+          await setState(store, `${status}_${age}`, status, {
+            received_at: sql`now() - interval '${sql.raw(age === 'old' ? '40 days' : '2 days')}'`,
+          });
         }
       }
       await expect(pruneEvents(store, 24 * 3600 * 1000)).rejects.toThrow(/retry horizon/);
@@ -121,7 +120,7 @@ describe.each(backends)('store on $name', (backend) => {
         ['busy', 'processing'],
       ] as const) {
         await storeEvent(store, incoming(id));
-        await store.db.updateTable('inbox_events').set({ status, attempts: 10, last_error: 'x' }).where('event_id', '=', id).execute();
+        await setState(store, id, status, { attempts: 10, last_error: 'x' });
         await store.db.insertInto('handler_runs').values({ event_id: id, handler: 'h1' }).execute();
       }
       expect((await replayEvents(store, { status: 'dead' })).sort()).toEqual(['d1', 'd2']);

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { exampleEvent } from '../../src/events/index.js';
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
-import { putEvent } from '../helpers/inbox.js';
+import { putEvent, putEvents } from '../helpers/inbox.js';
 import { waitFor } from '../helpers/wait.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 
@@ -18,8 +18,14 @@ function startWorker(env: Record<string, string>): Promise<ChildProcess> {
     env: { ...process.env, DATABASE_URL: pgUrl!, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  // tsx sends its own IPC messages ({type: 'dependency'}) while it loads modules, so wait for the fixture's.
   return new Promise((resolve, reject) => {
-    child.once('message', () => resolve(child));
+    const onMessage = (message: unknown) => {
+      if (message !== 'started') return;
+      child.off('message', onMessage);
+      resolve(child);
+    };
+    child.on('message', onMessage);
     child.once('exit', (code) => reject(new Error(`worker exited early with ${code}`)));
   });
 }
@@ -55,7 +61,7 @@ async function effects(store: PayhooksDatabase): Promise<EffectRow[]> {
 /** How many events are done. */
 async function doneCount(store: PayhooksDatabase): Promise<number> {
   const row = await store.db
-    .selectFrom('inbox_events')
+    .selectFrom('inbox_event_states')
     .select(sql<number>`count(*)::int`.as('n'))
     .where('status', '=', 'done')
     .executeTakeFirstOrThrow();
@@ -92,9 +98,8 @@ describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => 
       [1, 2, 3, 4].map((n) => startWorker({ PAYHOOKS_SCHEMA: store.schema, WORKER_NAME: `w${n}`, CONCURRENCY: '6' })),
     );
     try {
-      for (let i = 0; i < deliveries.length; i += 50) {
-        await Promise.all(deliveries.slice(i, i + 50).map((event) => putEvent(store, event)));
-      }
+      // 50 at a time in one statement, as the receiver's group commit writes concurrent deliveries.
+      for (let i = 0; i < deliveries.length; i += 50) await putEvents(store, deliveries.slice(i, i + 50));
       await waitFor(async () => (await doneCount(store)) === 5000, 'all 5,000 events done', 200_000);
     } finally {
       for (const worker of workers) worker.kill('SIGTERM');
@@ -107,7 +112,7 @@ describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => 
     const byResource = new Map<string, EffectRow[]>();
     for (const row of rows) byResource.set(row.resource_key!, [...(byResource.get(row.resource_key!) ?? []), row]);
     const received = await store.db
-      .selectFrom('inbox_events')
+      .selectFrom('inbox_event_states')
       .select(['event_id', sql<string>`seq::text`.as('seq')])
       .execute();
     const seqOf = new Map(received.map((row) => [row.event_id, BigInt(row.seq)]));
@@ -119,7 +124,7 @@ describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => 
         expect(seqOf.get(runs[i]!.event_id)! > seqOf.get(runs[i - 1]!.event_id)!).toBe(true);
       }
     }
-    const statuses = await store.db.selectFrom('inbox_events').select('status').distinct().execute();
+    const statuses = await store.db.selectFrom('inbox_event_states').select('status').distinct().execute();
     expect(statuses).toEqual([{ status: 'done' }]);
   });
 
@@ -141,13 +146,14 @@ describe.skipIf(!pgUrl)('worker processes on the real PostgreSQL server', () => 
     });
     // Wait until the victim holds leases, then take them as they were at the kill.
     await waitFor(
-      async () => (await store.db.selectFrom('inbox_events').select('event_id').where('status', '=', 'processing').execute()).length > 0,
+      async () =>
+        (await store.db.selectFrom('inbox_event_states').select('event_id').where('status', '=', 'processing').execute()).length > 0,
       'the victim to claim events',
     );
     victim.kill('SIGKILL');
     await exited(victim);
     const held = await store.db
-      .selectFrom('inbox_events')
+      .selectFrom('inbox_event_states')
       .select(['event_id', 'lease_expires_at'])
       .where('status', '=', 'processing')
       .execute();
@@ -183,7 +189,7 @@ describe.skipIf(!pgUrl)('graceful stop', () => {
       const worker = await startWorker({ PAYHOOKS_SCHEMA: store.schema, WORKER_NAME: 'graceful', HANDLER_MS: '1500', LEASE_MS: '10000' });
       await waitFor(
         async () =>
-          (await store.db.selectFrom('inbox_events').select('status').where('event_id', '=', 'slow_1').executeTakeFirst())?.status ===
+          (await store.db.selectFrom('inbox_event_states').select('status').where('event_id', '=', 'slow_1').executeTakeFirst())?.status ===
           'processing',
         'the slow event to start',
       );
@@ -191,7 +197,7 @@ describe.skipIf(!pgUrl)('graceful stop', () => {
       worker.kill('SIGTERM');
       expect(await exited(worker)).toBe(0);
       const row = await store.db
-        .selectFrom('inbox_events')
+        .selectFrom('inbox_event_states')
         .select(['status', 'attempts'])
         .where('event_id', '=', 'slow_1')
         .executeTakeFirstOrThrow();

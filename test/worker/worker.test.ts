@@ -6,7 +6,7 @@ import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent } from '../../src/store/inbox.js';
 import { backends, dispose } from '../helpers/stores.js';
-import { putEvent } from '../helpers/inbox.js';
+import { putEvent, putEvents } from '../helpers/inbox.js';
 import { waitFor } from '../helpers/wait.js';
 
 const logger = pino({ level: 'silent' });
@@ -183,6 +183,34 @@ describe.each(backends)('worker on $name', (backend) => {
       expect(aborted).toBe(true);
       expect((await getEvent(store, 'evt_slow'))?.attempts).toBe(2);
     });
+
+    it('an outcome the database refuses for a while is written again: the handler ran once, and the event ends done', async () => {
+      const { logger: log, lines } = capturingLogger();
+      const { store, hooks } = await setup({ leaseMs: 10_000, handlerTimeoutMs: 1000 }, log);
+      // A trigger refuses every change to the inbox row while the flag table holds a row: the outcome cannot land.
+      const schema = store.schema;
+      await sql
+        .raw(`create table "${schema}".refusing (x int);
+          insert into "${schema}".refusing values (1);
+          create function "${schema}".refuse_outcome() returns trigger language plpgsql as $$
+          begin
+            if exists (select 1 from "${schema}".refusing) then raise exception 'outcome refused by the test'; end if;
+            return new;
+          end $$;
+          create trigger refuse before update on "${schema}".inbox_events for each row execute function "${schema}".refuse_outcome();`)
+        .execute(store.db);
+      let runs = 0;
+      hooks.on('INVOICE_PAID', () => void runs++);
+      await putEvent(store, exampleEvent('INVOICE_PAID', { eventId: 'evt_refused' }));
+      await hooks.start();
+      const refusedLines = () => lines.filter((line) => String(line.msg).startsWith('could not record the outcome'));
+      await waitFor(() => refusedLines().length >= 1, 'the outcome to be refused');
+      expect(await getEvent(store, 'evt_refused')).toMatchObject({ status: 'processing' });
+      await sql.raw(`delete from "${schema}".refusing`).execute(store.db);
+      await waitFor(done(store, 'evt_refused'), 'evt_refused done once the database takes the outcome');
+      expect(runs).toBe(1);
+      expect(refusedLines()[0]).toMatchObject({ level: 40, eventId: 'evt_refused' });
+    });
   });
 
   describe.skipIf(!backend.available)('ctx.transaction', () => {
@@ -258,7 +286,7 @@ describe.each(backends)('worker on $name', (backend) => {
       await instance.stop(200);
       expect(aborted).toBe(true);
       const row = await store.db
-        .selectFrom('inbox_events')
+        .selectFrom('inbox_event_states')
         .select(['status', 'lease_owner', 'attempts'])
         .where('event_id', '=', 'evt_stuck')
         .executeTakeFirstOrThrow();
@@ -282,6 +310,35 @@ describe.each(backends)('worker on $name', (backend) => {
       await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_notified' }));
       await waitFor(() => handled.length === 1, 'the notified event to run', 5000);
       expect(handled).toEqual(['evt_notified']);
+    });
+  });
+
+  describe.skipIf(!backend.available)('queue upkeep', () => {
+    it('vacuums the work queue itself every 10,000 outcomes, so claims stay fast where autovacuum is off or behind', {
+      timeout: 120_000,
+    }, async () => {
+      const { logger: log, lines } = capturingLogger();
+      const { store, hooks } = await setup({ concurrency: 8 }, log);
+      hooks.onAny(() => {});
+      const events = Array.from({ length: 10_100 }, (_, i) => {
+        const event = exampleEvent('CUSTOMER_UPDATED', { eventId: `evt_vac_${i}` });
+        return { ...event, data: { ...event.data, id: `cus_vac_${i}` } }; // many resources, so they run side by side
+      });
+      for (let i = 0; i < events.length; i += 1000) await putEvents(store, events.slice(i, i + 1000));
+      await hooks.start();
+      const queued = async () =>
+        (await store.db.selectFrom('inbox_queue').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow()).n;
+      await waitFor(async () => (await queued()) === 0, 'the backlog drained', 60_000);
+      expect(lines.filter((line) => String(line.msg).startsWith('vacuuming the work queue failed'))).toEqual([]);
+      if (backend.name === 'postgres') {
+        // Manual vacuums only (autovacuum has a counter of its own): this one is the worker's.
+        const vacuums = async () => {
+          const { rows } = await sql<{ n: number }>`select vacuum_count::int as n from pg_stat_user_tables
+            where schemaname = ${store.schema} and relname = 'inbox_queue'`.execute(store.db);
+          return rows[0]?.n ?? 0;
+        };
+        await waitFor(async () => (await vacuums()) >= 1, 'a vacuum of inbox_queue');
+      }
     });
   });
 
