@@ -1,71 +1,79 @@
-// `npm run bench`: speed as ratios against a baseline measured in the same run, never as absolute
-// thresholds. Each figure is the median of several rounds.
-import { createHmac } from 'node:crypto';
-import { pino } from 'pino';
-import { exampleEvent } from '../src/events/index.js';
-import { createReceiver } from '../src/receiver/receiver.js';
-import { createDefaultScheme } from '../src/signature/index.js';
-import { openDatabase } from '../src/store/database.js';
-import { storeEvent } from '../src/store/inbox.js';
-import { migrate } from '../src/store/migrate.js';
+// `npm run bench [verify] [ingest] [drain] [burst]`: each comparison in one run, against its baseline measured in
+// the same run, written to bench/results.md (medians, ratios, targets met or missed). Without arguments: all four.
+// BENCH_SCALE=0.1 runs a tenth of the counts and seconds for a quick look; DATABASE_URL picks the server.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { benchBurst } from './sections/burst.js';
+import { benchDrain } from './sections/drain.js';
+import { benchIngest } from './sections/ingest.js';
+import { benchVerify } from './sections/verify.js';
+import { databaseUrl, serverFacts } from './lib/database.js';
+import { root } from './lib/processes.js';
+import { renderSection } from './lib/report.js';
+import { rounds, scale } from './lib/stats.js';
 
-async function median(rounds: number, fn: () => Promise<void> | void): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i < rounds; i++) {
-    const start = performance.now();
-    await fn();
-    times.push(performance.now() - start);
-  }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)]!;
+const sections = { verify: benchVerify, ingest: benchIngest, drain: benchDrain, burst: benchBurst } as const;
+type SectionName = keyof typeof sections;
+
+const asked = process.argv.slice(2);
+const unknown = asked.filter((name) => !(name in sections));
+if (unknown.length > 0) {
+  console.error(
+    `npm run bench: no section ${unknown.join(', ')}; the sections are ${Object.keys(sections).join(', ')} (none: all of them).`,
+  );
+  process.exit(2);
+}
+const chosen = (asked.length > 0 ? asked : Object.keys(sections)) as SectionName[];
+if (!existsSync(join(root, 'dist/cli/main.js'))) {
+  console.error(
+    'npm run bench: the compiled CLI is missing; run `npm run build` first (the bench starts `payhooks serve` as users run it).',
+  );
+  process.exit(2);
 }
 
-const secret = 'bench-secret';
-const scheme = createDefaultScheme({ secrets: ['old-secret', secret] });
-const body = Buffer.from(JSON.stringify(exampleEvent('PAYMENT_COMPLETED')));
-const timestamp = Math.floor(Date.now() / 1000);
-const headers = { 'content-type': 'application/json', ...scheme.sign({ rawBody: body, timestamp, secret }) };
+function version(pkg: string): string {
+  return (JSON.parse(readFileSync(join(root, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
+}
 
-// 1. Verification against the bare HMAC it must compute (two secrets configured: the second matches).
-const N = 20_000;
-const hmacMs = await median(5, () => {
-  for (let i = 0; i < N; i++) createHmac('sha256', secret).update(`${timestamp}.`).update(body).digest();
-});
-const verifyMs = await median(5, () => {
-  for (let i = 0; i < N; i++) scheme.verify({ headers, rawBody: body });
+const started = new Date();
+const stamp = (date: Date) => `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+const command = `npm run bench${asked.length > 0 ? ` ${asked.join(' ')}` : ''}`;
+const scaleNote = scale() === 1 ? '' : ` **At BENCH_SCALE=${scale()}: scaled counts and durations, not comparable with the targets.**`;
+const fresh = new Map<string, string>();
+for (const name of chosen) {
+  console.info(`bench: ${name}…`);
+  const section = await sections[name]();
+  fresh.set(section.title, renderSection(section, `Measured ${stamp(new Date())} by \`${command}\`.${scaleNote}`));
+  for (const target of section.targets) console.info(`  ${target.met ? 'met' : 'MISSED'}: ${target.text}`);
+}
+
+// A run of some sections keeps the others from the file as they were (each says when it was measured).
+const resultsFile = join(root, 'bench/results.md');
+const kept = new Map<string, string>();
+if (existsSync(resultsFile)) {
+  for (const part of readFileSync(resultsFile, 'utf8')
+    .split(/^(?=## )/m)
+    .slice(1))
+    kept.set(part.slice(3, part.indexOf('\n')).trim(), part.trimEnd());
+}
+const order = ['Verify', 'Ingest', 'Drain', 'Burst'];
+const body = order.flatMap((title) => {
+  const text = fresh.get(title) ?? kept.get(title);
+  return text === undefined ? [] : [text.trimEnd(), ''];
 });
 
-// 2. The whole receive path (verify, parse, envelope, store) against the bare insert, on embedded PGlite.
-const store = await openDatabase({ dataDir: 'memory://', schema: 'bench' });
-await migrate(store);
-const receiver = createReceiver({ store, scheme, logger: pino({ level: 'silent' }) });
-const M = 500;
-let round = 0;
-const insertMs = await median(3, async () => {
-  round++;
-  for (let i = 0; i < M; i++) {
-    await storeEvent(store, {
-      eventId: `base_${round}_${i}`,
-      eventType: 'PAYMENT_COMPLETED',
-      resourceKey: 'payment:p',
-      rawBody: body.toString(),
-      headers: {},
-    });
-  }
-});
-const receiveMs = await median(3, async () => {
-  round++;
-  for (let i = 0; i < M; i++) {
-    const raw = Buffer.from(JSON.stringify({ ...JSON.parse(body.toString()), eventId: `recv_${round}_${i}` }));
-    const signed = { 'content-type': 'application/json', ...scheme.sign({ rawBody: raw, timestamp, secret }) };
-    await receiver.receive({ method: 'POST', headers: signed, rawBody: raw });
-  }
-});
-await store.close();
-
-const rows = [
-  ['verify (2 secrets) vs one bare HMAC', verifyMs / hmacMs, `${((N / verifyMs) * 1000).toFixed(0)} verifications/s`],
-  ['receive (sign+verify+parse+store) vs bare insert, PGlite', receiveMs / insertMs, `${((M / receiveMs) * 1000).toFixed(0)} deliveries/s`],
-] as const;
-console.log(`body: ${body.length} bytes; node ${process.version}`);
-for (const [name, ratio, rate] of rows) console.log(`${name.padEnd(58)} ratio ${ratio.toFixed(2)}  (${rate})`);
+const cpu = cpus();
+const header = [
+  '# Benchmark results',
+  '',
+  `Last written by \`${command}\` on ${stamp(started)}, in ${Math.round((Date.now() - started.getTime()) / 1000)} s; each section says when it was measured.`,
+  '',
+  `- machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GB RAM, ${process.platform} ${process.arch}`,
+  `- Node ${process.version}; payhooks ${version('..')}; pg ${version('pg')}, kysely ${version('kysely')}, @electric-sql/pglite ${version('@electric-sql/pglite')}, express ${version('express')}, autocannon ${version('autocannon')}`,
+  `- PostgreSQL at ${new URL(databaseUrl).host}: ${await serverFacts()}`,
+  `- ${rounds()} rounds per comparison, alternating between contenders; the figures are medians; ratios are against the baseline of the same run.`,
+  '',
+];
+writeFileSync(resultsFile, `${[...header, ...body].join('\n').trimEnd()}\n`);
+console.info('bench: wrote bench/results.md');

@@ -1,0 +1,141 @@
+// Ingest over loopback: payhooks' node:http and Express adapters against the hand-written baseline, same run.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { benchSchema, databaseUrl, dropSchemas } from '../lib/database.js';
+import { type LoadResult, SECRET, sendDeliveries } from '../lib/load.js';
+import { freePort, payhooksArgs, type Server, startServer, tsxArgs } from '../lib/processes.js';
+import type { Section } from '../lib/report.js';
+import { median, rounds, scale, times, whole } from '../lib/stats.js';
+
+const CONNECTIONS = 50;
+
+interface Contender {
+  name: string;
+  start: () => Promise<Server>;
+}
+
+export async function benchIngest(): Promise<Section> {
+  const schemas = { serve: benchSchema('serve'), express: benchSchema('express'), baseline: benchSchema('baseline') };
+  const pgliteDir = mkdtempSync(join(tmpdir(), 'payhooks-bench-pglite-'));
+  const common = { PAYHOOKS_WEBHOOK_SECRET: SECRET, DATABASE_URL: databaseUrl };
+  const contenders: Contender[] = [
+    {
+      name: 'payhooks serve --role receiver (node:http)',
+      start: async () =>
+        startServer(
+          payhooksArgs('serve', '--role', 'receiver'),
+          { ...common, PAYHOOKS_SCHEMA: schemas.serve },
+          await freePort(),
+          '/readyz',
+        ),
+    },
+    {
+      name: 'Express 5 app with hooks.express()',
+      start: async () =>
+        startServer(tsxArgs('bench/servers/express-app.ts'), { ...common, PAYHOOKS_SCHEMA: schemas.express }, await freePort()),
+    },
+    {
+      name: 'hand-written baseline (Express 5 + raw-body + HMAC + INSERT … ON CONFLICT DO NOTHING)',
+      start: async () => startServer(tsxArgs('bench/servers/baseline.ts'), { ...common, BENCH_SCHEMA: schemas.baseline }, await freePort()),
+    },
+    {
+      name: 'payhooks serve --role receiver on PGlite (embedded)',
+      start: async () =>
+        startServer(
+          payhooksArgs('serve', '--role', 'receiver'),
+          { PAYHOOKS_WEBHOOK_SECRET: SECRET, DATABASE_URL: undefined, PAYHOOKS_DATA_DIR: pgliteDir },
+          await freePort(),
+          '/readyz',
+        ),
+    },
+  ];
+  const seconds = Math.max(3, Math.round(10 * scale()));
+  const modes = [
+    { name: 'unique ids', duplicateShare: 0 },
+    { name: '50% duplicates', duplicateShare: 0.5 },
+  ];
+  const servers: Server[] = [];
+  const results = new Map<string, LoadResult[]>();
+  const key = (contender: number, mode: number) => `${contender}/${mode}`;
+  try {
+    for (const contender of contenders) {
+      const server = await contender.start();
+      servers.push(server);
+      // Warm up: JIT, pool connections, the table's first pages.
+      await sendDeliveries({
+        url: `${server.url}/webhooks`,
+        connections: CONNECTIONS,
+        durationSeconds: 2,
+        duplicateShare: 0,
+        runId: `w${servers.length}`,
+      });
+    }
+    for (let round = 0; round < rounds(); round++) {
+      for (const [m, mode] of modes.entries()) {
+        for (const [c, contender] of contenders.entries()) {
+          const result = await sendDeliveries({
+            url: `${servers[c]!.url}/webhooks`,
+            connections: CONNECTIONS,
+            durationSeconds: seconds,
+            duplicateShare: mode.duplicateShare,
+            runId: `r${round}${m}${c}`,
+          });
+          if (result.non2xx > 0 || result.errors > 0)
+            console.warn(`  ${contender.name}, ${mode.name}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+          results.set(key(c, m), [...(results.get(key(c, m)) ?? []), result]);
+          console.info(
+            `  ingest round ${round + 1}, ${mode.name}, ${contender.name}: ${whole(result.requestsPerSecond)} req/s, p99 ${result.p99Ms} ms`,
+          );
+        }
+      }
+    }
+  } finally {
+    for (const server of servers) await server.stop();
+    rmSync(pgliteDir, { recursive: true, force: true });
+    await dropSchemas(Object.values(schemas));
+  }
+
+  const stat = (c: number, m: number) => {
+    const runs = results.get(key(c, m)) ?? [];
+    return {
+      rps: median(runs.map((r) => r.requestsPerSecond)),
+      p50: median(runs.map((r) => r.p50Ms)),
+      p99: median(runs.map((r) => r.p99Ms)),
+      non2xx: runs.reduce((sum, r) => sum + r.non2xx + r.errors, 0),
+    };
+  };
+  const BASELINE = 2;
+  const rows: string[][] = [];
+  for (const [m, mode] of modes.entries()) {
+    const base = stat(BASELINE, m);
+    for (const [c, contender] of contenders.entries()) {
+      const s = stat(c, m);
+      rows.push([mode.name, contender.name, whole(s.rps), `${s.p50}`, `${s.p99}`, times(s.rps / base.rps), whole(s.non2xx)]);
+    }
+  }
+  const node = stat(0, 0);
+  const express = stat(1, 0);
+  const base = stat(BASELINE, 0);
+  const pglite = stat(3, 0);
+  const unique = (s: { rps: number }) => times(s.rps / base.rps);
+  return {
+    title: 'Ingest',
+    about:
+      `Signed ${'2,048'}-byte deliveries over loopback from autocannon (${CONNECTIONS} connections, ${seconds} s per run, ${rounds()} rounds ` +
+      'alternating between contenders; medians), each server in a process of its own on the local PostgreSQL server (PGlite: a ' +
+      'data directory of its own). Unique ids, then half of the deliveries repeating an id already sent in the run. ' +
+      "The load generator shares the machine's 2 cores with the server and PostgreSQL, the same for every contender.",
+    header: ['deliveries', 'receiver', 'req/s', 'p50 ms', 'p99 ms', 'vs baseline', 'non-2xx + errors'],
+    rows,
+    targets: [
+      { text: `node:http (\`serve\`) ≥ 2.0x the baseline: ${unique(node)}`, met: node.rps / base.rps >= 2 },
+      { text: `Express adapter ≥ 1.2x the baseline: ${unique(express)}`, met: express.rps / base.rps >= 1.2 },
+      {
+        text: `p99 no higher than the baseline's (${base.p99} ms): node:http ${node.p99} ms, Express ${express.p99} ms`,
+        met: node.p99 <= base.p99 && express.p99 <= base.p99,
+      },
+      { text: `PGlite ≥ 1,000 req/s: ${whole(pglite.rps)}`, met: pglite.rps >= 1000 },
+    ],
+  };
+}
