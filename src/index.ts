@@ -108,3 +108,9 @@ export { UnknownEventTypeError } from './worker/unknown-event-type.js';
 export { WORKER_DEFAULTS } from './worker/defaults.js';
 export type { Worker } from './worker/worker.js';
 export type { BackoffOptions } from './worker/retry-delay.js';
+
+// The sync service's building blocks: the Postgres mirror sink and the sync configuration file
+export { MIRROR_DEFAULTS, registerMirror, type MirrorOptions } from './sync/mirror/mirror-sink.js';
+export { MIRROR_TABLES, type MirrorTable } from './sync/mirror/states.js';
+export { migrateMirror } from './store/migrate.js';
+export { ConfigError, loadSyncConfig, type SyncConfig } from './sync/config.js';

@@ -7,7 +7,7 @@ import { DEFAULT_APP_SCHEMA } from '../store/migrate.js';
 import { SERVICE_DEFAULTS } from './config.js';
 
 /** The commands whose environment is described here (`events …` subcommands share `events`). */
-export const ENV_COMMANDS = ['serve', 'migrate', 'events', 'replay', 'prune', 'simulate', 'trigger'] as const;
+export const ENV_COMMANDS = ['serve', 'migrate', 'events', 'replay', 'prune', 'backfill', 'reconcile', 'simulate', 'trigger'] as const;
 export type EnvCommand = (typeof ENV_COMMANDS)[number];
 
 /** What the help says about one variable, and which commands read it. */
@@ -23,7 +23,9 @@ function variable<S extends z.ZodType, const C extends readonly EnvCommand[]>(sc
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-const DATABASE_READERS = ['serve', 'migrate', 'events', 'replay', 'prune'] as const;
+const DATABASE_READERS = ['serve', 'migrate', 'events', 'replay', 'prune', 'backfill', 'reconcile'] as const;
+/** The commands that read the service's API and write the mirror. */
+const SYNC_COMMANDS = ['serve', 'backfill', 'reconcile'] as const;
 
 // `FOO= payhooks …` is the usual way to unset a variable for one command, so blank counts as unset.
 function blankIsUnset<S extends z.ZodType>(schema: S) {
@@ -83,7 +85,7 @@ const VARIABLES = {
     { readBy: ['serve', 'migrate'], description: "Postgres schema of the app's own tables (its migrations and ctx.transaction)" },
   ),
   PAYHOOKS_API_KEY: variable(blankIsUnset(z.string().trim().optional()), {
-    readBy: ['serve', 'trigger'],
+    readBy: [...SYNC_COMMANDS, 'trigger'],
     description: "sk_… key for current-state reads (trigger: the key for --simulator); unset: handlers use the events' own snapshots",
     secret: true,
   }),
@@ -98,9 +100,24 @@ const VARIABLES = {
         .optional(),
     ),
     {
-      readBy: ['serve', 'trigger'],
+      readBy: [...SYNC_COMMANDS, 'trigger'],
       description: "base URL of the service's API (with PAYHOOKS_API_KEY; trigger: the simulator to run flows in)",
     },
+  ),
+  PAYHOOKS_CONFIG: variable(blankIsUnset(z.string().trim().optional()), {
+    readBy: SYNC_COMMANDS,
+    description: 'the sync configuration file; unset: payhooks.config.js, .mjs or .json in the working directory, if there is one',
+  }),
+  PAYHOOKS_MIRROR_SCHEMA: variable(
+    blankIsUnset(
+      z
+        .string()
+        .refine(isSchemaName, {
+          error: refusing('must be a schema name of lower-case letters, digits and underscores, starting with a letter or underscore'),
+        })
+        .optional(),
+    ),
+    { readBy: SYNC_COMMANDS, description: "Postgres schema of the mirror's tables (overrides the config file; default payhooks_mirror)" },
   ),
   PORT: variable(
     blankIsUnset(
@@ -121,7 +138,7 @@ const VARIABLES = {
   }),
   PAYHOOKS_LOG_LEVEL: variable(
     blankIsUnset(z.enum(LOG_LEVELS, { error: refusing(`must be one of ${LOG_LEVELS.join(', ')}`) }).default(LOGGER_DEFAULTS.level)),
-    { readBy: ['serve', 'simulate'], description: 'level of the JSON log lines on stdout' },
+    { readBy: [...SYNC_COMMANDS, 'simulate'], description: 'level of the JSON log lines on stdout' },
   ),
 } as const;
 

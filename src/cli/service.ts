@@ -5,7 +5,10 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
-import { createClient, type ApiClient } from '../client/index.js';
+import { createClient, type ApiClient, type RateLimiter } from '../client/index.js';
+import { createPostgresRateLimiter } from '../store/rate-budget.js';
+import { loadSyncConfig, type SyncConfig } from '../sync/config.js';
+import { registerMirror } from '../sync/mirror/mirror-sink.js';
 import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhooks.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { countEventsNeedingAttention } from '../store/attention-counts.js';
@@ -42,6 +45,8 @@ export interface ServiceOptions {
 export async function startService(givenEnv: ServiceEnv, logger: Logger, options: ServiceOptions = {}): Promise<RunningService> {
   const env = await withSimulatorSession(givenEnv, logger);
   const role = options.role ?? 'all';
+  // Read before anything opens: a bad configuration file stops the start with every bad key listed.
+  const config = await loadSyncConfig({ explicitPath: env.PAYHOOKS_CONFIG, mirrorSchema: env.PAYHOOKS_MIRROR_SCHEMA });
   const receiving = role !== 'worker';
   if (receiving && !env.PAYHOOKS_WEBHOOK_SECRET?.length) {
     throw new Error(
@@ -49,8 +54,22 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     );
   }
   // Built before the database opens, so a bad key or a missing PAYHOOKS_API_URL stops the start with its reason.
+  // The service's rate limit is per organization address, so every process on this database (serve, its worker
+  // child, backfill, reconcile) takes from one budget kept in the database, bound once the database is open.
+  let sharedBudget: RateLimiter | undefined;
+  const rateLimit: RateLimiter = {
+    acquire: async (signal) => {
+      if (!sharedBudget) throw new Error('The API rate budget is used before the database is open.');
+      await sharedBudget.acquire(signal);
+    },
+  };
   const api = env.PAYHOOKS_API_KEY
-    ? createClient({ apiKey: env.PAYHOOKS_API_KEY, baseUrl: env.PAYHOOKS_API_URL, logger: logger.child({ component: 'api-client' }) })
+    ? createClient({
+        apiKey: env.PAYHOOKS_API_KEY,
+        baseUrl: env.PAYHOOKS_API_URL,
+        logger: logger.child({ component: 'api-client' }),
+        rateLimit,
+      })
     : undefined;
   if (!api) {
     logger.warn(
@@ -66,15 +85,20 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     api,
   });
   const store = await hooks.ready();
+  sharedBudget = createPostgresRateLimiter(store);
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
   const working = role !== 'receiver';
   try {
     await reportEventsNeedingAttention(store, logger);
     // A handlers module that throws (an unknown event type in on(), say) stops the start, after closing the database.
     await options.register?.(hooks);
+    const userHandlers = hooks.handlerCount;
+    const mirror = working && mirrorRuns(config, options.register !== undefined);
+    if (mirror) await registerMirror(hooks, { schema: config.mirror.schema, eventTypes: config.mirror.eventTypes });
+    if (working) reportWhatRuns(logger, config, { userHandlers, mirror, api: api !== undefined });
     if (working && hooks.handlerCount === 0) {
       logger.warn(
-        'no handlers are registered (--handlers <module>): the worker is not started, and stored events stay pending until one is',
+        'no handlers are registered (--handlers <module>) and the mirror is off in the configuration: the worker is not started, and stored events stay pending until one is',
       );
     }
     if (working && hooks.handlerCount > 0) await hooks.start();
@@ -164,6 +188,34 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
       await hooks.stop();
     },
   };
+}
+
+/**
+ * Whether the Postgres mirror runs: as the configuration file says, and without a word there, when serve has no
+ * handlers of its own (so that `payhooks serve` alone syncs, and an app's handlers are not joined by a mirror
+ * nobody asked for).
+ */
+export function mirrorRuns(config: SyncConfig, hasHandlers: boolean): boolean {
+  return config.mirror.enabled ?? !hasHandlers;
+}
+
+/** One line at start that says what this worker does with events. */
+function reportWhatRuns(logger: Logger, config: SyncConfig, runs: { userHandlers: number; mirror: boolean; api: boolean }): void {
+  const parts = [
+    runs.userHandlers ? `${runs.userHandlers} handler${runs.userHandlers === 1 ? '' : 's'} of --handlers` : null,
+    runs.mirror
+      ? `the Postgres mirror in schema ${config.mirror.schema} (${runs.api ? 'current state read from the API' : "events' own snapshots"})`
+      : null,
+  ].filter((part) => part !== null);
+  logger.info(
+    {
+      config: config.path,
+      handlers: runs.userHandlers,
+      mirror: runs.mirror ? config.mirror.schema : false,
+      reconcileEvery: config.reconcile.every ?? null,
+    },
+    parts.length ? `running: ${parts.join(', ')}` : 'running: nothing (no handlers, mirror off)',
+  );
 }
 
 /** Says at start how many stored events wait for a person, and how to look at them: never a silent backlog. */

@@ -44,3 +44,13 @@ export type {
   SandboxRespondDisputeInput,
   SandboxSubscription,
 } from './sandbox-contract.js';
+export type {
+  SimCustomer,
+  SimDispute,
+  SimInvoice,
+  SimInvoiceItem,
+  SimPayment,
+  SimRefund,
+  SimSubscription,
+  SimulatorRecords,
+} from './state.js';

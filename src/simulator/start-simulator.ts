@@ -15,7 +15,7 @@ import { refundRoutes } from './refund-routes.js';
 import { createRestHandler } from './rest-handler.js';
 import type { Route } from './route.js';
 import { sandboxEventRoutes } from './sandbox-event-routes.js';
-import { SimulatorState } from './state.js';
+import { SimulatorState, type SimulatorRecords } from './state.js';
 import { subscriptionRoutes } from './subscription-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
 
@@ -40,6 +40,11 @@ export interface Simulator {
   emit<K extends EventType>(eventType: K, data?: Partial<EventMap[K]>): WebhookEvent<K>;
   /** Every event emitted so far (by REST actions and by {@link Simulator.emit}), oldest first. */
   events(): readonly EmittedEvent[];
+  /**
+   * A copy of every customer, invoice, payment, refund, dispute and subscription it holds, oldest first: the
+   * current state a mirror of this organization should equal.
+   */
+  records(): SimulatorRecords;
   /** The delivery history: one record per (event, endpoint), as `GET /v1/webhook-events` lists it. */
   webhookEvents(filter?: DeliveryRecordFilter): DeliveryRecord[];
   /** Every POST made to an endpoint, chaos duplicates included, in the order they were answered. */
@@ -138,6 +143,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       return { ...example, eventId: ctx.emit(eventType, example.data).eventId } as typeof example;
     },
     events: () => emitted,
+    records: () => state.records(),
     webhookEvents: (filter) => deliveries.list(filter),
     deliveryPosts: () => deliveries.posts(),
     idle: () => deliveries.idle(),

@@ -185,6 +185,16 @@ export function endpointView(endpoint: SimWebhookEndpoint): Omit<SimWebhookEndpo
   return view;
 }
 
+/** A copy of the records the simulator holds, oldest first: what a mirror of its organization should show. */
+export interface SimulatorRecords {
+  customers: SimCustomer[];
+  invoices: SimInvoice[];
+  payments: SimPayment[];
+  refunds: SimRefund[];
+  disputes: SimDispute[];
+  subscriptions: SimSubscription[];
+}
+
 /** The in-memory data of one simulated organization. */
 export class SimulatorState {
   readonly organization = { id: newId('org'), name: 'Simulated Organization' };
@@ -197,6 +207,18 @@ export class SimulatorState {
   readonly refunds = new Map<string, SimRefund>();
   readonly disputes = new Map<string, SimDispute>();
   readonly subscriptions = new Map<string, SimSubscription>();
+
+  /** A deep copy of the records, so that a caller cannot change the simulator's state through it. */
+  records(): SimulatorRecords {
+    return structuredClone({
+      customers: [...this.customers.values()],
+      invoices: [...this.invoices.values()],
+      payments: [...this.payments.values()],
+      refunds: [...this.refunds.values()],
+      disputes: [...this.disputes.values()],
+      subscriptions: [...this.subscriptions.values()],
+    });
+  }
 
   /** The customer with this id, or a 404. */
   customer(id: string): SimCustomer {

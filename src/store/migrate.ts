@@ -122,6 +122,34 @@ export async function migrate(store: PayhooksDatabase, files: readonly Migration
   });
 }
 
+/** The migrations of the Postgres mirror (`migrations/mirror/`), applied in the mirror's own schema. */
+export const MIRROR_MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/mirror/', import.meta.url));
+
+/**
+ * Brings the mirror's schema (default `payhooks_mirror`) up to date, with the same locking, checksums and
+ * single transaction as {@link migrate}; applied migrations are recorded in `<mirrorSchema>.mirror_migrations`.
+ * A mirror migrated by a newer payhooks is refused ({@link UnknownMigrationsError}).
+ *
+ * @example
+ * await migrateMirror(store, 'payhooks_mirror');
+ */
+export async function migrateMirror(
+  store: PayhooksDatabase,
+  mirrorSchema: string,
+  files: readonly MigrationFile[] = readMigrations(MIRROR_MIGRATIONS_DIR),
+): Promise<MigrationReport> {
+  assertSchemaName(mirrorSchema);
+  return applyMigrations(store.db.withoutPlugins(), files, {
+    schema: mirrorSchema,
+    searchPath: [mirrorSchema],
+    table: { schema: mirrorSchema, name: 'mirror_migrations' },
+    lock: `payhooks:migrate-mirror:${mirrorSchema}`,
+    onUnknown: (unknown) => {
+      throw new UnknownMigrationsError(mirrorSchema, unknown);
+    },
+  });
+}
+
 /** Options of {@link migrateApp}. */
 export interface AppMigrationOptions {
   /** The schema the app's tables live in; created if missing. Default `public`. */

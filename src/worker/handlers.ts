@@ -7,6 +7,11 @@ import { assertKnownEventTypes } from './unknown-event-type.js';
 export interface HandlerContext<Api = unknown> {
   /** This run's attempt number for the event, from 1. */
   attempt: number;
+  /**
+   * When the inbox first stored the event (the database's clock). A read of current state that started after
+   * it already reflects what the event announced.
+   */
+  receivedAt: Date;
   /** A child logger bound to the event's id, type and handler. */
   logger: Logger;
   /** The service's API client, to read current state; undefined without an API key. */

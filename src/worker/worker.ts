@@ -398,6 +398,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     let markedInTransaction = false;
     const ctx: HandlerContext<Api> = {
       attempt: entry.event.attempt,
+      receivedAt: entry.event.receivedAt,
       logger: log,
       api: options.api,
       signal: controller.signal,

@@ -14,15 +14,24 @@ import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 const run = promisify(execFile);
 
 describe("a newcomer's path on the embedded database", () => {
-  it('serve starts, a delivery signed with openssl and sent with curl is stored, and events list shows it after SIGTERM', {
+  it('serve starts with the mirror, a delivery signed with openssl and sent with curl is stored and mirrored, and events list shows it done', {
     timeout: 90_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-newcomer-'));
-    const env = { PAYHOOKS_WEBHOOK_SECRET: 'my-endpoint-secret', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
+    const env = {
+      PAYHOOKS_WEBHOOK_SECRET: 'my-endpoint-secret',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: '',
+      PAYHOOKS_LOG_LEVEL: 'debug',
+    };
     const serve = spawnCli(['serve'], env, dir);
     const done = collect(serve, 80_000);
-    const ready = await waitForLog(serve, /receiving webhooks/);
-    const url = String(ready.url);
+    // Listened for from the start: a line is only seen by listeners attached before it is printed.
+    const [running, ready] = [waitForLog(serve, /^running: /), waitForLog(serve, /receiving webhooks/)];
+    const mirrored = waitForLog(serve, /^mirrored$/, 60_000);
+    expect((await running).msg).toBe("running: the Postgres mirror in schema payhooks_mirror (events' own snapshots)");
+    const url = String((await ready).url);
 
     // The README's snippet, as a user would type it.
     const script = `
@@ -42,6 +51,7 @@ describe("a newcomer's path on the embedded database", () => {
       '{"error":{"message":"Invalid webhook signature."}}',
     ]);
 
+    expect(await mirrored).toMatchObject({ eventId: 'evt_curl_1', written: 1, reads: 0 });
     const locked = await runCli(['events', 'list'], {}, dir);
     expect(locked.code).toBe(1);
     expect(locked.stderr).toMatch(/in use by process \d+/);
@@ -66,8 +76,8 @@ describe("a newcomer's path on the embedded database", () => {
       expect.objectContaining({
         eventId: 'evt_curl_1',
         eventType: 'CUSTOMER_CREATED',
-        status: 'pending',
-        attempts: 0,
+        status: 'done',
+        attempts: 1,
         deliveries: 2,
         lastError: null,
       }),
@@ -75,6 +85,16 @@ describe("a newcomer's path on the embedded database", () => {
 
     const shown = await runCli(['events', 'show', 'evt_curl_1'], {}, dir);
     expect(JSON.parse(shown.stdout)).toMatchObject({ eventId: 'evt_curl_1', rawBody: expect.stringContaining('"username":"ada"') });
+
+    // The customer is in the mirror, from the event's own snapshot (no API key).
+    const store = await openDatabase({ dataDir: join(dir, '.payhooks', 'pgdata') });
+    try {
+      const { rows } = await sql<{ id: string; username: string; source: string; last_event_id: string }>`
+        select id, username, source, last_event_id from payhooks_mirror.customers`.execute(store.db);
+      expect(rows).toEqual([{ id: 'cus_1', username: 'ada', source: 'event', last_event_id: 'evt_curl_1' }]);
+    } finally {
+      await store.close();
+    }
   });
 });
 

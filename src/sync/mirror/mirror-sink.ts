@@ -1,0 +1,121 @@
+import type { ApiClient } from '../../client/api-client.js';
+import { NotFoundError } from '../../client/errors.js';
+import type { EventType, UnknownEvent, WebhookEvent } from '../../events/index.js';
+import type { Payhooks } from '../../payhooks.js';
+import type { PayhooksDatabase } from '../../store/database.js';
+import { migrateMirror } from '../../store/migrate.js';
+import type { HandlerContext } from '../../worker/handlers.js';
+import { mirrorTargets, type MirrorTarget } from './event-targets.js';
+import { customerFromApi, invoiceFromApi, type MirrorState, paymentFromApi } from './states.js';
+import { readsCovering, touchMirrorRow, writeMirrorState } from './write.js';
+
+/** The defaults of the mirror sink. */
+export const MIRROR_DEFAULTS = {
+  /** The schema its tables live in, apart from the inbox's. */
+  schema: 'payhooks_mirror',
+  /** The name its completions are recorded under. */
+  handlerName: 'mirror',
+} as const;
+
+/** Options of {@link registerMirror}. */
+export interface MirrorOptions {
+  /** Default `payhooks_mirror`. */
+  schema?: string | undefined;
+  /** The event types it mirrors. Default: every type in the catalog. */
+  eventTypes?: readonly EventType[] | undefined;
+}
+
+/**
+ * Reads the current state of one target from the API; null when the service does not know the resource (the
+ * caller then falls back to the event's snapshot).
+ */
+async function readCurrent(
+  api: ApiClient,
+  target: Extract<MirrorTarget, { kind: 'read' }>,
+  readAt: Date,
+  signal: AbortSignal,
+): Promise<MirrorState | null> {
+  try {
+    switch (target.table) {
+      case 'customers':
+        return customerFromApi(await api.customers.get(target.id, { signal }), readAt);
+      case 'invoices':
+        return invoiceFromApi(await api.invoices.get(target.id, { signal }), readAt);
+      case 'payments':
+        return paymentFromApi(await api.payments.get(target.id, { signal }), target.links, readAt);
+    }
+  } catch (err) {
+    if (err instanceof NotFoundError) return null;
+    throw err;
+  }
+}
+
+/**
+ * Mirrors one event: reads the current state of each resource it concerns (with an API key), or takes the
+ * event's snapshot, and writes them with guarded upserts in the transaction that records the handler's
+ * completion. A resource already read after this event was received is not read again.
+ */
+export async function mirrorEvent(
+  event: WebhookEvent,
+  ctx: HandlerContext<ApiClient>,
+  store: PayhooksDatabase,
+  schema: string,
+): Promise<{ written: number; reads: number; skippedReads: number }> {
+  const cause = { eventId: event.eventId, eventType: event.eventType };
+  const states: MirrorState[] = [];
+  const touched: Extract<MirrorTarget, { kind: 'read' }>[] = [];
+  let reads = 0;
+  const db = store.db.withoutPlugins();
+  for (const target of mirrorTargets(event)) {
+    if (target.kind === 'snapshot') {
+      states.push(target.state);
+      continue;
+    }
+    if (!ctx.api) {
+      if (target.snapshot) states.push(target.snapshot);
+      continue;
+    }
+    const coverage = await readsCovering(db, schema, target.table, [target.id], ctx.receivedAt);
+    if (coverage.covered.has(target.id)) {
+      touched.push(target);
+      continue;
+    }
+    reads++;
+    const current = await readCurrent(ctx.api, target, coverage.now, ctx.signal);
+    if (current) states.push(current);
+    else if (target.snapshot) {
+      ctx.logger.warn({ table: target.table, id: target.id }, 'the API does not know this resource; mirrored from the event instead');
+      states.push(target.snapshot);
+    }
+  }
+  let written = 0;
+  await ctx.transaction(async (trx) => {
+    for (const state of states) if (await writeMirrorState(trx, schema, state, cause)) written++;
+    for (const target of touched) await touchMirrorRow(trx, schema, target.table, target.id, cause);
+  });
+  return { written, reads, skippedReads: touched.length };
+}
+
+/**
+ * Registers the Postgres mirror sink on a payhooks instance: migrates its schema, then mirrors every event (or
+ * the given types) into tables of current state (docs/mirror.md). Call before `hooks.start()`.
+ *
+ * @example
+ * const hooks = createPayhooks({ secret, api: createClient({ apiKey }) });
+ * await registerMirror(hooks);
+ * await hooks.start();
+ */
+export async function registerMirror(hooks: Payhooks<ApiClient>, options: MirrorOptions = {}): Promise<{ schema: string }> {
+  const schema = options.schema ?? MIRROR_DEFAULTS.schema;
+  const store = await hooks.ready();
+  await migrateMirror(store, schema);
+  const handle = async (event: WebhookEvent | UnknownEvent, ctx: HandlerContext<ApiClient>) => {
+    // A type this version does not know names no resource it can map; the event is done for the mirror.
+    if ('unknown' in event) return;
+    const result = await mirrorEvent(event, ctx, store, schema);
+    ctx.logger.debug(result, 'mirrored');
+  };
+  if (options.eventTypes) hooks.on(options.eventTypes, handle, { name: MIRROR_DEFAULTS.handlerName });
+  else hooks.onAny(handle, { name: MIRROR_DEFAULTS.handlerName });
+  return { schema };
+}

@@ -1,0 +1,119 @@
+import { createHash } from 'node:crypto';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { MirrorState, MirrorTable } from './states.js';
+
+/** The event behind a write; null for backfill and reconciliation reads. */
+export interface MirrorCause {
+  eventId: string;
+  eventType: string;
+}
+
+/** JSON with object keys sorted, so that equal states hash equally whatever order their fields came in. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
+/** The tie-break of equal (state_at, rank): a hash of the state's content, the same on every run. */
+export function stateHash(data: unknown): string {
+  return createHash('sha256').update(canonicalJson(data)).digest('hex');
+}
+
+const table = (schema: string, name: MirrorTable | 'invoice_items') => sql.id(schema, name);
+
+/**
+ * Writes one state into the mirror unless the stored row is newer: an upsert keyed by the resource id whose
+ * update applies only when the new (state_at, state_rank, state_hash) is at least the stored one. A state
+ * without a time of its own counts as older than any that has one. An invoice's items are replaced with it.
+ * Returns whether the row was written.
+ *
+ * @example
+ * await writeMirrorState(trx, 'payhooks_mirror', invoiceFromApi(invoice, readAt), { eventId, eventType });
+ */
+export async function writeMirrorState<DB>(
+  db: Kysely<DB>,
+  schema: string,
+  state: MirrorState,
+  cause: MirrorCause | null,
+): Promise<boolean> {
+  const values: Record<string, unknown> = {
+    id: state.id,
+    ...state.columns,
+    data: JSON.stringify(state.data),
+    source: state.source,
+    state_at: state.stateAt ? state.stateAt.toISOString() : '-infinity',
+    state_rank: state.rank,
+    state_hash: stateHash(state.data),
+    last_event_id: cause?.eventId ?? null,
+    last_event_type: cause?.eventType ?? null,
+  };
+  const names = Object.keys(values);
+  const keep = new Set(state.keepWhenNull ?? []);
+  const assignments: RawBuilder<unknown>[] = names
+    .filter((name) => name !== 'id')
+    .map((name) =>
+      keep.has(name)
+        ? sql`${sql.id(name)} = coalesce(excluded.${sql.id(name)}, t.${sql.id(name)})`
+        : sql`${sql.id(name)} = excluded.${sql.id(name)}`,
+    );
+  assignments.push(sql`synced_at = now()`);
+  const { rows } = await sql<{ id: string }>`
+    insert into ${table(schema, state.table)} as t (${sql.join(names.map((name) => sql.id(name)))})
+    values (${sql.join(names.map((name) => values[name]))})
+    on conflict (id) do update set ${sql.join(assignments)}
+    where (excluded.state_at, excluded.state_rank, excluded.state_hash) >= (t.state_at, t.state_rank, t.state_hash)
+    returning id`.execute(db);
+  const written = rows.length > 0;
+  if (written && state.items) {
+    await sql`delete from ${table(schema, 'invoice_items')} where invoice_id = ${state.id}`.execute(db);
+    if (state.items.length) {
+      const itemRows = state.items.map(
+        (item, position) =>
+          sql`(${state.id}, ${position}, ${item.description}, ${item.amount}, ${item.currency}, ${item.quantity}, ${item.conceptId})`,
+      );
+      await sql`insert into ${table(schema, 'invoice_items')} (invoice_id, position, description, amount, currency, quantity, concept_id)
+        values ${sql.join(itemRows)}`.execute(db);
+    }
+  }
+  return written;
+}
+
+/**
+ * Marks rows as touched by an event whose read was skipped because a newer read already covers it (see
+ * {@link readsCovering}), so `last_event_id` still names the last event that concerned each row.
+ */
+export async function touchMirrorRow<DB>(db: Kysely<DB>, schema: string, name: MirrorTable, id: string, cause: MirrorCause): Promise<void> {
+  await sql`update ${table(schema, name)} set last_event_id = ${cause.eventId}, last_event_type = ${cause.eventType}, synced_at = now()
+    where id = ${id}`.execute(db);
+}
+
+/** The database's clock now, and which of the given rows were read from the API at or after `since`. */
+export interface ReadCoverage {
+  now: Date;
+  covered: Set<string>;
+}
+
+/**
+ * Which rows of a table already hold an API read that started at or after `since` (an event's receipt): such a
+ * read saw the change the event announced, so reading again would fetch the same state. This is how several
+ * pending events of one resource collapse into one read. Also returns the database's clock, which stamps the
+ * next reads, so that receipt and read times come from the same clock.
+ */
+export async function readsCovering<DB>(
+  db: Kysely<DB>,
+  schema: string,
+  name: MirrorTable,
+  ids: readonly string[],
+  since: Date,
+): Promise<ReadCoverage> {
+  const { rows } = await sql<{ now: Date | string; id: string | null }>`
+    select clock_timestamp() as now, t.id
+    from (select 1) as one
+    left join ${table(schema, name)} as t
+      on t.id = any(${sql.val([...ids])}::text[]) and t.source = 'api' and t.state_at >= ${since.toISOString()}::timestamptz`.execute(db);
+  const now = new Date(rows[0]!.now);
+  return { now, covered: new Set(rows.flatMap((row) => (row.id ? [row.id] : []))) };
+}
