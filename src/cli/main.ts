@@ -11,6 +11,8 @@ import type { CommandContext } from './command-context.js';
 import { ENV_COMMANDS, type EnvCommand, type EnvOf, environmentHelp, readEnv } from './env.js';
 import { addEventsCommands } from './events-command.js';
 import { addPruneCommand } from './prune-command.js';
+import { addBackfillCommand } from './backfill-command.js';
+import { addReconcileCommand } from './reconcile-command.js';
 import { addReplayCommand } from './replay-command.js';
 import { startService, type ServiceRole } from './service.js';
 import { loadHandlers } from './load-handlers.js';
@@ -62,7 +64,9 @@ function buildProgram(out: (text: string) => void): Command {
 
   program
     .command('serve')
-    .description('run the webhook receiver (POST /webhooks, /healthz, /readyz, /metrics) and the worker until SIGTERM or SIGINT')
+    .description(
+      'run the webhook receiver (POST /webhooks, /healthz, /readyz, /metrics) and the worker (your --handlers, or without them the Postgres mirror) until SIGTERM or SIGINT',
+    )
     .addOption(
       new Option('--role <role>', 'receive only, run handlers only, or both').choices(['all', 'receiver', 'worker']).default('all'),
     )
@@ -90,6 +94,8 @@ function buildProgram(out: (text: string) => void): Command {
 
   addReplayCommand(program, ctx);
   addPruneCommand(program, ctx);
+  addBackfillCommand(program, ctx);
+  addReconcileCommand(program, ctx);
 
   program
     .command('migrate')

@@ -1,10 +1,18 @@
 import { Presets, SingleBar } from 'cli-progress';
 
-/** Progress of a bulk command through its events. */
+/** Progress of a bulk command through its items. */
 export interface Progress {
-  /** Counts `done` more events (the total grows if more turn up than counted at the start). */
+  /** Counts `done` more items (the total grows if more turn up than counted at the start). */
   advance(done: number): void;
   stop(): void;
+}
+
+/** Options of {@link startProgress}. */
+export interface ProgressOptions {
+  /** What is counted, in the plural. Default `events`. */
+  unit?: string | undefined;
+  /** How many were done before this run (a resumed job): the count starts there. Default 0. */
+  startAt?: number | undefined;
 }
 
 /**
@@ -14,21 +22,25 @@ export interface Progress {
  * @example
  * const progress = startProgress('re-queued', 12_000, 500);
  * progress.advance(500);
+ * // a resumed backfill: "read 600/1000 customers", then "read 700/1000 customers" …
+ * const read = startProgress('read', 1000, 100, process.stderr, { unit: 'customers', startAt: 500 });
  */
 export function startProgress(
   label: string,
   total: number,
   step: number,
   stream: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr,
+  options: ProgressOptions = {},
 ): Progress {
   if (total <= step) return { advance() {}, stop() {} };
-  let done = 0;
+  const unit = options.unit ?? 'events';
+  let done = options.startAt ?? 0;
   if (stream.isTTY) {
     const bar = new SingleBar(
-      { format: `${label} {bar} {value}/{total} events ({percentage}%, ETA {eta_formatted})`, stream, hideCursor: true },
+      { format: `${label} {bar} {value}/{total} ${unit} ({percentage}%, ETA {eta_formatted})`, stream, hideCursor: true },
       Presets.shades_classic,
     );
-    bar.start(total, 0);
+    bar.start(Math.max(total, done), done);
     return {
       advance(n) {
         done += n;
@@ -41,7 +53,7 @@ export function startProgress(
   return {
     advance(n) {
       done += n;
-      stream.write(`${label} ${done}/${Math.max(total, done)} events\n`);
+      stream.write(`${label} ${done}/${Math.max(total, done)} ${unit}\n`);
     },
     stop() {},
   };

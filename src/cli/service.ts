@@ -9,6 +9,8 @@ import { createClient, type ApiClient, type RateLimiter } from '../client/index.
 import { createPostgresRateLimiter } from '../store/rate-budget.js';
 import { loadSyncConfig, type SyncConfig } from '../sync/config.js';
 import { registerMirror } from '../sync/mirror/mirror-sink.js';
+import { type PeriodicReconcile, startPeriodicReconcile } from '../sync/periodic-reconcile.js';
+import { parseDuration } from './duration.js';
 import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhooks.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { countEventsNeedingAttention } from '../store/attention-counts.js';
@@ -88,6 +90,7 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
   sharedBudget = createPostgresRateLimiter(store);
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
   const working = role !== 'receiver';
+  let periodic: PeriodicReconcile | undefined;
   try {
     await reportEventsNeedingAttention(store, logger);
     // A handlers module that throws (an unknown event type in on(), say) stops the start, after closing the database.
@@ -102,6 +105,15 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
       );
     }
     if (working && hooks.handlerCount > 0) await hooks.start();
+    if (working && config.reconcile.every && api) {
+      periodic = startPeriodicReconcile(
+        { store, api, endpointId: config.reconcile.endpointId, lookbackMs: parseDuration(config.reconcile.lookback) },
+        parseDuration(config.reconcile.every),
+        logger.child({ component: 'reconcile' }),
+      );
+    } else if (working && config.reconcile.every) {
+      logger.warn('reconcile.every is set but PAYHOOKS_API_KEY is not: periodic reconciliation needs the API and does not run');
+    }
   } catch (err) {
     await hooks.stop().catch(() => undefined);
     throw err;
@@ -185,6 +197,7 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      await periodic?.stop();
       await hooks.stop();
     },
   };

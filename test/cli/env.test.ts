@@ -71,8 +71,11 @@ describe('the environment reader', () => {
   it('says which variables each command reads', () => {
     const database = ['DATABASE_URL', 'PAYHOOKS_DATA_DIR', 'PAYHOOKS_SCHEMA'];
     const app = ['PAYHOOKS_APP_MIGRATIONS', 'PAYHOOKS_APP_SCHEMA'];
-    expect(variablesOf('serve')).toHaveLength(11);
+    const sync = ['PAYHOOKS_API_KEY', 'PAYHOOKS_API_URL', 'PAYHOOKS_CONFIG', 'PAYHOOKS_MIRROR_SCHEMA'];
+    expect(variablesOf('serve')).toHaveLength(13);
     expect(variablesOf('migrate')).toEqual([...database, ...app]);
+    for (const command of ['backfill', 'reconcile'] as const)
+      expect(variablesOf(command)).toEqual([...database, ...sync, 'PAYHOOKS_LOG_LEVEL']);
     for (const command of ['events', 'replay', 'prune'] as const) expect(variablesOf(command)).toEqual(database);
     expect(variablesOf('trigger')).toEqual(['PAYHOOKS_WEBHOOK_SECRET', 'PAYHOOKS_API_KEY', 'PAYHOOKS_API_URL']);
     expect(variablesOf('simulate')).toEqual(['PAYHOOKS_LOG_LEVEL']);
@@ -94,6 +97,8 @@ describe('help and version', () => {
     [['events', 'stats'], 'events'],
     [['replay'], 'replay'],
     [['prune'], 'prune'],
+    [['backfill'], 'backfill'],
+    [['reconcile'], 'reconcile'],
     [['trigger'], 'trigger'],
     [['simulate'], 'simulate'],
   ] as const)('payhooks %j --help lists exactly the variables it reads, with their defaults', async (argv, command) => {

@@ -43,7 +43,11 @@ describe('the sync configuration file', () => {
     const path = join(dir, 'payhooks.config.json');
     writeFileSync(
       path,
-      JSON.stringify({ mirror: { schema: 'Bad Schema', eventTypes: ['INVOICE_PAYED'] }, reconcile: { evry: '1h', lookback: 'soon' }, sinks: [] }),
+      JSON.stringify({
+        mirror: { schema: 'Bad Schema', eventTypes: ['INVOICE_PAYED'] },
+        reconcile: { evry: '1h', lookback: 'soon' },
+        sinks: [],
+      }),
     );
     const error = await loadSyncConfig({ cwd: dir }).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(ConfigError);

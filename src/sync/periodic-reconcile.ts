@@ -1,0 +1,51 @@
+import type { Logger } from 'pino';
+import { reconcile, type ReconcileOptions } from './reconcile.js';
+
+/** A periodic reconciliation run by `serve`. */
+export interface PeriodicReconcile {
+  /** Stops the timer and waits for a run in flight (it is aborted). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs {@link reconcile} every `everyMs`, looking back `lookbackMs` each time: the first run one interval after
+ * start, never two at once; a failed run is logged and the next interval tries again.
+ *
+ * @example
+ * const periodic = startPeriodicReconcile({ store, api, lookbackMs: 5 * 86_400_000 }, 3_600_000, logger);
+ * await periodic.stop();
+ */
+export function startPeriodicReconcile(
+  options: Omit<ReconcileOptions, 'since' | 'signal' | 'dryRun'> & { lookbackMs: number },
+  everyMs: number,
+  logger: Logger,
+): PeriodicReconcile {
+  const controller = new AbortController();
+  let running: Promise<void> | undefined;
+  const runOnce = async () => {
+    try {
+      const report = await reconcile({ ...options, since: new Date(Date.now() - options.lookbackMs), signal: controller.signal });
+      const level = report.unrecovered.length ? 'warn' : 'info';
+      logger[level](
+        { listed: report.listed, missing: report.missing.length, resent: report.resent.length, unrecovered: report.unrecovered },
+        'reconciliation finished',
+      );
+    } catch (err) {
+      if (!controller.signal.aborted) logger.error({ err }, 'reconciliation failed; the next interval tries again');
+    }
+  };
+  const timer = setInterval(() => {
+    if (running) return;
+    running = runOnce().finally(() => {
+      running = undefined;
+    });
+  }, everyMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      controller.abort(new Error('serve is stopping'));
+      await running;
+    },
+  };
+}

@@ -1,0 +1,133 @@
+import { sql } from 'kysely';
+import type { ApiClient } from '../client/api-client.js';
+import { ApiError, RateLimitError } from '../client/errors.js';
+import { PayhooksError } from '../errors.js';
+import type { WebhookEventRecord } from '../events/rest-contract.js';
+import type { PayhooksDatabase } from '../store/database.js';
+
+// Reconciliation finds the events the sender gave up on (or has not delivered yet) that the inbox never stored,
+// and asks the service to send them again. The delivery history is read page by page, so memory stays bounded
+// by one page, and the inbox is asked about a whole page of eventIds in one query.
+
+/** The defaults of {@link reconcile}. */
+export const RECONCILE_DEFAULTS = {
+  /** How far back a run looks: longer than the sender's retry horizon of 4 days 6½ hours. */
+  lookbackMs: 5 * 24 * 60 * 60 * 1000,
+} as const;
+
+/** Options of {@link reconcile}. */
+export interface ReconcileOptions {
+  store: PayhooksDatabase;
+  /** An API client; give it `createPostgresRateLimiter(store)` as `rateLimit` to share the budget with serve. */
+  api: Pick<ApiClient, 'webhookEvents'>;
+  /** Only delivery records created at or after this time. Default: {@link RECONCILE_DEFAULTS.lookbackMs} ago. */
+  since?: Date | undefined;
+  /** The endpoint whose deliveries count. Default: the only endpoint in the history (several: an error). */
+  endpointId?: string | undefined;
+  /** List what is missing without asking for anything to be sent. */
+  dryRun?: boolean | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** An event the inbox never stored and that could not be sent again. */
+export interface UnrecoveredEvent {
+  eventId: string;
+  eventType: string;
+  reason: string;
+}
+
+/** What a run found and did. */
+export interface ReconcileReport {
+  since: Date;
+  endpointId: string | null;
+  /** Delivery records read (created since `since`, of the endpoint). */
+  listed: number;
+  /** Events among them that the inbox never stored. */
+  missing: { eventId: string; eventType: string; status: string }[];
+  /** Missing events the service was asked to send again, and accepted. */
+  resent: string[];
+  unrecovered: UnrecoveredEvent[];
+}
+
+/** The history spans several endpoints and none was named: retrying another app's deliveries would be wrong. */
+export class AmbiguousEndpointError extends PayhooksError {
+  constructor(readonly endpoints: readonly { id: string; url: string }[]) {
+    super(
+      `The delivery history holds ${endpoints.length} webhook endpoints: ${endpoints.map((e) => `${e.id} (${e.url})`).join(', ')}. ` +
+        'Name the one this payhooks receives for with --endpoint ID (reconcile.endpointId in the configuration file).',
+    );
+  }
+}
+
+/** Which of these eventIds the inbox holds. */
+async function storedAmong(store: PayhooksDatabase, eventIds: readonly string[]): Promise<Set<string>> {
+  if (eventIds.length === 0) return new Set();
+  const { rows } = await sql<{ event_id: string }>`
+    select event_id from ${sql.id(store.schema, 'inbox_events')} where event_id = any(${sql.val([...eventIds])}::text[])`.execute(
+    store.db.withoutPlugins(),
+  );
+  return new Set(rows.map((row) => row.event_id));
+}
+
+/**
+ * Lists the delivery history since `since`, finds the events the inbox never stored, and asks the service to
+ * re-send each one (`POST /v1/webhook-events/{id}/retry`); the receiver then stores them and the worker runs them
+ * as any delivery. A refused retry (a 4xx other than 429) is reported as unrecovered with the service's reason,
+ * and `payhooks backfill` brings customers and invoices up to date in that case.
+ *
+ * @example
+ * const report = await reconcile({ store, api, since: new Date(Date.now() - 7 * 86_400_000) });
+ * console.log(`${report.missing.length} missing, ${report.resent.length} re-sent`);
+ */
+export async function reconcile(options: ReconcileOptions): Promise<ReconcileReport> {
+  const since = options.since ?? new Date(Date.now() - RECONCILE_DEFAULTS.lookbackMs);
+  const report: ReconcileReport = { since, endpointId: options.endpointId ?? null, listed: 0, missing: [], resent: [], unrecovered: [] };
+  const endpoints = new Map<string, string>();
+  // The history is oldest first; each page is checked against the inbox at once, then retried.
+  const candidates: WebhookEventRecord[] = [];
+  const seen = new Set<string>();
+  let page: WebhookEventRecord[] = [];
+  const flush = async () => {
+    const stored = await storedAmong(
+      options.store,
+      page.map((record) => record.eventId),
+    );
+    for (const record of page)
+      if (!stored.has(record.eventId) && !seen.has(record.eventId)) {
+        seen.add(record.eventId);
+        candidates.push(record);
+      }
+    page = [];
+  };
+  const query = options.endpointId ? { endpointId: options.endpointId } : {};
+  for await (const record of options.api.webhookEvents.iterate(query, { signal: options.signal })) {
+    if (Date.parse(record.createdAt) < since.getTime()) continue;
+    if (options.endpointId && record.endpointId !== options.endpointId) continue;
+    endpoints.set(record.endpointId, String((record as { url?: unknown }).url ?? '?'));
+    report.listed++;
+    page.push(record);
+    if (page.length >= 100) await flush();
+  }
+  await flush();
+  if (!options.endpointId && endpoints.size > 1) {
+    throw new AmbiguousEndpointError([...endpoints].map(([id, url]) => ({ id, url })));
+  }
+  report.endpointId = options.endpointId ?? [...endpoints.keys()][0] ?? null;
+  report.missing = candidates.map((record) => ({ eventId: record.eventId, eventType: record.eventType, status: record.status }));
+  if (options.dryRun) return report;
+  for (const record of candidates) {
+    options.signal?.throwIfAborted();
+    try {
+      await options.api.webhookEvents.retry(record.id, { signal: options.signal });
+      report.resent.push(record.eventId);
+    } catch (err) {
+      // 429s and 5xx were already retried by the client; what is left is the service's answer for this record.
+      if (err instanceof ApiError && !(err instanceof RateLimitError) && err.status !== undefined && err.status < 500) {
+        report.unrecovered.push({ eventId: record.eventId, eventType: record.eventType, reason: err.message });
+        continue;
+      }
+      throw err;
+    }
+  }
+  return report;
+}

@@ -1,0 +1,188 @@
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createClient, type ApiClient } from '../../src/client/index.js';
+import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
+import { startSimulator } from '../../src/simulator/index.js';
+import { listEvents } from '../../src/store/inbox.js';
+import { registerMirror } from '../../src/sync/mirror/mirror-sink.js';
+import { startPeriodicReconcile } from '../../src/sync/periodic-reconcile.js';
+import { AmbiguousEndpointError, reconcile } from '../../src/sync/reconcile.js';
+import { runCli } from '../helpers/cli.js';
+import { freePort } from '../helpers/servers.js';
+import { backends, dispose } from '../helpers/stores.js';
+import { waitFor } from '../helpers/wait.js';
+
+const silent = pino({ level: 'silent' });
+
+describe.each(backends.filter((b) => b.available))('payhooks reconcile ($name)', (backend) => {
+  it('after the sender gave up on a receiver that was down, brings every missed event into the inbox and the mirror', {
+    timeout: 90_000,
+  }, async () => {
+    // timeScale 1e6: the sender's eight retries (2 s … 3 days) take a few milliseconds.
+    const simulator = await startSimulator({ logger: silent, timeScale: 1_000_000 });
+    const store = await backend.open();
+    const mirrorSchema = `${store.schema}_mirror`;
+    const port = await freePort();
+    let hooks: Payhooks<ApiClient> | undefined;
+    const server = createServer((req, res) => void hooks!.node()(req, res));
+    try {
+      const client = createClient({ apiKey: 'sk_test_reconcile', environment: simulator.url, rateLimit: false });
+      const endpoint = await client.webhooks.create({
+        url: `http://127.0.0.1:${port}/webhooks`,
+        description: 'down for a while',
+        enabledEvents: ['CUSTOMER_CREATED', 'INVOICE_CREATED', 'SUBSCRIPTION_CREATED'],
+      });
+      const { secret } = await client.webhooks.getSecret(endpoint.id);
+      hooks = createPayhooks({ secret, database: store, logger: silent, api: client, worker: { pollIntervalMs: 50 } });
+      await registerMirror(hooks, { schema: mirrorSchema });
+
+      // While nothing listens: a customer, two invoices and a subscription event, all given up on.
+      const customer = await client.customers.create({ username: 'missed' });
+      const invoices = await Promise.all(
+        [1, 2].map((n) =>
+          client.invoices.create({
+            customerId: customer.id,
+            dueDate: '2026-12-01T06:00:00Z',
+            items: [{ quantity: n, concept: { displayName: 'Missed', amount: 1000, currency: 'MXN' } }],
+          }),
+        ),
+      );
+      const subscriptionEvent = simulator.emit('SUBSCRIPTION_CREATED');
+      await waitFor(
+        () => simulator.webhookEvents().length === 4 && simulator.webhookEvents().every((record) => record.status === 'failed'),
+        'the sender to give up on all four',
+        30_000,
+      );
+
+      // The receiver is back; one event also arrived some other way, so only three are missing.
+      await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+      await hooks.start();
+      const firstRecord = simulator.webhookEvents()[0]!;
+      await client.webhookEvents.retry(firstRecord.id);
+      await waitFor(async () => (await listEvents(store)).length === 1, 'the one event re-sent by hand');
+
+      const dry = await reconcile({ store, api: client, dryRun: true });
+      expect(dry.missing).toHaveLength(3);
+      expect(dry.resent).toEqual([]);
+      expect((await listEvents(store)).length).toBe(1);
+
+      const report = await reconcile({ store, api: client });
+      expect(report).toMatchObject({ listed: 4, endpointId: endpoint.id, unrecovered: [] });
+      expect(report.missing.map((m) => m.eventId).sort()).toEqual(
+        simulator
+          .webhookEvents()
+          .filter((record) => record.id !== firstRecord.id)
+          .map((record) => record.eventId)
+          .sort(),
+      );
+      expect(report.resent).toHaveLength(3);
+      await waitFor(async () => (await listEvents(store, { status: 'done' })).length === 4, 'all four events done', 30_000);
+
+      const rows = async (table: string) =>
+        (
+          await sql<{ id: string; source: string }>`select id, source from ${sql.id(mirrorSchema, table)} order by id`.execute(
+            store.db.withoutPlugins(),
+          )
+        ).rows;
+      expect(await rows('customers')).toEqual([{ id: customer.id, source: 'api' }]);
+      expect((await rows('invoices')).map((r) => r.id).sort()).toEqual(invoices.map((i) => i.id).sort());
+      expect(await rows('subscriptions')).toEqual([{ id: subscriptionEvent.data.subscription.id, source: 'event' }]);
+
+      // A second run finds nothing missing and asks for nothing.
+      expect(await reconcile({ store, api: client })).toMatchObject({ missing: [], resent: [] });
+
+      // A second endpoint in the history: without --endpoint the run refuses rather than re-send another app's deliveries.
+      await client.webhooks.create({ url: 'http://127.0.0.1:9/other', description: 'another app', enabledEvents: ['CUSTOMER_CREATED'] });
+      await client.customers.create({ username: 'second-endpoint' });
+      await waitFor(() => simulator.webhookEvents().length === 6, 'the new deliveries to be recorded');
+      await expect(reconcile({ store, api: client })).rejects.toThrow(AmbiguousEndpointError);
+      await expect(reconcile({ store, api: client })).rejects.toThrow(/Name the one this payhooks receives for with --endpoint ID/);
+      expect((await reconcile({ store, api: client, endpointId: endpoint.id, dryRun: true })).missing).toHaveLength(0);
+    } finally {
+      await hooks?.stop();
+      await new Promise((resolve) => server.close(resolve));
+      await simulator.close();
+      if (store.kind === 'postgres') await sql.raw(`drop schema if exists "${mirrorSchema}" cascade`).execute(store.db);
+      await dispose(store);
+    }
+  });
+});
+
+describe('payhooks reconcile on the command line', () => {
+  it('needs an API key, and refuses a --since it cannot read, before opening anything', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-reconcile-'));
+    const noKey = await runCli(['reconcile'], { DATABASE_URL: '', PAYHOOKS_API_KEY: '' }, dir);
+    expect(noKey.code).toBe(1);
+    expect(noKey.stderr).toMatch(/PAYHOOKS_API_KEY is not set: reconcile reads the service's delivery history/);
+    const badSince = await runCli(['reconcile', '--since', 'last tuesday'], { DATABASE_URL: '', PAYHOOKS_API_KEY: 'sk_test_x' }, dir);
+    expect(badSince.code).toBe(1);
+    expect(badSince.stderr).toMatch(/--since takes a date such as 2025-01-31/);
+  });
+
+  it('prints what it found and did, against the simulator', { timeout: 60_000 }, async () => {
+    const simulator = await startSimulator({ logger: silent, timeScale: 1_000_000 });
+    try {
+      const client = createClient({ apiKey: 'sk_test_cli', environment: simulator.url, rateLimit: false });
+      await client.webhooks.create({
+        url: `http://127.0.0.1:${await freePort()}/webhooks`,
+        description: 'down',
+        enabledEvents: ['CUSTOMER_CREATED'],
+      });
+      await client.customers.create({ username: 'cli-missed' });
+      await waitFor(() => simulator.webhookEvents()[0]?.status === 'failed', 'the sender to give up');
+      const dir = mkdtempSync(join(tmpdir(), 'payhooks-reconcile-'));
+      const env = { DATABASE_URL: '', PAYHOOKS_API_KEY: 'sk_test_cli', PAYHOOKS_API_URL: simulator.url };
+      const dry = await runCli(['reconcile', '--since', '1d', '--dry-run'], env, dir);
+      expect(dry.code).toBe(0);
+      expect(dry.stdout).toMatch(
+        /events the inbox never stored: 1\n {2}CUSTOMER_CREATED evt_\S+ \(failed\)\ndry run: nothing was asked for/,
+      );
+      const done = await runCli(['reconcile', '--json'], env, dir);
+      expect(done.code).toBe(0);
+      expect(JSON.parse(done.stdout)).toMatchObject({ listed: 1, resent: [expect.stringMatching(/^evt_/)], unrecovered: [] });
+    } finally {
+      await simulator.close();
+    }
+  });
+});
+
+describe('periodic reconciliation (serve with reconcile.every)', () => {
+  it('runs at its interval, never two at once, and stops cleanly', { timeout: 60_000 }, async () => {
+    const simulator = await startSimulator({ logger: silent, timeScale: 1_000_000 });
+    const store = await backends.find((b) => b.name === 'pglite')!.open();
+    const port = await freePort();
+    let hooks: Payhooks<ApiClient> | undefined;
+    const server = createServer((req, res) => void hooks!.node()(req, res));
+    const logged: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => logged.push(JSON.parse(line).msg as string) });
+    try {
+      const client = createClient({ apiKey: 'sk_test_periodic', environment: simulator.url, rateLimit: false });
+      const endpoint = await client.webhooks.create({
+        url: `http://127.0.0.1:${port}/webhooks`,
+        description: 'down',
+        enabledEvents: ['CUSTOMER_CREATED'],
+      });
+      await client.customers.create({ username: 'periodic' });
+      await waitFor(() => simulator.webhookEvents()[0]?.status === 'failed', 'the sender to give up');
+      hooks = createPayhooks({ secret: (await client.webhooks.getSecret(endpoint.id)).secret, database: store, logger: silent });
+      await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+      const periodic = startPeriodicReconcile({ store, api: client, lookbackMs: 86_400_000 }, 200, logger);
+      await waitFor(async () => (await listEvents(store)).length === 1, 'the periodic run to have the event re-sent', 10_000);
+      await waitFor(() => logged.filter((msg) => msg === 'reconciliation finished').length >= 2, 'a second run');
+      await periodic.stop();
+      const runs = logged.length;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(logged.length).toBe(runs);
+    } finally {
+      await hooks?.stop();
+      await new Promise((resolve) => server.close(resolve));
+      await simulator.close();
+      await dispose(store);
+    }
+  });
+});
