@@ -1,9 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { Command } from 'commander';
-import { createClient, type RateLimiter } from '../client/index.js';
 import { createLogger } from '../logger.js';
 import type { PayhooksDatabase } from '../store/database.js';
-import { createPostgresRateLimiter } from '../store/rate-budget.js';
+import { budgetedClient } from './budgeted-client.js';
 import {
   BACKFILL_DEFAULTS,
   BACKFILL_RESOURCES,
@@ -78,21 +77,13 @@ export function addBackfillCommand(program: Command, ctx: CommandContext): void 
         );
       }
       const mirrorSchema = env.PAYHOOKS_MIRROR_SCHEMA ?? MIRROR_DEFAULTS.schema;
-      // The budget lives in the database, which opens after the client is checked: bound once it is open.
-      let budget: RateLimiter | undefined;
-      const api = createClient({
+      const { api, bind } = budgetedClient({
         apiKey: env.PAYHOOKS_API_KEY,
         baseUrl: env.PAYHOOKS_API_URL,
-        logger: createLogger({ level: env.PAYHOOKS_LOG_LEVEL }).child({ component: 'api-client' }),
-        rateLimit: {
-          acquire: async (signal) => {
-            if (!budget) throw new Error('The API rate budget is used before the database is open.');
-            await budget.acquire(signal);
-          },
-        },
+        logger: createLogger({ level: env.PAYHOOKS_LOG_LEVEL }),
       });
       await withDatabase(env, async (store) => {
-        budget = createPostgresRateLimiter(store);
+        bind(store);
         await backfill(ctx, store, api, { mirrorSchema, resources, since });
       });
     });

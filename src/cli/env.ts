@@ -86,7 +86,8 @@ const VARIABLES = {
   ),
   PAYHOOKS_API_KEY: variable(blankIsUnset(z.string().trim().optional()), {
     readBy: [...SYNC_COMMANDS, 'trigger'],
-    description: "sk_… key for current-state reads (trigger: the key for --simulator); unset: handlers use the events' own snapshots",
+    description:
+      "sk_… key for current-state reads (trigger: the key for --simulator); unset: handlers and the mirror use the events' own snapshots, and backfill and reconcile refuse to run",
     secret: true,
   }),
   PAYHOOKS_API_URL: variable(

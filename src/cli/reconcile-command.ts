@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { createClient, type RateLimiter } from '../client/index.js';
 import { createLogger } from '../logger.js';
-import { createPostgresRateLimiter } from '../store/rate-budget.js';
+import { budgetedClient } from './budgeted-client.js';
 import { parseSince } from '../sync/backfill.js';
 import { loadSyncConfig } from '../sync/config.js';
 import { RECONCILE_DEFAULTS, reconcile, type ReconcileReport } from '../sync/reconcile.js';
@@ -52,20 +51,13 @@ export function addReconcileCommand(program: Command, ctx: CommandContext): void
         );
       }
       const config = await loadSyncConfig({ explicitPath: env.PAYHOOKS_CONFIG, mirrorSchema: env.PAYHOOKS_MIRROR_SCHEMA });
-      let budget: RateLimiter | undefined;
-      const api = createClient({
+      const { api, bind } = budgetedClient({
         apiKey: env.PAYHOOKS_API_KEY,
         baseUrl: env.PAYHOOKS_API_URL,
-        logger: createLogger({ level: env.PAYHOOKS_LOG_LEVEL }).child({ component: 'api-client' }),
-        rateLimit: {
-          acquire: async (signal) => {
-            if (!budget) throw new Error('The API rate budget is used before the database is open.');
-            await budget.acquire(signal);
-          },
-        },
+        logger: createLogger({ level: env.PAYHOOKS_LOG_LEVEL }),
       });
       const report = await withDatabase(env, async (store) => {
-        budget = createPostgresRateLimiter(store);
+        bind(store);
         return reconcile({ store, api, since, endpointId: opts.endpoint ?? config.reconcile.endpointId, dryRun: opts.dryRun });
       });
       ctx.out(opts.json ? JSON.stringify(report) : describe(report, opts.dryRun === true).join('\n'));

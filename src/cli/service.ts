@@ -5,8 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
-import { createClient, type ApiClient, type RateLimiter } from '../client/index.js';
-import { createPostgresRateLimiter } from '../store/rate-budget.js';
+import type { ApiClient } from '../client/index.js';
+import { budgetedClient } from './budgeted-client.js';
 import { loadSyncConfig, type SyncConfig } from '../sync/config.js';
 import { registerMirror } from '../sync/mirror/mirror-sink.js';
 import { type PeriodicReconcile, startPeriodicReconcile } from '../sync/periodic-reconcile.js';
@@ -56,23 +56,11 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     );
   }
   // Built before the database opens, so a bad key or a missing PAYHOOKS_API_URL stops the start with its reason.
-  // The service's rate limit is per organization address, so every process on this database (serve, its worker
-  // child, backfill, reconcile) takes from one budget kept in the database, bound once the database is open.
-  let sharedBudget: RateLimiter | undefined;
-  const rateLimit: RateLimiter = {
-    acquire: async (signal) => {
-      if (!sharedBudget) throw new Error('The API rate budget is used before the database is open.');
-      await sharedBudget.acquire(signal);
-    },
-  };
-  const api = env.PAYHOOKS_API_KEY
-    ? createClient({
-        apiKey: env.PAYHOOKS_API_KEY,
-        baseUrl: env.PAYHOOKS_API_URL,
-        logger: logger.child({ component: 'api-client' }),
-        rateLimit,
-      })
+  // Every process on this database (serve, its worker child, backfill, reconcile) takes from one rate budget.
+  const budgeted = env.PAYHOOKS_API_KEY
+    ? budgetedClient({ apiKey: env.PAYHOOKS_API_KEY, baseUrl: env.PAYHOOKS_API_URL, logger })
     : undefined;
+  const api = budgeted?.api;
   if (!api) {
     logger.warn(
       "PAYHOOKS_API_KEY is not set: handlers get no API client (ctx.api) and have only the events' own snapshots, so current-state reads (the defence against out-of-order delivery) are off.",
@@ -87,7 +75,7 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     api,
   });
   const store = await hooks.ready();
-  sharedBudget = createPostgresRateLimiter(store);
+  budgeted?.bind(store);
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
   const working = role !== 'receiver';
   let periodic: PeriodicReconcile | undefined;

@@ -329,7 +329,8 @@ async function backfillResource(options: BackfillOptions, schema: string, resour
   let expected: RawBuilder<unknown> = lastFinishedAt ? sql`finished_at is not null` : sql`next_skip = ${from} and finished_at is null`;
   const pageSize = BACKFILL_DEFAULTS.pageSize;
   while (!report.finished && !signal?.aborted) {
-    // The database's clock, as event receipt times are: the guard compares the two.
+    // The database's clock, as event receipt times are: the guard compares the two. Taken before the request
+    // (and any wait for the rate budget), so the stamp is never later than the state read: the safe side.
     const readAt = await databaseNow(db);
     let page: ReadPage;
     try {
