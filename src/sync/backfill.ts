@@ -1,12 +1,12 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { ApiClient } from '../client/api-client.js';
 import { PayhooksError } from '../errors.js';
 import { PAGE_SIZE, type ApiCustomer, type ApiInvoice, type ListPage } from '../events/rest-contract.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { migrateMirror } from '../store/migrate.js';
 import { MIRROR_DEFAULTS } from './mirror/mirror-sink.js';
-import { customerFromApi, invoiceFromApi, type MirrorState } from './mirror/states.js';
-import { writeMirrorState } from './mirror/write.js';
+import { customerFromApi, invoiceFromApi, latestTime, type MirrorState } from './mirror/states.js';
+import { databaseNow, writeMirrorState } from './mirror/write.js';
 
 // Backfill fills the Postgres mirror from the service's list endpoints, page by page, with the same guarded
 // upserts the mirror sink uses, and keeps a cursor per (resource, --since) in the mirror's backfill_cursors
@@ -206,20 +206,14 @@ export function parseResources(text: string): BackfillResource[] {
 /** One record of a page, mapped for the mirror. */
 interface PageRecord {
   state: MirrorState;
-  /** When the record last changed, by its own timestamps (ms); null when it carries none. */
-  changedAt: number | null;
+  /** When the record last changed, by its own timestamps; null when it carries none. */
+  changedAt: Date | null;
 }
 
 interface ReadPage {
   records: PageRecord[];
   total: number | null;
   take: number | null;
-}
-
-/** The latest of some timestamps, or null when none is a time. */
-function latestTime(...values: (string | null | undefined)[]): number | null {
-  const times = values.map((value) => (typeof value === 'string' ? Date.parse(value) : Number.NaN)).filter(Number.isFinite);
-  return times.length ? Math.max(...times) : null;
 }
 
 function pageOf<T>(page: ListPage<T>, map: (item: T) => PageRecord): ReadPage {
@@ -340,7 +334,7 @@ async function backfillResource(options: BackfillOptions, schema: string, resour
       throw err;
     }
     report.requests++;
-    const fresh = page.records.filter((record) => since === undefined || record.changedAt === null || record.changedAt >= since.getTime());
+    const fresh = page.records.filter((record) => since === undefined || record.changedAt === null || record.changedAt >= since);
     const next = report.position + page.records.length;
     // As iteratePages: a short or empty page, or the reported total reached, is the end of the list.
     const shortPage = page.records.length < Math.min(pageSize, page.take ?? pageSize);
@@ -368,9 +362,4 @@ async function backfillResource(options: BackfillOptions, schema: string, resour
     options.onProgress?.({ kind: 'page', resource, position: next, total: page.total, read: page.records.length, written });
   }
   return report;
-}
-
-async function databaseNow<DB>(db: Kysely<DB>): Promise<Date> {
-  const { rows } = await sql<{ now: Date | string }>`select clock_timestamp() as now`.execute(db);
-  return new Date(rows[0]!.now);
 }

@@ -3,7 +3,7 @@ import { extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { PayhooksError } from '../errors.js';
-import { EVENT_TYPES, type EventType } from '../events/event-types.js';
+import { EVENT_TYPES, type EventType, isEventType } from '../events/event-types.js';
 import { isSchemaName } from '../store/database.js';
 import { MIRROR_DEFAULTS } from './mirror/mirror-sink.js';
 
@@ -14,7 +14,7 @@ const DURATION = /^(\d+\s*[dhms]\s*)+$/;
 
 const eventTypes = z
   .array(
-    z.string().refine((type) => (EVENT_TYPES as readonly string[]).includes(type), {
+    z.string().refine(isEventType, {
       error: (issue) => `${JSON.stringify(issue.input)} is not an event type (expected one of ${EVENT_TYPES.join(', ')})`,
     }),
   )
@@ -120,7 +120,7 @@ export async function loadSyncConfig(
     mirror: {
       enabled: mirror.enabled ?? (typeof file.mirror === 'object' ? true : undefined),
       schema: options.mirrorSchema ?? mirror.schema ?? MIRROR_DEFAULTS.schema,
-      eventTypes: mirror.eventTypes as EventType[] | undefined,
+      eventTypes: mirror.eventTypes,
     },
     reconcile: {
       every: file.reconcile?.every,

@@ -162,3 +162,8 @@ export async function actualMirror(store: PayhooksDatabase, schema: string) {
     ),
   };
 }
+
+/** Drops a test's mirror schema (real server only; PGlite in memory vanishes on close). */
+export async function dropMirrorSchema(store: PayhooksDatabase, schema: string): Promise<void> {
+  if (store.kind === 'postgres') await sql.raw(`drop schema if exists "${schema}" cascade`).execute(store.db);
+}

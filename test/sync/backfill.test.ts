@@ -18,7 +18,7 @@ import {
 } from '../../src/sync/backfill.js';
 import { customerFromEvent, STATE_RANK } from '../../src/sync/mirror/states.js';
 import { writeMirrorState } from '../../src/sync/mirror/write.js';
-import { actualMirror, expectedMirror } from '../helpers/mirror.js';
+import { actualMirror, expectedMirror, dropMirrorSchema } from '../helpers/mirror.js';
 import { backends, dispose } from '../helpers/stores.js';
 
 const COUNT = 1000;
@@ -106,7 +106,7 @@ async function withStore(
       query: async (text) => (await text.execute(store.db.withoutPlugins())).rows as Row[],
     });
   } finally {
-    if (store.kind === 'postgres') await sql.raw(`drop schema if exists "${mirrorSchema}" cascade`).execute(store.db);
+    await dropMirrorSchema(store, mirrorSchema);
     await dispose(store);
   }
 }

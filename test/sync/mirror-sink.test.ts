@@ -9,6 +9,7 @@ import type { PayhooksDatabase } from '../../src/store/database.js';
 import { listEvents } from '../../src/store/inbox.js';
 import { type MirrorOptions, registerMirror } from '../../src/sync/mirror/mirror-sink.js';
 import { putEvents } from '../helpers/inbox.js';
+import { dropMirrorSchema } from '../helpers/mirror.js';
 import { backends, dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -37,7 +38,7 @@ async function withMirror(
   } finally {
     // The instance does not close a database it was given.
     await hooks.stop();
-    if (store.kind === 'postgres') await sql.raw(`drop schema if exists "${schema}" cascade`).execute(store.db);
+    await dropMirrorSchema(store, schema);
     await dispose(store);
   }
 }

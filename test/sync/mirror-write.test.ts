@@ -15,6 +15,7 @@ import {
   subscriptionFromEvent,
 } from '../../src/sync/mirror/states.js';
 import { writeMirrorState } from '../../src/sync/mirror/write.js';
+import { dropMirrorSchema } from '../helpers/mirror.js';
 import { backends, dispose } from '../helpers/stores.js';
 
 const cause = (eventId: string, eventType = 'TEST') => ({ eventId, eventType });
@@ -28,7 +29,7 @@ describe.each(backends.filter((b) => b.available))('guarded upserts into the mir
     await migrateMirror(store, schema);
   });
   afterAll(async () => {
-    if (store.kind === 'postgres') await sql.raw(`drop schema if exists "${schema}" cascade`).execute(store.db);
+    await dropMirrorSchema(store, schema);
     await dispose(store);
   });
 

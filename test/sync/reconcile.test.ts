@@ -14,6 +14,7 @@ import { startPeriodicReconcile } from '../../src/sync/periodic-reconcile.js';
 import { AmbiguousEndpointError, reconcile } from '../../src/sync/reconcile.js';
 import { runCli } from '../helpers/cli.js';
 import { freePort } from '../helpers/servers.js';
+import { dropMirrorSchema } from '../helpers/mirror.js';
 import { backends, dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -107,7 +108,7 @@ describe.each(backends.filter((b) => b.available))('payhooks reconcile ($name)',
       await hooks?.stop();
       await new Promise((resolve) => server.close(resolve));
       await simulator.close();
-      if (store.kind === 'postgres') await sql.raw(`drop schema if exists "${mirrorSchema}" cascade`).execute(store.db);
+      await dropMirrorSchema(store, mirrorSchema);
       await dispose(store);
     }
   });

@@ -6,7 +6,7 @@ import { createClient, type ApiClient } from '../../src/client/index.js';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import { createSandboxClient, startSimulator } from '../../src/simulator/index.js';
 import { registerMirror } from '../../src/sync/mirror/mirror-sink.js';
-import { actualMirror, expectedMirror } from '../helpers/mirror.js';
+import { actualMirror, expectedMirror, dropMirrorSchema } from '../helpers/mirror.js';
 import { listen } from '../helpers/servers.js';
 import { backends, dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
@@ -174,7 +174,7 @@ describe.each(backends)('the mirror after a scripted day, inbox on $name', (back
         await hooks?.stop();
         await receiver.close();
         await simulator.close();
-        if (store.kind === 'postgres') await sql.raw(`drop schema if exists "${mirrorSchema}" cascade`).execute(store.db);
+        await dropMirrorSchema(store, mirrorSchema);
         await dispose(store);
       }
     },

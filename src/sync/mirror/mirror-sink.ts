@@ -7,7 +7,7 @@ import { migrateMirror } from '../../store/migrate.js';
 import type { HandlerContext } from '../../worker/handlers.js';
 import { mirrorTargets, type MirrorTarget } from './event-targets.js';
 import { customerFromApi, invoiceFromApi, type MirrorState, paymentFromApi } from './states.js';
-import { readsCovering, touchMirrorRow, writeMirrorState } from './write.js';
+import { readCoveredSince, touchMirrorRow, writeMirrorState } from './write.js';
 
 /** The defaults of the mirror sink. */
 export const MIRROR_DEFAULTS = {
@@ -75,8 +75,8 @@ export async function mirrorEvent(
       if (target.snapshot) states.push(target.snapshot);
       continue;
     }
-    const coverage = await readsCovering(db, schema, target.table, [target.id], ctx.receivedAt);
-    if (coverage.covered.has(target.id)) {
+    const coverage = await readCoveredSince(db, schema, target.table, target.id, ctx.receivedAt);
+    if (coverage.covered) {
       touched.push(target);
       continue;
     }

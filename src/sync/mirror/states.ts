@@ -47,11 +47,10 @@ export interface InvoiceItemRow {
 
 const time = (value: string | null | undefined): string | null => value ?? null;
 
-/** The latest of some timestamps (ISO strings), or null. */
-function latest(...values: (string | null | undefined)[]): Date | null {
-  const times = values.filter((v): v is string => typeof v === 'string').map((v) => Date.parse(v));
-  const valid = times.filter((t) => Number.isFinite(t));
-  return valid.length ? new Date(Math.max(...valid)) : null;
+/** The latest of some timestamps (ISO strings), or null when none is a time. */
+export function latestTime(...values: (string | null | undefined)[]): Date | null {
+  const times = values.map((value) => (typeof value === 'string' ? Date.parse(value) : Number.NaN)).filter(Number.isFinite);
+  return times.length ? new Date(Math.max(...times)) : null;
 }
 
 function itemsOf(invoice: Pick<Invoice, 'items'>): InvoiceItemRow[] {
@@ -66,21 +65,28 @@ function itemsOf(invoice: Pick<Invoice, 'items'>): InvoiceItemRow[] {
 
 const metaOf = (value: { meta?: Record<string, string> | null | undefined }): string => JSON.stringify(value.meta ?? {});
 
+/** The columns every source of a customer fills. */
+function customerColumns(customer: Customer, archived: boolean): MirrorState['columns'] {
+  return {
+    username: customer.username,
+    name: customer.name ?? null,
+    email: customer.email ?? null,
+    phone_number: customer.phoneNumber ?? null,
+    archived,
+    meta: metaOf(customer),
+  };
+}
+
 /** A customer read from the API. */
 export function customerFromApi(customer: ApiCustomer, readAt: Date): MirrorState {
   return {
     table: 'customers',
     id: customer.id,
     columns: {
-      username: customer.username,
-      name: customer.name ?? null,
-      email: customer.email ?? null,
-      phone_number: customer.phoneNumber ?? null,
-      archived: customer.archivedAt != null,
+      ...customerColumns(customer, customer.archivedAt != null),
       archived_at: time(customer.archivedAt),
       created_at: time(customer.createdAt),
       updated_at: time(customer.updatedAt),
-      meta: metaOf(customer),
     },
     data: customer,
     source: 'api',
@@ -94,14 +100,7 @@ export function customerFromEvent(customer: Customer, rank: StateRank, archived:
   return {
     table: 'customers',
     id: customer.id,
-    columns: {
-      username: customer.username,
-      name: customer.name ?? null,
-      email: customer.email ?? null,
-      phone_number: customer.phoneNumber ?? null,
-      archived,
-      meta: metaOf(customer),
-    },
+    columns: customerColumns(customer, archived),
     data: customer,
     source: 'event',
     stateAt: null,
@@ -222,7 +221,7 @@ export function paymentFromEvent(payment: Payment, links: PaymentLinks, rank: St
     columns: paymentColumns(payment, links),
     data: payment,
     source: 'event',
-    stateAt: latest(payment.paymentTime),
+    stateAt: latestTime(payment.paymentTime),
     rank,
     keepWhenNull: PAYMENT_LINKS,
   };
@@ -269,7 +268,7 @@ export function subscriptionFromEvent(subscription: Subscription, customerId: st
     },
     data: subscription,
     source: 'event',
-    stateAt: latest(subscription.lastCollectionDate),
+    stateAt: latestTime(subscription.lastCollectionDate),
     rank,
   };
 }
@@ -291,7 +290,7 @@ export function refundFromEvent(refund: Refund, links: { paymentId: string; cust
     },
     data: refund,
     source: 'event',
-    stateAt: latest(refund.statusUpdatedAt, refund.createdAt),
+    stateAt: latestTime(refund.statusUpdatedAt, refund.createdAt),
     rank,
   };
 }
@@ -320,7 +319,7 @@ export function disputeFromEvent(
     },
     data: { ...dispute, response: response ?? null },
     source: 'event',
-    stateAt: latest(dispute.createdAt, response?.createdAt, dispute.resolvedAt),
+    stateAt: latestTime(dispute.createdAt, response?.createdAt, dispute.resolvedAt),
     rank,
     // A later event may omit the response (it is nullable in every dispute event): keep the one recorded.
     keepWhenNull: ['response_id', 'response_created_at'],

@@ -83,37 +83,35 @@ export async function writeMirrorState<DB>(
 
 /**
  * Marks rows as touched by an event whose read was skipped because a newer read already covers it (see
- * {@link readsCovering}), so `last_event_id` still names the last event that concerned each row.
+ * {@link readCoveredSince}), so `last_event_id` still names the last event that concerned each row.
  */
 export async function touchMirrorRow<DB>(db: Kysely<DB>, schema: string, name: MirrorTable, id: string, cause: MirrorCause): Promise<void> {
   await sql`update ${table(schema, name)} set last_event_id = ${cause.eventId}, last_event_type = ${cause.eventType}, synced_at = now()
     where id = ${id}`.execute(db);
 }
 
-/** The database's clock now, and which of the given rows were read from the API at or after `since`. */
-export interface ReadCoverage {
-  now: Date;
-  covered: Set<string>;
+/** The database's clock now: the clock of the inbox's receipt times, which reads are stamped with to compare. */
+export async function databaseNow<DB>(db: Kysely<DB>): Promise<Date> {
+  const { rows } = await sql<{ now: Date | string }>`select clock_timestamp() as now`.execute(db);
+  return new Date(rows[0]!.now);
 }
 
 /**
- * Which rows of a table already hold an API read that started at or after `since` (an event's receipt): such a
- * read saw the change the event announced, so reading again would fetch the same state. This is how several
- * pending events of one resource collapse into one read. Also returns the database's clock, which stamps the
- * next reads, so that receipt and read times come from the same clock.
+ * Whether a row already holds an API read that started at or after `since` (an event's receipt): such a read saw
+ * the change the event announced, so reading again would fetch the same state. This is how several pending
+ * events of one resource collapse into one read. Also returns the database's clock (see {@link databaseNow}),
+ * which stamps the next read, in the same round trip.
  */
-export async function readsCovering<DB>(
+export async function readCoveredSince<DB>(
   db: Kysely<DB>,
   schema: string,
   name: MirrorTable,
-  ids: readonly string[],
+  id: string,
   since: Date,
-): Promise<ReadCoverage> {
-  const { rows } = await sql<{ now: Date | string; id: string | null }>`
-    select clock_timestamp() as now, t.id
-    from (select 1) as one
-    left join ${table(schema, name)} as t
-      on t.id = any(${sql.val([...ids])}::text[]) and t.source = 'api' and t.state_at >= ${since.toISOString()}::timestamptz`.execute(db);
-  const now = new Date(rows[0]!.now);
-  return { now, covered: new Set(rows.flatMap((row) => (row.id ? [row.id] : []))) };
+): Promise<{ now: Date; covered: boolean }> {
+  const { rows } = await sql<{ now: Date | string; covered: boolean }>`
+    select clock_timestamp() as now, exists (
+      select 1 from ${table(schema, name)}
+      where id = ${id} and source = 'api' and state_at >= ${since.toISOString()}::timestamptz) as covered`.execute(db);
+  return { now: new Date(rows[0]!.now), covered: rows[0]!.covered };
 }
