@@ -108,9 +108,35 @@ export { UnknownEventTypeError } from './worker/unknown-event-type.js';
 export { WORKER_DEFAULTS } from './worker/defaults.js';
 export type { Worker } from './worker/worker.js';
 export type { BackoffOptions } from './worker/retry-delay.js';
+export { DeadLetterError, RetryLaterError } from './worker/handler-errors.js';
 
-// The sync service's building blocks: the Postgres mirror sink and the sync configuration file
+// The sync service's building blocks: the Postgres mirror, connectors, HTTP forward and broker sinks, the configuration file
 export { MIRROR_DEFAULTS, registerMirror, type MirrorOptions } from './sync/mirror/mirror-sink.js';
 export { MIRROR_TABLES, type MirrorTable } from './sync/mirror/states.js';
 export { migrateMirror } from './store/migrate.js';
-export { ConfigError, loadSyncConfig, type SyncConfig } from './sync/config.js';
+export { type BrokerConfig, ConfigError, loadSyncConfig, type SyncConfig } from './sync/config.js';
+export {
+  type Connector,
+  type ConnectorContext,
+  type ConnectorDefinition,
+  defineConnector,
+  idempotencyKey,
+  registerConnector,
+  type RegisterConnectorOptions,
+} from './sync/connector.js';
+export {
+  createHttpHelper,
+  HTTP_DEFAULT_TIMEOUT_MS,
+  HttpConnectionError,
+  type HttpHelper,
+  type HttpRequest,
+  type HttpResponse,
+  HttpStatusError,
+} from './sync/http-helper.js';
+export { FORWARD_DEFAULTS, type ForwardOptions, type ForwardTarget, registerHttpForward } from './sync/http-forward.js';
+export { FORWARD_DOCUMENT_VERSION, type ForwardDocument } from './sync/forward-document.js';
+export { readResourceState, type ResourceKind, type ResourceState, type StateSource } from './sync/resource-state.js';
+export { type BrokerMessage, type BrokerPublisher, type BrokerSinkOptions, registerBrokerSink } from './sync/brokers/broker-sink.js';
+export { RABBITMQ_DEFAULTS, rabbitMqPublisher, type RabbitMqOptions } from './sync/brokers/rabbitmq.js';
+export { NATS_DEFAULTS, natsPublisher, type NatsOptions } from './sync/brokers/nats.js';
+export { registerSinks, type RegisteredSinks } from './sync/sinks.js';

@@ -4,7 +4,7 @@ import { assertPruneAge, countPrunable, pruneBatch, pruneCutoff, samplePrunable 
 import { addBulkOptions, BULK_DEFAULTS, type BulkOptions } from './bulk.js';
 import type { CommandContext } from './command-context.js';
 import { confirmBulk } from './confirm-bulk.js';
-import { parseDuration } from './duration.js';
+import { parseDuration } from '../internal/duration.js';
 import { countOf, sampleOf } from './format.js';
 import { startProgress } from './progress.js';
 import { withDatabase } from './with-database.js';

@@ -6,7 +6,7 @@ import { loadSyncConfig } from '../sync/config.js';
 import { RECONCILE_DEFAULTS, reconcile, type ReconcileReport } from '../sync/reconcile.js';
 import { SilentFailure, UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
-import { parseDuration } from './duration.js';
+import { parseDuration } from '../internal/duration.js';
 import { withDatabase } from './with-database.js';
 
 /** The options of `payhooks reconcile`. */

@@ -9,8 +9,9 @@ import type { ApiClient } from '../client/index.js';
 import { budgetedClient } from './budgeted-client.js';
 import { loadSyncConfig, type SyncConfig } from '../sync/config.js';
 import { registerMirror } from '../sync/mirror/mirror-sink.js';
+import { type RegisteredSinks, registerSinks } from '../sync/sinks.js';
 import { type PeriodicReconcile, startPeriodicReconcile } from '../sync/periodic-reconcile.js';
-import { parseDuration } from './duration.js';
+import { parseDuration } from '../internal/duration.js';
 import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhooks.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { countEventsNeedingAttention } from '../store/attention-counts.js';
@@ -79,6 +80,7 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
   const working = role !== 'receiver';
   let periodic: PeriodicReconcile | undefined;
+  let sinks: RegisteredSinks | undefined;
   try {
     await reportEventsNeedingAttention(store, logger);
     // A handlers module that throws (an unknown event type in on(), say) stops the start, after closing the database.
@@ -86,7 +88,8 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     const userHandlers = hooks.handlerCount;
     const mirror = working && mirrorRuns(config, options.register !== undefined);
     if (mirror) await registerMirror(hooks, { schema: config.mirror.schema, eventTypes: config.mirror.eventTypes });
-    if (working) reportWhatRuns(logger, config, { userHandlers, mirror, api: api !== undefined });
+    if (working) sinks = await registerSinks(hooks, config, { mirrorSchema: mirror ? config.mirror.schema : undefined, logger });
+    if (working) reportWhatRuns(logger, config, { userHandlers, mirror, api: api !== undefined, sinks: sinks?.descriptions ?? [] });
     if (working && hooks.handlerCount === 0) {
       logger.warn(
         'no handlers are registered (--handlers <module>) and the mirror is off in the configuration: the worker is not started, and stored events stay pending until one is',
@@ -104,6 +107,7 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     }
   } catch (err) {
     await hooks.stop().catch(() => undefined);
+    await sinks?.close();
     throw err;
   }
 
@@ -164,6 +168,7 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     // A worker left running without a receiver would keep the process alive, and a supervisor would never
     // restart it: stop what was started, then fail.
     await hooks.stop().catch(() => undefined);
+    await sinks?.close();
     const code = (err as NodeJS.ErrnoException).code;
     throw new PayhooksError(
       code === 'EADDRINUSE'
@@ -187,6 +192,8 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
       });
       await periodic?.stop();
       await hooks.stop();
+      // After the worker: a handler still running may be waiting on a broker's acknowledgement.
+      await sinks?.close();
     },
   };
 }
@@ -201,21 +208,27 @@ export function mirrorRuns(config: SyncConfig, hasHandlers: boolean): boolean {
 }
 
 /** One line at start that says what this worker does with events. */
-function reportWhatRuns(logger: Logger, config: SyncConfig, runs: { userHandlers: number; mirror: boolean; api: boolean }): void {
+function reportWhatRuns(
+  logger: Logger,
+  config: SyncConfig,
+  runs: { userHandlers: number; mirror: boolean; api: boolean; sinks: string[] },
+): void {
   const parts = [
     runs.userHandlers ? `${runs.userHandlers} handler${runs.userHandlers === 1 ? '' : 's'} of --handlers` : null,
     runs.mirror
       ? `the Postgres mirror in schema ${config.mirror.schema} (${runs.api ? 'current state read from the API' : "events' own snapshots"})`
       : null,
+    ...runs.sinks,
   ].filter((part) => part !== null);
   logger.info(
     {
       config: config.path,
       handlers: runs.userHandlers,
       mirror: runs.mirror ? config.mirror.schema : false,
+      sinks: runs.sinks.length,
       reconcileEvery: config.reconcile.every ?? null,
     },
-    parts.length ? `running: ${parts.join(', ')}` : 'running: nothing (no handlers, mirror off)',
+    parts.length ? `running: ${parts.join(', ')}` : 'running: nothing (no handlers, mirror off, no sinks)',
   );
 }
 

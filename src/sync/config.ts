@@ -5,6 +5,9 @@ import { z } from 'zod';
 import { PayhooksError } from '../errors.js';
 import { EVENT_TYPES, type EventType, isEventType } from '../events/event-types.js';
 import { isSchemaName } from '../store/database.js';
+import { parseDuration } from '../internal/duration.js';
+import { type Connector, isConnector } from './connector.js';
+import type { ForwardTarget } from './http-forward.js';
 import { MIRROR_DEFAULTS } from './mirror/mirror-sink.js';
 
 /** The file names `serve`, `backfill` and `reconcile` look for in the working directory, in this order. */
@@ -41,11 +44,81 @@ const reconcileSchema = z.strictObject({
   endpointId: z.string().min(1).optional(),
 });
 
+/** A secret or credential: written out, or `{ env: 'NAME' }` to read it from the environment when the file is loaded. */
+const secretText = z.union([z.string().min(1, 'must not be empty'), z.strictObject({ env: z.string().min(1) })]);
+
+const sinkName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'expected 1 to 63 lower-case letters, digits, ".", "_" or "-", starting with a letter or digit');
+
+const httpUrl = z.string().refine((value) => {
+  try {
+    return ['http:', 'https:'].includes(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+}, 'expected an http:// or https:// URL');
+
+const forwardTargetSchema = z.strictObject({
+  /** Completion is recorded under `forward:<name>`; keep it when the URL changes. */
+  name: sinkName,
+  url: httpUrl,
+  /** The target's own signing secret (default scheme). */
+  secret: secretText,
+  /** Default 10s. */
+  timeout: durationText('10s').optional(),
+  concurrency: z.number().int().min(1).max(256).optional(),
+  ratePerSecond: z.number().positive().optional(),
+  eventTypes: eventTypes.optional(),
+  headers: z.record(z.string(), z.string()).optional(),
+});
+
+const rabbitMqSchema = z.strictObject({
+  kind: z.literal('rabbitmq'),
+  /** Default `rabbitmq`. */
+  name: sinkName.optional(),
+  url: secretText,
+  exchange: z.string().min(1).optional(),
+  queue: z.union([z.string().min(1), z.literal(false)]).optional(),
+  eventTypes: eventTypes.optional(),
+});
+
+const natsSchema = z.strictObject({
+  kind: z.literal('nats'),
+  /** Default `nats`. */
+  name: sinkName.optional(),
+  servers: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
+  stream: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/, 'expected letters, digits, "_" or "-"')
+    .optional(),
+  subjectPrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'expected dot-separated tokens such as payhooks.events')
+    .optional(),
+  duplicateWindow: durationText('2m').optional(),
+  user: z.string().optional(),
+  pass: secretText.optional(),
+  token: secretText.optional(),
+  eventTypes: eventTypes.optional(),
+});
+
+const connectorEntry = z.custom<Connector>(
+  isConnector,
+  'expected a connector made by defineConnector (connectors need a .js or .mjs configuration file)',
+);
+
 /** The sync configuration file's shape (docs/configuration.md#the-sync-configuration-file). */
 export const syncConfigSchema = z.strictObject({
   /** The Postgres mirror: `true`/`false`, or its options. Unset: on when serve has no --handlers. */
   mirror: z.union([z.boolean(), mirrorSchema]).optional(),
   reconcile: reconcileSchema.optional(),
+  /** HTTP forward targets (docs/sinks.md#http-forward). */
+  forward: z.array(forwardTargetSchema).optional(),
+  /** Message brokers (docs/sinks.md#message-brokers). */
+  brokers: z.array(z.discriminatedUnion('kind', [rabbitMqSchema, natsSchema])).optional(),
+  /** Connectors made with defineConnector (docs/sinks.md#connectors). */
+  connectors: z.array(connectorEntry).optional(),
 });
 export type SyncConfigFile = z.infer<typeof syncConfigSchema>;
 
@@ -56,7 +129,34 @@ export interface SyncConfig {
   /** The mirror's settings; `enabled` undefined when the file does not say (the caller decides the default). */
   mirror: { enabled: boolean | undefined; schema: string; eventTypes: EventType[] | undefined };
   reconcile: { every: string | undefined; lookback: string; endpointId: string | undefined };
+  /** HTTP forward targets, secrets resolved. */
+  forward: ForwardTarget[];
+  brokers: BrokerConfig[];
+  connectors: Connector[];
 }
+
+/** A broker of the configuration file, with its name and secrets resolved. */
+export type BrokerConfig =
+  | {
+      kind: 'rabbitmq';
+      name: string;
+      url: string;
+      exchange: string | undefined;
+      queue: string | false | undefined;
+      eventTypes: EventType[] | undefined;
+    }
+  | {
+      kind: 'nats';
+      name: string;
+      servers: string | string[];
+      stream: string | undefined;
+      subjectPrefix: string | undefined;
+      duplicateWindowMs: number | undefined;
+      user: string | undefined;
+      pass: string | undefined;
+      token: string | undefined;
+      eventTypes: EventType[] | undefined;
+    };
 
 /** A configuration file that cannot be read or is not valid; the message names the file and each bad key. */
 export class ConfigError extends PayhooksError {}
@@ -115,6 +215,16 @@ export async function loadSyncConfig(
     file = parsed.data;
   }
   const mirror = typeof file.mirror === 'object' ? file.mirror : { enabled: file.mirror };
+  const unresolved: string[] = [];
+  const resolveSecret = (value: z.infer<typeof secretText>, key: string): string => {
+    if (typeof value === 'string') return value;
+    const found = process.env[value.env];
+    if (found) return found;
+    unresolved.push(`  - ${key}: the environment variable ${value.env} is not set`);
+    return '';
+  };
+  const sinks = resolveSinks(file, resolveSecret);
+  if (unresolved.length) throw new ConfigError(`The configuration file ${path} is not valid:\n${unresolved.join('\n')}`);
   return {
     path,
     mirror: {
@@ -127,5 +237,62 @@ export async function loadSyncConfig(
       lookback: file.reconcile?.lookback ?? '5d',
       endpointId: file.reconcile?.endpointId,
     },
+    ...sinks,
   };
+}
+
+/** The sinks of a checked file, with defaults named and secrets read; a name used twice is refused. */
+function resolveSinks(
+  file: SyncConfigFile,
+  resolveSecret: (value: z.infer<typeof secretText>, key: string) => string,
+): Pick<SyncConfig, 'forward' | 'brokers' | 'connectors'> {
+  const forward = (file.forward ?? []).map(
+    (target, i): ForwardTarget => ({
+      name: target.name,
+      url: target.url,
+      secret: resolveSecret(target.secret, `forward.${i}.secret`),
+      timeoutMs: target.timeout ? parseDuration(target.timeout) : undefined,
+      concurrency: target.concurrency,
+      ratePerSecond: target.ratePerSecond,
+      eventTypes: target.eventTypes as EventType[] | undefined,
+      headers: target.headers,
+    }),
+  );
+  const brokers = (file.brokers ?? []).map((broker, i): BrokerConfig => {
+    const eventTypes = broker.eventTypes as EventType[] | undefined;
+    if (broker.kind === 'rabbitmq') {
+      const { exchange, queue } = broker;
+      return {
+        kind: 'rabbitmq',
+        name: broker.name ?? 'rabbitmq',
+        url: resolveSecret(broker.url, `brokers.${i}.url`),
+        exchange,
+        queue,
+        eventTypes,
+      };
+    }
+    return {
+      kind: 'nats',
+      name: broker.name ?? 'nats',
+      servers: broker.servers,
+      stream: broker.stream,
+      subjectPrefix: broker.subjectPrefix,
+      duplicateWindowMs: broker.duplicateWindow ? parseDuration(broker.duplicateWindow) : undefined,
+      user: broker.user,
+      pass: broker.pass ? resolveSecret(broker.pass, `brokers.${i}.pass`) : undefined,
+      token: broker.token ? resolveSecret(broker.token, `brokers.${i}.token`) : undefined,
+      eventTypes,
+    };
+  });
+  const connectors = file.connectors ?? [];
+  const names = [
+    ...forward.map((t) => `forward:${t.name}`),
+    ...brokers.map((b) => `broker:${b.name}`),
+    ...connectors.map((c) => `connector:${c.name}`),
+  ];
+  const repeated = [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
+  if (repeated.length) {
+    throw new ConfigError(`Sink names must be unique (completion is recorded under them); used more than once: ${repeated.join(', ')}.`);
+  }
+  return { forward, brokers, connectors };
 }

@@ -17,6 +17,7 @@ import type { PayhooksTables } from '../store/schema.js';
 import { WORKER_DEFAULTS } from './defaults.js';
 import { eventRetryDelay, type BackoffOptions } from './retry-delay.js';
 import { vacuumQueue } from '../store/maintenance.js';
+import { failureVerdict, type HandlerFailure } from './handler-errors.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
 
 /** Options of the worker; each default is in {@link WORKER_DEFAULTS}. */
@@ -368,20 +369,36 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         return;
       }
       const completed = new Set(event.completedHandlers);
+      // One handler's failure holds back no other: each runs, completions are recorded, and the failures decide
+      // the event's retry or death together afterwards (a sink down must not stall the mirror or another sink).
+      const failures: HandlerFailure[] = [];
       for (const handler of handlers) {
         if (completed.has(handler.name)) continue;
         if (!leaseHeld(entry, log)) return;
-        const markedInTransaction = await runHandler(handler, parsed.event, entry, log.child({ handler: handler.name }));
+        const handlerLog = log.child({ handler: handler.name });
+        let markedInTransaction: boolean;
+        try {
+          markedInTransaction = await runHandler(handler, parsed.event, entry, handlerLog);
+        } catch (err) {
+          if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
+          failures.push({ handler: handler.name, error: err });
+          handlerLog.warn({ err }, 'handler failed');
+          continue;
+        }
         // Written with the event's outcome, or before it: the batches go out in order.
         if (!markedInTransaction)
           void write(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name }).catch(() => undefined);
       }
       if (entry.abort.signal.aborted) return;
+      if (failures.length > 0) {
+        recordFailures(entry, failures, log);
+        return;
+      }
       finish('done', null, (stillHeld) => {
         if (stillHeld) log.info('event processed');
       });
     } catch (err) {
-      recordFailure(entry, err, log);
+      recordFailures(entry, [{ handler: '(worker)', error: err }], log);
     }
   }
 
@@ -434,17 +451,28 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     return markedInTransaction;
   }
 
-  function recordFailure(entry: InFlight, err: unknown, log: Logger): void {
-    const message = describeThrown(err);
+  function recordFailures(entry: InFlight, failures: HandlerFailure[], log: Logger): void {
     if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
     const { eventId, attempt } = entry.event;
-    if (attempt >= maxAttempts) {
+    // One failure reads as before; several name their handlers, so each sink's error is told apart.
+    const message =
+      failures.length === 1
+        ? describeThrown(failures[0]?.error)
+        : capText(failures.map((f) => `${f.handler}: ${describeThrown(f.error)}`).join('; '));
+    const failed = failures.map((f) => f.handler);
+    const backoff = eventRetryDelay(attempt, options.backoff);
+    const verdict = failureVerdict(failures, attempt, maxAttempts, backoff, options.backoff?.maxMs ?? WORKER_DEFAULTS.backoff.maxMs);
+    if (verdict.kind === 'dead') {
       record(entry, { kind: 'finished', eventId, status: 'dead', lastError: message });
-      log.error({ err }, `handler failed on the last of ${maxAttempts} attempts; event is dead (replay it once fixed)`);
+      log.error(
+        { failed },
+        attempt >= maxAttempts
+          ? `handler failed on the last of ${maxAttempts} attempts; event is dead (replay it once fixed)`
+          : 'handler gave up (DeadLetterError): retrying cannot help; event is dead (replay it once fixed)',
+      );
     } else {
-      const delayMs = eventRetryDelay(attempt, options.backoff);
-      record(entry, { kind: 'retry', eventId, delayMs, lastError: message });
-      log.warn({ err, retryInMs: delayMs }, 'handler failed; will retry');
+      record(entry, { kind: 'retry', eventId, delayMs: verdict.delayMs, lastError: message });
+      log.warn({ failed, retryInMs: verdict.delayMs }, 'handler failed; will retry');
     }
   }
 

@@ -1,0 +1,137 @@
+import { createHash } from 'node:crypto';
+import type { ApiClient } from '../client/api-client.js';
+import type { EventType, UnknownEvent, WebhookEvent } from '../events/index.js';
+import { assertKnownEventTypes } from '../worker/unknown-event-type.js';
+import type { Payhooks } from '../payhooks.js';
+import type { HandlerContext } from '../worker/handlers.js';
+import { createHttpHelper, type HttpHelper } from './http-helper.js';
+import { readResourceState, type ResourceState } from './resource-state.js';
+
+/** What a connector's `handle` gets besides the event: the handler's context, plus what a sync needs. */
+export interface ConnectorContext extends HandlerContext<ApiClient> {
+  /** The connector's name. */
+  connector: string;
+  /**
+   * The same for every attempt of this event by this connector, and different for every other connector or event:
+   * send it as the target's idempotency key, or store it beside what was written, so that a retry is not a second
+   * write.
+   */
+  idempotencyKey: string;
+  /**
+   * The current state of the resource the event is about: read through the API (with an API key), else the
+   * mirror's row, else the event's own snapshot. Null for an event that names no resource. Read once per run.
+   */
+  currentState(): Promise<ResourceState | null>;
+  /** HTTP with the connector's timeout; failures classified for retry or dead letter ({@link HttpHelper}). */
+  http: HttpHelper;
+}
+
+/** What {@link defineConnector} takes. */
+export interface ConnectorDefinition<K extends EventType = EventType> {
+  /** Stable and unique: completion, retries and dead letters are recorded under `connector:<name>`. */
+  name: string;
+  /** The event types it handles, or `'*'` for every type in the catalog. */
+  events: readonly K[] | '*';
+  /** Syncs one event; throw to retry (or a `DeadLetterError` when retrying cannot help). */
+  handle(event: WebhookEvent<K>, ctx: ConnectorContext): Promise<void> | void;
+  /** Timeout of each `ctx.http` request. Default 10 s. */
+  httpTimeoutMs?: number | undefined;
+}
+
+/** A connector, checked and ready to register ({@link registerConnector}, or `connectors` in the configuration file). */
+export interface Connector<K extends EventType = EventType> extends ConnectorDefinition<K> {
+  readonly kind: 'payhooks.connector';
+}
+
+const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+
+/**
+ * Defines a connector: a handler with a name, the event types it wants, and a context that reads current state,
+ * sends HTTP with timeouts and gives an idempotency key. It gets retries with backoff, dead letters and replay
+ * from the worker, and its failure holds back no other connector or sink.
+ *
+ * @example
+ * export default defineConnector({
+ *   name: 'crm',
+ *   events: ['CUSTOMER_CREATED', 'CUSTOMER_UPDATED'],
+ *   async handle(event, ctx) {
+ *     const customer = await ctx.currentState();
+ *     await ctx.http.request(`${CRM}/contacts`, { json: { id: event.data.id, ...customer?.state }, headers: { 'idempotency-key': ctx.idempotencyKey } });
+ *   },
+ * });
+ */
+export function defineConnector<K extends EventType>(definition: ConnectorDefinition<K>): Connector<K> {
+  if (typeof definition?.name !== 'string' || !NAME.test(definition.name)) {
+    throw new TypeError(
+      `defineConnector: name must be 1 to 63 lower-case letters, digits, ".", "_" or "-", starting with a letter or digit, not ${JSON.stringify(definition?.name)}.`,
+    );
+  }
+  if (typeof definition.handle !== 'function') throw new TypeError(`defineConnector ${definition.name}: handle must be a function.`);
+  if (definition.events !== '*') {
+    if (!Array.isArray(definition.events) || definition.events.length === 0) {
+      throw new TypeError(`defineConnector ${definition.name}: events must be a non-empty array of event types, or '*'.`);
+    }
+    assertKnownEventTypes([...definition.events], false);
+  }
+  return Object.freeze({ ...definition, kind: 'payhooks.connector' as const });
+}
+
+/** Whether a value is a connector made by {@link defineConnector} (a configuration file's `connectors` entry). */
+export function isConnector(value: unknown): value is Connector {
+  return value !== null && typeof value === 'object' && (value as { kind?: unknown }).kind === 'payhooks.connector';
+}
+
+/**
+ * The idempotency key of one event for one consumer: stable across attempts and processes, distinct per consumer.
+ *
+ * @example
+ * idempotencyKey('crm', 'evt_1') // 'ph_…' (32 hex digits)
+ */
+export function idempotencyKey(consumer: string, eventId: string): string {
+  return `ph_${createHash('sha256').update(`${consumer}\u0000${eventId}`).digest('hex').slice(0, 32)}`;
+}
+
+/** Options of {@link registerConnector}. */
+export interface RegisterConnectorOptions {
+  /** The mirror's schema, when the mirror runs: `ctx.currentState()` falls back to its rows without an API key. */
+  mirrorSchema?: string | undefined;
+}
+
+/**
+ * Registers a connector on a payhooks instance as the handler `connector:<name>`. Call before `hooks.start()`.
+ *
+ * @example
+ * registerConnector(hooks, crmConnector);
+ */
+export async function registerConnector(
+  hooks: Payhooks<ApiClient>,
+  connector: Connector,
+  options: RegisterConnectorOptions = {},
+): Promise<void> {
+  if (!isConnector(connector)) throw new TypeError('registerConnector takes a connector made by defineConnector.');
+  const store = await hooks.ready();
+  const handlerName = `connector:${connector.name}`;
+  const run = async (event: WebhookEvent | UnknownEvent, ctx: HandlerContext<ApiClient>) => {
+    if ('unknown' in event) return; // '*' means the catalog; a type this version does not know has no typed data
+    let state: Promise<ResourceState | null> | undefined;
+    const connectorCtx: ConnectorContext = {
+      ...ctx,
+      transaction: ctx.transaction,
+      connector: connector.name,
+      idempotencyKey: idempotencyKey(handlerName, event.eventId),
+      currentState: () => {
+        state ??= readResourceState(event, {
+          api: ctx.api,
+          mirror: options.mirrorSchema ? { store, schema: options.mirrorSchema } : undefined,
+          receivedAt: ctx.receivedAt,
+          signal: ctx.signal,
+        });
+        return state;
+      },
+      http: createHttpHelper({ signal: ctx.signal, timeoutMs: connector.httpTimeoutMs, userAgent: `payhooks connector ${connector.name}` }),
+    };
+    await connector.handle(event as WebhookEvent<EventType>, connectorCtx);
+  };
+  if (connector.events === '*') hooks.onAny(run, { name: handlerName });
+  else hooks.on(connector.events, run, { name: handlerName });
+}
