@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import type { TestProject } from 'vitest/node';
 import pg from 'pg';
 
@@ -17,9 +18,27 @@ async function reachable(): Promise<boolean> {
   }
 }
 
+/** Whether something accepts TCP connections on 127.0.0.1:port within a second. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/** The brokers the sink suites publish to, on their standard ports. */
+const BROKERS = { rabbitmq: { name: 'RabbitMQ', port: 5672 }, nats: { name: 'NATS with JetStream', port: 4222 } } as const;
+
 declare module 'vitest' {
   export interface ProvidedContext {
     pgUrl: string | null;
+    brokers: { rabbitmq: boolean; nats: boolean };
   }
 }
 
@@ -32,4 +51,12 @@ export default async function setup(project: TestProject): Promise<void> {
     console.warn(`\n[payhooks tests] No PostgreSQL server at ${url}: the real-server suites are SKIPPED; PGlite suites still run.\n`);
   }
   project.provide('pgUrl', ok ? url : null);
+
+  const brokers = { rabbitmq: await listening(BROKERS.rabbitmq.port), nats: await listening(BROKERS.nats.port) };
+  for (const [key, { name, port }] of Object.entries(BROKERS)) {
+    if (brokers[key as keyof typeof brokers]) continue;
+    if (process.env.CI) throw new Error(`CI needs ${name} for the broker sink suites, and nothing answered on 127.0.0.1:${port}`);
+    console.warn(`\n[payhooks tests] No ${name} on 127.0.0.1:${port}: its broker sink suite is SKIPPED.\n`);
+  }
+  project.provide('brokers', brokers);
 }

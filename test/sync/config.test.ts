@@ -15,6 +15,9 @@ describe('the sync configuration file', () => {
       path: null,
       mirror: { enabled: undefined, schema: 'payhooks_mirror', eventTypes: undefined },
       reconcile: { every: undefined, lookback: '5d', endpointId: undefined },
+      forward: [],
+      brokers: [],
+      connectors: [],
     });
     expect(mirrorRuns(config, false)).toBe(true);
     expect(mirrorRuns(config, true)).toBe(false);
@@ -77,5 +80,99 @@ describe('the sync configuration file', () => {
     const result = await runCli(['serve'], { PAYHOOKS_WEBHOOK_SECRET: 's', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' }, dir);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/payhooks\.config\.json is not valid:\n {2}- mirror: /);
+  });
+
+  it('reads forward targets, brokers and connectors, secrets from the environment, with their defaults', async () => {
+    const dir = folder();
+    process.env.PAYHOOKS_TEST_FORWARD_SECRET = 'whsec_from_env';
+    process.env.PAYHOOKS_TEST_AMQP_URL = 'amqp://user:pw@127.0.0.1:5672';
+    const connectorModule = new URL('../../src/sync/connector.ts', import.meta.url).href;
+    writeFileSync(
+      join(dir, 'payhooks.config.mjs'),
+      `import { defineConnector } from ${JSON.stringify(connectorModule)};
+       export default {
+         forward: [
+           { name: 'erp', url: 'https://erp.example.com/in', secret: { env: 'PAYHOOKS_TEST_FORWARD_SECRET' }, timeout: '3s', ratePerSecond: 5, eventTypes: ['INVOICE_PAID'] },
+           { name: 'n8n', url: 'http://127.0.0.1:5678/webhook/x', secret: 'whsec_inline' },
+         ],
+         brokers: [
+           { kind: 'rabbitmq', url: { env: 'PAYHOOKS_TEST_AMQP_URL' } },
+           { kind: 'nats', name: 'events', servers: ['nats://127.0.0.1:4222'], duplicateWindow: '5m' },
+         ],
+         connectors: [defineConnector({ name: 'crm', events: ['CUSTOMER_CREATED'], handle() {} })],
+       };`,
+    );
+    try {
+      const config = await loadSyncConfig({ cwd: dir });
+      expect(config.forward).toEqual([
+        {
+          name: 'erp',
+          url: 'https://erp.example.com/in',
+          secret: 'whsec_from_env',
+          timeoutMs: 3000,
+          concurrency: undefined,
+          ratePerSecond: 5,
+          eventTypes: ['INVOICE_PAID'],
+          headers: undefined,
+        },
+        expect.objectContaining({ name: 'n8n', secret: 'whsec_inline', timeoutMs: undefined }),
+      ]);
+      expect(config.brokers).toEqual([
+        {
+          kind: 'rabbitmq',
+          name: 'rabbitmq',
+          url: 'amqp://user:pw@127.0.0.1:5672',
+          exchange: undefined,
+          queue: undefined,
+          eventTypes: undefined,
+        },
+        expect.objectContaining({ kind: 'nats', name: 'events', servers: ['nats://127.0.0.1:4222'], duplicateWindowMs: 300_000 }),
+      ]);
+      expect(config.connectors.map((c) => c.name)).toEqual(['crm']);
+    } finally {
+      delete process.env.PAYHOOKS_TEST_FORWARD_SECRET;
+      delete process.env.PAYHOOKS_TEST_AMQP_URL;
+    }
+  });
+
+  it('refuses bad sinks with every reason: a bad URL, a missing secret, an unset variable, an unknown broker, a connector in JSON, a name used twice', async () => {
+    const dir = folder();
+    const path = join(dir, 'payhooks.config.json');
+    writeFileSync(
+      path,
+      JSON.stringify({
+        forward: [{ name: 'ERP', url: 'ftp://x', timeout: 'soon' }],
+        brokers: [{ kind: 'kafka', url: 'x' }],
+        connectors: [{ name: 'crm' }],
+      }),
+    );
+    const message = String(await loadSyncConfig({ cwd: dir }).catch((err: unknown) => err));
+    expect(message).toMatch(/- forward\.0\.name: expected 1 to 63 lower-case letters/);
+    expect(message).toMatch(/- forward\.0\.url: expected an http:\/\/ or https:\/\/ URL/);
+    expect(message).toMatch(/- forward\.0\.secret: /);
+    expect(message).toMatch(/- forward\.0\.timeout: expected a duration such as 10s/);
+    expect(message).toMatch(/- brokers\.0\.kind: /);
+    expect(message).toMatch(
+      /- connectors\.0: expected a connector made by defineConnector \(connectors need a \.js or \.mjs configuration file\)/,
+    );
+
+    writeFileSync(
+      path,
+      JSON.stringify({ forward: [{ name: 'erp', url: 'https://x.example', secret: { env: 'PAYHOOKS_TEST_UNSET_VARIABLE' } }] }),
+    );
+    await expect(loadSyncConfig({ cwd: dir })).rejects.toThrow(
+      /- forward\.0\.secret: the environment variable PAYHOOKS_TEST_UNSET_VARIABLE is not set/,
+    );
+
+    writeFileSync(
+      path,
+      JSON.stringify({
+        forward: [
+          { name: 'erp', url: 'https://a.example', secret: 's' },
+          { name: 'erp', url: 'https://b.example', secret: 's' },
+        ],
+      }),
+    );
+    await expect(loadSyncConfig({ cwd: dir })).rejects.toThrow(/used more than once: forward:erp/);
   });
 });
