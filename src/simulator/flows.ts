@@ -15,6 +15,7 @@ export const FLOW_NAMES = [
   'refund',
   'dispute',
   'subscription-cycle',
+  'direct-debit',
 ] as const;
 
 /** The name of a flow. */
@@ -174,6 +175,28 @@ const FLOWS: Record<FlowName, Flow> = {
       run.step(`POST /v1/sandbox/subscriptions/${subscription.id}/cancel`, `subscription ${subscription.id} ${canceled.status}`);
     },
   },
+  'direct-debit': {
+    name: 'direct-debit',
+    summary: 'customer → card saved for direct debit → invoice → TRANSFER payment → a failed attempt, then a successful one',
+    events: ['CUSTOMER_CREATED', 'PAYMENT_METHOD_CREATED', 'INVOICE_CREATED', 'PAYMENT_ATTEMPT_FAILED', ...PAID_BY_SERVICE],
+    async run(run) {
+      const customer = await newCustomer(run);
+      const method = await run.sandbox.savePaymentMethod(customer.id, { type: 'CARD', brand: 'VISA', last4: '4242' });
+      run.step(
+        `POST /v1/sandbox/customers/${customer.id}/payment-methods`,
+        `payment method ${method.id} CARD VISA ···4242, charges consented`,
+      );
+      const invoice = await newInvoice(run, customer);
+      const payment = await pendingPayment(run, invoice, 'TRANSFER');
+      await run.sandbox.failPayment(payment);
+      run.step(`POST /v1/sandbox/payments/${payment}/complete {"outcome":"FAILED"}`, `attempt 1 failed; payment ${payment} pending`);
+      const completed = await run.api.sandbox.completePayment(payment, { outcome: 'SUCCEEDED' });
+      run.step(
+        `POST /v1/sandbox/payments/${payment}/complete {"outcome":"SUCCEEDED"}`,
+        `attempt 2 ${completed.payment.status ?? 'SUCCEEDED'}; invoice ${invoice.id} paid`,
+      );
+    },
+  },
 };
 
 /** The flows with their summaries and events, in `--help` order. */
@@ -189,7 +212,7 @@ export function isFlowName(value: string): value is FlowName {
 
 /**
  * The first flow (in `--help` order) that causes `eventType`, or undefined for the types no call of the
- * simulator causes (INVOICE_UPDATED, INVOICE_CANCELED, CUSTOMER_UPDATED, CUSTOMER_ARCHIVED, PAYMENT_METHOD_CREATED).
+ * simulator causes (INVOICE_UPDATED, INVOICE_CANCELED, CUSTOMER_UPDATED, CUSTOMER_ARCHIVED).
  *
  * @example
  * flowFor('PAYMENT_REFUNDED'); // 'refund'

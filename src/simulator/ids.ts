@@ -1,7 +1,23 @@
 import { randomBytes } from 'node:crypto';
 
 /** The id prefixes of the simulated resources. */
-export type IdPrefix = 'org' | 'cus' | 'con' | 'inv' | 'pay' | 'att' | 'we' | 'whevt' | 'evt' | 'ref' | 'dsp' | 'dspr' | 'sub';
+export type IdPrefix =
+  | 'org'
+  | 'cus'
+  | 'con'
+  | 'inv'
+  | 'pay'
+  | 'att'
+  | 'we'
+  | 'whevt'
+  | 'evt'
+  | 'ref'
+  | 'dsp'
+  | 'dspr'
+  | 'sub'
+  | 'pm'
+  | 'card'
+  | 'bank';
 
 /**
  * A fresh id with its resource's prefix, e.g. `inv_Xq3…`: 12 random base64url characters, so that ids from

@@ -38,6 +38,8 @@ export type {
   SandboxDispute,
   SandboxEvent,
   SandboxOpenDisputeInput,
+  SandboxPaymentMethod,
+  SandboxSavePaymentMethodInput,
   SandboxRefundInput,
   SandboxRefundResponse,
   SandboxResolveDisputeInput,

@@ -21,6 +21,10 @@ import {
   sandboxResolveDisputeInputSchema,
   sandboxRespondDisputeInputSchema,
   sandboxSubscriptionSchema,
+  sandboxPaymentMethodSchema,
+  sandboxSavePaymentMethodInputSchema,
+  type SandboxPaymentMethod,
+  type SandboxSavePaymentMethodInput,
   type SandboxCreateSubscriptionInput,
   type SandboxCycleResponse,
   type SandboxDispute,
@@ -65,6 +69,8 @@ export interface SandboxClient {
   cycleSubscription(subscriptionId: string, options?: RequestOptions): Promise<SandboxCycleResponse>;
   /** Cancels a subscription (SUBSCRIPTION_CANCELED). */
   cancelSubscription(subscriptionId: string, options?: RequestOptions): Promise<SandboxSubscription>;
+  /** Saves a card or a bank account (CLABE) for a customer's direct debit (PAYMENT_METHOD_CREATED). */
+  savePaymentMethod(customerId: string, input: SandboxSavePaymentMethodInput, options?: RequestOptions): Promise<SandboxPaymentMethod>;
   /** One page of the events the simulator emitted, oldest first. */
   listEvents(query?: PageQuery, options?: RequestOptions): Promise<ListPage<SandboxEvent>>;
 }
@@ -110,6 +116,13 @@ export function createSandboxClient(options: SandboxClientOptions): SandboxClien
         at('payments', paymentId, 'refund'),
         body(sandboxRefundInputSchema, input),
         sandboxRefundResponseSchema,
+        requestOptions,
+      ),
+    savePaymentMethod: (customerId, input, requestOptions) =>
+      transport.post(
+        at('customers', customerId, 'payment-methods'),
+        body(sandboxSavePaymentMethodInputSchema, input),
+        sandboxPaymentMethodSchema,
         requestOptions,
       ),
     openDispute: (paymentId, input, requestOptions) =>

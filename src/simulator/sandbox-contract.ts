@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { apiInvoiceSchema, apiPaymentSchema, createInvoiceItemSchema } from '../events/rest-contract.js';
 import { dateTime, id, integer, type Infer } from '../events/primitives.js';
-import { disputeResponseSchema, disputeSchema, refundSchema, subscriptionSchema } from '../events/resources.js';
+import { disputeResponseSchema, disputeSchema, paymentMethodSchema, refundSchema, subscriptionSchema } from '../events/resources.js';
 
 // The wire shapes of the simulator's own sandbox calls: routes the spec does not have, which the simulator adds
 // so that every event type can be caused through its state (refunds, disputes, subscriptions, failed attempts).
@@ -78,3 +78,33 @@ export type SandboxCycleResponse = Infer<typeof sandboxCycleResponseSchema>;
 /** One event the simulator emitted, as `GET /v1/sandbox/events` lists it. */
 export const sandboxEventSchema = z.looseObject({ eventId: id, eventType: z.string(), data: z.unknown() });
 export type SandboxEvent = Infer<typeof sandboxEventSchema>;
+
+/**
+ * `POST /v1/sandbox/customers/{customerId}/payment-methods`: a customer saves a card or a bank account (CLABE) for
+ * direct debit. Only masked details are kept: a card's last four digits and brand, a CLABE's first and last digits.
+ */
+export const sandboxSavePaymentMethodInputSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('CARD'),
+    brand: z.string().min(1).optional(),
+    last4: z
+      .string()
+      .regex(/^\d{4}$/, 'last4 must be four digits')
+      .optional(),
+    expiryMonth: integer.min(1).max(12).optional(),
+    expiryYear: integer.min(2000).optional(),
+    cardholder: z.string().min(1).optional(),
+    chargesConsented: z.boolean().optional(),
+  }),
+  z.object({
+    type: z.literal('BANK_ACCOUNT'),
+    clabe: z.string().regex(/^\d{18}$/, 'clabe must be 18 digits'),
+    bankName: z.string().min(1).optional(),
+    chargesConsented: z.boolean().optional(),
+  }),
+]);
+export type SandboxSavePaymentMethodInput = z.input<typeof sandboxSavePaymentMethodInputSchema>;
+
+/** A saved payment method as the simulator answers it: the event's fields and its customer's id. */
+export const sandboxPaymentMethodSchema = paymentMethodSchema.extend({ customerId: id });
+export type SandboxPaymentMethod = Infer<typeof sandboxPaymentMethodSchema>;

@@ -5,6 +5,7 @@ import type { EmittedEvent, SimulatorContext } from './context.js';
 import { customerRoutes } from './customer-routes.js';
 import { DeliveryQueue, type DeliveryPost, type DeliveryRecordFilter, type DeliveryRecord } from './deliveries.js';
 import { disputeRoutes } from './dispute-routes.js';
+import { paymentMethodRoutes } from './payment-method-routes.js';
 import { documentRoutes } from './document-routes.js';
 import { newId } from './ids.js';
 import { invoiceRoutes } from './invoice-routes.js';
@@ -109,6 +110,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     // Simulator-only sandbox calls (assumed, not in the spec): they cause the events no spec'd call causes.
     ...refundRoutes(ctx),
     ...disputeRoutes(ctx),
+    ...paymentMethodRoutes(ctx),
     ...subscriptionRoutes(ctx),
     ...sandboxEventRoutes(ctx),
   ];

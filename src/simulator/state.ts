@@ -185,6 +185,28 @@ export function endpointView(endpoint: SimWebhookEndpoint): Omit<SimWebhookEndpo
   return view;
 }
 
+/** A payment method a customer saved (PAYMENT_METHOD_CREATED's `paymentMethod`), with its customer's id. */
+export interface SimPaymentMethod {
+  id: string;
+  type: string;
+  confirmed: boolean;
+  chargesConsented: boolean;
+  cardDetail: {
+    id: string;
+    cardholder: string | null;
+    last4: string;
+    brand: string;
+    expiryMonth: number;
+    expiryYear: number;
+    funding: string | null;
+    issuer: string | null;
+    country: string | null;
+  } | null;
+  bankAccount: { id: string; clabeFirst: string; clabeLast: string; bankCode: string; bankName: string; verified: boolean } | null;
+  customerId: string;
+  createdAt: string;
+}
+
 /** A copy of the records the simulator holds, oldest first: what a mirror of its organization should show. */
 export interface SimulatorRecords {
   customers: SimCustomer[];
@@ -193,6 +215,7 @@ export interface SimulatorRecords {
   refunds: SimRefund[];
   disputes: SimDispute[];
   subscriptions: SimSubscription[];
+  paymentMethods: SimPaymentMethod[];
 }
 
 /** The in-memory data of one simulated organization. */
@@ -207,6 +230,7 @@ export class SimulatorState {
   readonly refunds = new Map<string, SimRefund>();
   readonly disputes = new Map<string, SimDispute>();
   readonly subscriptions = new Map<string, SimSubscription>();
+  readonly paymentMethods = new Map<string, SimPaymentMethod>();
 
   /** A deep copy of the records, so that a caller cannot change the simulator's state through it. */
   records(): SimulatorRecords {
@@ -217,6 +241,7 @@ export class SimulatorState {
       refunds: [...this.refunds.values()],
       disputes: [...this.disputes.values()],
       subscriptions: [...this.subscriptions.values()],
+      paymentMethods: [...this.paymentMethods.values()],
     });
   }
 

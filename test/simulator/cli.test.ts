@@ -98,7 +98,16 @@ describe('payhooks trigger', () => {
   it('--help lists every flow with one line', { timeout: 60_000 }, async () => {
     const result = await runCli(['trigger', '--help']);
     expect(result.code).toBe(0);
-    for (const flow of ['cash-payment', 'transfer-payment', 'mark-paid', 'failed-attempt', 'refund', 'dispute', 'subscription-cycle'])
+    for (const flow of [
+      'cash-payment',
+      'transfer-payment',
+      'mark-paid',
+      'failed-attempt',
+      'refund',
+      'dispute',
+      'subscription-cycle',
+      'direct-debit',
+    ])
       expect(result.stdout).toMatch(new RegExp(`^  ${flow} +\\S.+$`, 'm'));
     expect(result.stdout).toMatch(/--simulator <url>/);
     expect(result.stdout).toMatch(/--to <url>/);

@@ -148,15 +148,29 @@ describe('flows', () => {
     expect(byType('INVOICE_PAID')[0]!.data.invoiceId).toBe(invoiceId);
   });
 
-  it('every event type a flow causes maps to its first flow; the five no call causes map to none', () => {
+  it('direct-debit: a consented card saved, then a failed attempt and a successful one on the same payment', async () => {
+    const { result, byType, customerId } = await run('direct-debit');
+    const paymentId = result.resources.payment![0]!;
+    const saved = byType('PAYMENT_METHOD_CREATED')[0]!.data;
+    expect(saved).toMatchObject({ customer: { id: customerId } });
+    expect(JSON.stringify(saved)).toContain('4242');
+    const failed = byType('PAYMENT_ATTEMPT_FAILED')[0]!.data;
+    const succeeded = byType('PAYMENT_ATTEMPT_SUCCEEDED')[0]!.data;
+    expect(failed.paymentAttempt).toMatchObject({ success: false, attemptNumber: 1 });
+    expect(succeeded).toMatchObject({ payment: { id: paymentId }, paymentAttempt: { success: true, attemptNumber: 2 } });
+    expect(await api.invoices.get(result.resources.invoice![0]!)).toMatchObject({ isPaid: true });
+  });
+
+  it('every event type a flow causes maps to its first flow; the four no call causes map to none', () => {
     expect(flowFor('INVOICE_PAID')).toBe('cash-payment');
     expect(flowFor('INVOICE_PAID_OTHER')).toBe('mark-paid');
     expect(flowFor('PAYMENT_ATTEMPT_FAILED')).toBe('failed-attempt');
     expect(flowFor('PAYMENT_REFUNDED')).toBe('refund');
     expect(flowFor('DISPUTE_RESOLVED')).toBe('dispute');
     expect(flowFor('SUBSCRIPTION_CANCELED')).toBe('subscription-cycle');
+    expect(flowFor('PAYMENT_METHOD_CREATED')).toBe('direct-debit');
     const uncovered = EVENT_TYPES.filter((type) => flowFor(type) === undefined);
-    expect(uncovered).toEqual(['INVOICE_UPDATED', 'INVOICE_CANCELED', 'CUSTOMER_UPDATED', 'CUSTOMER_ARCHIVED', 'PAYMENT_METHOD_CREATED']);
+    expect(uncovered).toEqual(['INVOICE_UPDATED', 'INVOICE_CANCELED', 'CUSTOMER_UPDATED', 'CUSTOMER_ARCHIVED']);
   });
 
   it('a flow runs again with new resources, and reports only its own events while others call the simulator', async () => {

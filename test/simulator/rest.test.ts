@@ -21,6 +21,7 @@ import {
   sandboxDisputeSchema,
   sandboxEventSchema,
   sandboxRefundResponseSchema,
+  sandboxPaymentMethodSchema,
   sandboxSubscriptionSchema,
 } from '../../src/simulator/sandbox-contract.js';
 import { errorMessage } from '../helpers/error-body.js';
@@ -470,6 +471,12 @@ describe('every operation', () => {
         client.post(`/v1/sandbox/subscriptions/${subscription.id}/cancel`),
         sandboxSubscriptionSchema,
         client.post(`/v1/sandbox/subscriptions/${subscription.id}/cancel`),
+      );
+      await expectShape(
+        'saveSandboxPaymentMethod',
+        client.post(`/v1/sandbox/customers/${customer.id}/payment-methods`, { type: 'BANK_ACCOUNT', clabe: '002180001234567891' }),
+        sandboxPaymentMethodSchema,
+        client.post(`/v1/sandbox/customers/${customer.id}/payment-methods`, { type: 'BANK_ACCOUNT', clabe: '12' }),
       );
       await expectShape(
         'listSandboxEvents',
