@@ -11,7 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const run = promisify(execFile);
 const repo = fileURLToPath(new URL('../', import.meta.url));
 const snapshot = JSON.parse(readFileSync(new URL('public-surface.snapshot.json', import.meta.url), 'utf8')) as Record<string, string[]>;
-const specifiers = { '.': 'payhooks', './client': 'payhooks/client', './simulator': 'payhooks/simulator', './testing': 'payhooks/testing' };
+const specifiers = {
+  '.': 'payhooks',
+  './client': 'payhooks/client',
+  './simulator': 'payhooks/simulator',
+  './testing': 'payhooks/testing',
+  './handlers/direct-debit': 'payhooks/handlers/direct-debit',
+};
 
 let app: string;
 
@@ -124,6 +130,9 @@ describe('dist/', () => {
     >;
     const targets = Object.values(exportsMap).flatMap((target) => (typeof target === 'string' ? [target] : Object.values(target)));
     for (const target of targets) expect(paths, target).toContain(target.replace(/^\.\//, ''));
+    // The direct-debit templates read their SQL next to their compiled code, and ship their sources to copy from.
+    expect(paths).toContain('dist/handlers/direct-debit/migrations/001_direct_debit.sql');
+    expect(paths).toContain('handlers/direct-debit/index.ts');
     expect([...paths].some((path) => path.startsWith('test/') || path.startsWith('src/'))).toBe(false);
   });
 });

@@ -1,8 +1,9 @@
 // The public surface is the package.json `exports` map and nothing else. This test keeps the run-time exports
 // of each entry equal to a committed list, so that adding or removing one is a decision made in review (edit
 // test/public-surface.snapshot.json by hand), never a side effect of an `export` in some internal module.
-// Entries are imported from src/: each `./dist/X.js` target is built from `src/X.ts` (tsconfig.build.json:
-// rootDir src, outDir dist); test/packaging.test.ts checks the built package itself.
+// Entries are imported from their sources: each `./dist/X.js` target is built from `src/X.ts` (tsconfig.build.json:
+// rootDir src, outDir dist), and `./dist/handlers/X.js` from `handlers/X.ts` (tsconfig.handlers.json);
+// test/packaging.test.ts checks the built package itself.
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
@@ -13,16 +14,16 @@ const snapshot = JSON.parse(readFileSync(new URL('public-surface.snapshot.json',
 type Conditions = { types: string; import: string; default: string };
 const entries = Object.entries(pkg.exports).filter(([subpath]) => subpath !== './package.json') as [string, Conditions][];
 
-/** `./dist/client/index.js` → `src/client/index.ts`. */
+/** `./dist/client/index.js` → `src/client/index.ts`; `./dist/handlers/x/index.js` → `handlers/x/index.ts`. */
 function sourceOf(target: string): string {
   const match = /^\.\/dist\/(.+)\.js$/.exec(target);
   if (!match) throw new Error(`export target ${target} is not a .js file under ./dist/`);
-  return `src/${match[1]}.ts`;
+  return match[1]!.startsWith('handlers/') ? `${match[1]}.ts` : `src/${match[1]}.ts`;
 }
 
 describe('package.json exports', () => {
-  it('has the root, client, simulator and testing entries, and package.json', () => {
-    expect(Object.keys(pkg.exports)).toEqual(['.', './client', './simulator', './testing', './package.json']);
+  it('has the root, client, simulator, testing and direct-debit template entries, and package.json', () => {
+    expect(Object.keys(pkg.exports)).toEqual(['.', './client', './simulator', './testing', './handlers/direct-debit', './package.json']);
     expect(pkg.exports['./package.json']).toBe('./package.json');
   });
 
@@ -35,6 +36,7 @@ describe('package.json exports', () => {
       expect(conditions.types).toBe(conditions.import.replace(/\.js$/, '.d.ts'));
       expect(existsSync(new URL(sourceOf(conditions.import), root)), sourceOf(conditions.import)).toBe(true);
       expect(pkg.files).toContain('dist');
+      expect(pkg.files).toContain('handlers');
     },
   );
 
