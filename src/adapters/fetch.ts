@@ -29,6 +29,9 @@ async function receiveFetch(receiver: Receiver, request: Request): Promise<Recei
     headers[name] = value;
   });
   if (request.method !== 'POST') return receiver.receive({ method: request.method, headers, rawBody: new Uint8Array() });
+  // A middleware read the body first (Hono's c.req.json(), say): the bytes are gone, and the receiver's answer
+  // says how to mount the route, as it does for Express, instead of a 400 that blames the sender.
+  if (request.bodyUsed) return receiver.receive({ method: request.method, headers, rawBody: { bodyAlreadyRead: true } });
   const read = await readRequestBody(request, receiver.maxBodyBytes, receiver.bodyBudget);
   if ('refusal' in read) return read.refusal;
   return receiver.receive({ method: request.method, headers, rawBody: read.body });

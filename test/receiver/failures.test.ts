@@ -152,6 +152,16 @@ describe('the fetch adapter reads the body with the shared limit logic', () => {
     expect(fits.status).toBe(200);
     expect((await getEvent(store, 'exactly_64'))?.rawBody).toBe(body);
   });
+  it('a body a middleware already read is answered 500 with how to mount the route, not a 400 that blames the sender', async () => {
+    const handle = fetchHandler(receiver());
+    const body = JSON.stringify({ eventId: 'read_first', eventType: 'X', data: {} });
+    const consumed = request(body, signedDelivery(scheme, body).headers);
+    await consumed.json();
+    const response = await handle(consumed);
+    expect(response.status).toBe(500);
+    expect(errorMessage(await response.json())).toMatch(/mount it before any body parser/);
+    expect(await getEvent(store, 'read_first')).toBeUndefined();
+  });
 });
 
 describe('configuration mistakes are TypeError or RangeError at construction', () => {
