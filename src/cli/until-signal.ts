@@ -11,7 +11,14 @@ import type { Logger } from 'pino';
  */
 export function untilSignal(logger: Logger, close: () => Promise<void>, options: { deadlineMs?: number } = {}): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
+    let stopping = false;
     const stop = (signal: string) => {
+      // Ctrl-C in a terminal and a supervisor's SIGTERM can both arrive: one close, the second signal only noted.
+      if (stopping) {
+        logger.info({ signal }, 'already shutting down');
+        return;
+      }
+      stopping = true;
       logger.info({ signal }, 'shutting down');
       let timer: NodeJS.Timeout | undefined;
       if (options.deadlineMs !== undefined) {
