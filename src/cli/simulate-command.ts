@@ -2,7 +2,13 @@ import type { Logger } from 'pino';
 import { createClient } from '../client/index.js';
 import { EVENT_TYPES, isEventType, type EventType } from '../events/index.js';
 import { webhookUrlSchema } from '../events/rest-contract.js';
-import { startSimulator, type ResolvedSimulatorOptions, type Simulator, type SimulatorOptions } from '../simulator/index.js';
+import {
+  type ResolvedSimulatorOptions,
+  SIMULATOR_DEFAULTS,
+  type Simulator,
+  type SimulatorOptions,
+  startSimulator,
+} from '../simulator/index.js';
 import {
   DEFAULT_SESSION_DIR,
   displayPath,
@@ -175,7 +181,13 @@ export async function runSimulate(
 ): Promise<void> {
   if (options.events && !options.forwardTo) throw new Error('--events chooses what --forward-to receives: give --forward-to URL too.');
   const simulatorOptions: SimulatorOptions = { ...options, logger };
-  const simulator = await startSimulator(simulatorOptions);
+  const simulator = await startSimulator(simulatorOptions).catch((err: unknown) => {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    const where = `${options.host ?? SIMULATOR_DEFAULTS.host}:${options.port ?? SIMULATOR_DEFAULTS.port}`;
+    throw new Error(`Cannot listen on ${where}: the port is in use (another payhooks simulate?). Stop that process or pass --port.`, {
+      cause: err,
+    });
+  });
   let session: SimulatorSession | undefined;
   try {
     if (options.forwardTo) session = await forward(simulator, options.forwardTo, options.events ?? EVENT_TYPES, sessionDir);

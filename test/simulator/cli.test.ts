@@ -1,4 +1,5 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -213,6 +214,20 @@ describe('payhooks simulate', () => {
     const result = await runCli([...args]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(message);
+  });
+
+  it('on a port in use, says so and how to choose another, exit 1', { timeout: 60_000 }, async () => {
+    const taken = await listen(createServer());
+    try {
+      const port = new URL(taken.url).port;
+      const result = await runCli(['simulate', '--port', port]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(
+        `Cannot listen on 127.0.0.1:${port}: the port is in use (another payhooks simulate?). Stop that process or pass --port.`,
+      );
+    } finally {
+      await taken.close();
+    }
   });
 
   it('--forward-to with --events registers only those types, and the session file lists them', { timeout: 60_000 }, async () => {
