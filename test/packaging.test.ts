@@ -133,6 +133,9 @@ describe('dist/', () => {
     // The direct-debit templates read their SQL next to their compiled code, and ship their sources to copy from.
     expect(paths).toContain('dist/handlers/direct-debit/migrations/001_direct_debit.sql');
     expect(paths).toContain('handlers/direct-debit/index.ts');
+    // payhooks init copies from templates/; the scaffolded files point at docs/ inside node_modules/payhooks.
+    expect(paths).toContain('templates/init/minimal/payhooks.handlers.mjs');
+    expect(paths).toContain('docs/configuration.md');
     expect([...paths].some((path) => path.startsWith('test/') || path.startsWith('src/'))).toBe(false);
   });
 });

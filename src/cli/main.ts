@@ -10,6 +10,7 @@ import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { ENV_COMMANDS, type EnvCommand, type EnvOf, environmentHelp, readEnv } from './env.js';
 import { addEventsCommands } from './events-command.js';
+import { addInitCommand } from './init-command.js';
 import { addPruneCommand } from './prune-command.js';
 import { addBackfillCommand } from './backfill-command.js';
 import { addReconcileCommand } from './reconcile-command.js';
@@ -172,6 +173,7 @@ function buildProgram(out: (text: string) => void): Command {
     });
 
   addEventsCommands(program, ctx);
+  addInitCommand(program, ctx, version);
 
   // Every command's help ends with the variables it reads, made from the one table in env.ts.
   const withSubcommands = (command: Command): Command[] => [command, ...command.commands.flatMap(withSubcommands)];

@@ -1,0 +1,227 @@
+// `payhooks init` as a newcomer uses it: in an empty folder, then "npm install" (here: the package linked into
+// node_modules, as npm would place it, so the scaffolded files import the built package and `npx payhooks` is
+// its bin), then the printed commands, run as written.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/store/database.js';
+import { type CliResult, collect, runCli, waitForLog } from '../helpers/cli.js';
+import { freePort, listen } from '../helpers/servers.js';
+import { waitFor } from '../helpers/wait.js';
+
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+const TEMPLATES = ['minimal', 'direct-debit', 'crm-sync'] as const;
+
+const emptyFolder = () => mkdtempSync(join(tmpdir(), 'payhooks-init-'));
+
+/** The numbered lines under "Next:". */
+function nextCommands(stdout: string): string[] {
+  return [...stdout.matchAll(/^ {2}\d\. (.+?)(?: {3}\(in another terminal.*\))?$/gm)].map((match) => match[1]!);
+}
+
+/** What `npm install` leaves that matters here: payhooks in node_modules, and its bin. */
+function installPayhooks(dir: string): void {
+  mkdirSync(join(dir, 'node_modules'), { recursive: true });
+  symlinkSync(repo, join(dir, 'node_modules', 'payhooks'), 'dir');
+}
+
+/**
+ * Runs a printed `VAR=value … npx payhooks ARGS` line as a shell would, with the installed bin; `port` replaces
+ * the default port in it and is given to serve, so that tests never collide on 8787.
+ */
+function spawnPrinted(line: string, dir: string, port: number): ChildProcess {
+  const words = line.replaceAll('8787', String(port)).split(' ');
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATABASE_URL: '',
+  };
+  while (/^[A-Z_]+=/.test(words[0]!)) {
+    const [name, value] = words.shift()!.split('=') as [string, string];
+    env[name] = value;
+  }
+  expect(words.slice(0, 2)).toEqual(['npx', 'payhooks']);
+  const bin = join(dir, 'node_modules', 'payhooks', 'bin', 'payhooks.js');
+  return spawn(process.execPath, [bin, ...words.slice(2)], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+const runPrinted = (line: string, dir: string, port: number): Promise<CliResult> => collect(spawnPrinted(line, dir, port), 60_000);
+
+describe('payhooks init', () => {
+  it.each(TEMPLATES)(
+    '--template %s in an empty folder writes the template, a package.json, and prints the next three commands',
+    async (template) => {
+      const dir = join(emptyFolder(), 'my-app');
+      const result = await runCli(['init', '--template', template, dir]);
+      expect(result.code, result.stderr).toBe(0);
+      const written = readdirSync(dir).sort();
+      expect(written).toEqual([...readdirSync(join(repo, 'templates', 'init', template)), 'package.json'].sort());
+      for (const name of written) expect(result.stdout).toContain(`  ${name}\n`);
+      for (const name of written.filter((file) => file !== 'package.json'))
+        expect(readFileSync(join(dir, name), 'utf8')).toBe(readFileSync(join(repo, 'templates', 'init', template, name), 'utf8'));
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+      const { version } = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
+      expect(pkg).toMatchObject({ name: 'my-app', private: true, type: 'module', dependencies: { payhooks: `^${version}` } });
+      const commands = nextCommands(result.stdout);
+      expect(commands).toHaveLength(3);
+      expect(commands[0]).toBe(`cd ${dir} && npm install`);
+      expect(commands[1]).toMatch(/npx payhooks serve/);
+      expect(commands[2]).toMatch(/npx payhooks trigger [A-Z_]+ --to http:\/\/127\.0\.0\.1:8787\/webhooks$/);
+    },
+  );
+
+  it('minimal: after npm install, the printed serve receives the printed trigger, and the handler runs once', {
+    timeout: 120_000,
+  }, async () => {
+    const dir = emptyFolder();
+    const init = await runCli(['init'], {}, dir);
+    expect(init.code, init.stderr).toBe(0);
+    const [install, serveLine, triggerLine] = nextCommands(init.stdout) as [string, string, string];
+    expect(install).toBe('npm install');
+    installPayhooks(dir);
+
+    const port = await freePort();
+    const serve = spawnPrinted(serveLine, dir, port);
+    const served = collect(serve, 100_000);
+    try {
+      await waitForLog(serve, /receiving webhooks/, 60_000);
+      const handled = waitForLog(serve, /^INVOICE_PAID: invoice paid$/, 30_000);
+      const trigger = await runPrinted(triggerLine, dir, port);
+      expect(trigger.code, trigger.stderr).toBe(0);
+      expect(trigger.stdout).toMatch(/200/);
+      expect(await handled).toMatchObject({ invoiceId: expect.stringMatching(/^inv_/) });
+    } finally {
+      serve.kill('SIGTERM');
+    }
+    expect((await served).code).toBe(0);
+    const listed = await runPrinted('npx payhooks events list --json', dir, port);
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ eventType: 'INVOICE_PAID', status: 'done', attempts: 1 })]);
+  });
+
+  it('direct-debit: the printed commands record the mandate, masked, in the templates’ schema', { timeout: 120_000 }, async () => {
+    const dir = emptyFolder();
+    const init = await runCli(['init', '--template', 'direct-debit'], {}, dir);
+    expect(init.code, init.stderr).toBe(0);
+    const [, serveLine, triggerLine] = nextCommands(init.stdout) as [string, string, string];
+    installPayhooks(dir);
+
+    const port = await freePort();
+    const serve = spawnPrinted(serveLine, dir, port);
+    const served = collect(serve, 100_000);
+    try {
+      await waitForLog(serve, /receiving webhooks/, 60_000);
+      const processed = waitForLog(serve, /^event processed$/, 30_000);
+      const trigger = await runPrinted(triggerLine, dir, port);
+      expect(trigger.code, trigger.stderr).toBe(0);
+      await processed;
+    } finally {
+      serve.kill('SIGTERM');
+    }
+    expect((await served).code).toBe(0);
+    const store = await openDatabase({ dataDir: join(dir, '.payhooks', 'pgdata') });
+    try {
+      const { rows } = await sql<{ type: string; status: string; card_last4: string | null; clabe_last: string | null }>`
+        select type, status, card_last4, clabe_last from direct_debit.mandates`.execute(store.db.withoutPlugins());
+      expect(rows).toHaveLength(1);
+      expect(rows[0]!.status).toBe('active');
+      expect(rows[0]!.card_last4 ?? rows[0]!.clabe_last).toMatch(/^\d{2,4}$/);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('crm-sync: the printed serve runs the connector, which PUTs the customer to the CRM with an idempotency key', {
+    timeout: 120_000,
+  }, async () => {
+    const dir = emptyFolder();
+    const init = await runCli(['init', '--template', 'crm-sync'], {}, dir);
+    expect(init.code, init.stderr).toBe(0);
+    const [, serveLine, triggerLine] = nextCommands(init.stdout) as [string, string, string];
+    installPayhooks(dir);
+    const received: { method: string; url: string; key: string | undefined; body: unknown }[] = [];
+    const crm = await listen(
+      createServer((req, res) => {
+        let body = '';
+        req.on('data', (chunk) => (body += chunk));
+        req.on('end', () => {
+          received.push({
+            method: req.method!,
+            url: req.url!,
+            key: req.headers['idempotency-key'] as string | undefined,
+            body: JSON.parse(body),
+          });
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        });
+      }),
+    );
+    const port = await freePort();
+    const serve = spawnPrinted(serveLine.replace('http://127.0.0.1:9000', crm.url), dir, port);
+    const served = collect(serve, 100_000);
+    try {
+      await waitForLog(serve, /receiving webhooks/, 60_000);
+      const trigger = await runPrinted(triggerLine, dir, port);
+      expect(trigger.code, trigger.stderr).toBe(0);
+      await waitFor(() => received.length > 0, 'the connector to call the CRM', 30_000);
+    } finally {
+      serve.kill('SIGTERM');
+      await crm.close();
+    }
+    expect((await served).code).toBe(0);
+    expect(received).toEqual([
+      {
+        method: 'PUT',
+        url: expect.stringMatching(/^\/customers\/cus_/),
+        key: expect.stringMatching(/^ph_[0-9a-f]{32}$/),
+        body: expect.objectContaining({ id: expect.stringMatching(/^cus_/) }),
+      },
+    ]);
+  });
+
+  it('run again in the same folder, refuses, names each existing file, and changes nothing', async () => {
+    const dir = emptyFolder();
+    expect((await runCli(['init', '--template', 'crm-sync'], {}, dir)).code).toBe(0);
+    const before = new Map(
+      readdirSync(dir).map((name) => [name, { text: readFileSync(join(dir, name), 'utf8'), mtime: statSync(join(dir, name)).mtimeMs }]),
+    );
+    const again = await runCli(['init', '--template', 'crm-sync'], {}, dir);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/^payhooks: init changed nothing: .* already exist\. Move or delete them, or choose another folder\.$/m);
+    for (const name of ['README.md', 'crm-connector.mjs', 'payhooks.config.mjs']) expect(again.stderr).toContain(join(dir, name));
+    expect(readdirSync(dir).sort()).toEqual([...before.keys()].sort());
+    for (const [name, { text, mtime }] of before) {
+      expect(readFileSync(join(dir, name), 'utf8')).toBe(text);
+      expect(statSync(join(dir, name)).mtimeMs).toBe(mtime);
+    }
+  });
+
+  it('in a project with a package.json, leaves it alone and says npm install payhooks; one clash writes nothing at all', async () => {
+    const dir = emptyFolder();
+    const pkg = '{ "name": "existing", "version": "1.0.0" }\n';
+    writeFileSync(join(dir, 'package.json'), pkg);
+    const result = await runCli(['init'], {}, dir);
+    expect(result.code, result.stderr).toBe(0);
+    expect(readFileSync(join(dir, 'package.json'), 'utf8')).toBe(pkg);
+    expect(nextCommands(result.stdout)[0]).toBe('npm install payhooks');
+
+    const other = emptyFolder();
+    writeFileSync(join(other, 'README.md'), '# mine\n');
+    const clash = await runCli(['init', '--template', 'direct-debit'], {}, other);
+    expect(clash.code).toBe(1);
+    expect(clash.stderr).toContain(`${join(other, 'README.md')} already exists`);
+    expect(readdirSync(other)).toEqual(['README.md']);
+  });
+
+  it('an unknown template is refused with the valid ones', async () => {
+    const dir = emptyFolder();
+    const result = await runCli(['init', '--template', 'stripe', dir]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("argument 'stripe' is invalid. Allowed choices are minimal, direct-debit, crm-sync.");
+    expect(readdirSync(dir)).toEqual([]);
+  });
+});
