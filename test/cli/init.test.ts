@@ -53,6 +53,37 @@ function spawnPrinted(line: string, dir: string, port: number): ChildProcess {
 
 const runPrinted = (line: string, dir: string, port: number): Promise<CliResult> => collect(spawnPrinted(line, dir, port), 60_000);
 
+/**
+ * `payhooks init [args]` in a new folder, "npm install", then the printed serve (its line passed through `edit`) and,
+ * once it receives, the printed trigger; `effect` is set up before the trigger and awaited before serve is stopped.
+ */
+async function initAndRun(
+  args: string[],
+  effect: (serve: ChildProcess) => Promise<unknown>,
+  edit: (serveLine: string) => string = (line) => line,
+): Promise<{ dir: string; install: string; trigger: CliResult }> {
+  const dir = emptyFolder();
+  const init = await runCli(['init', ...args], {}, dir);
+  expect(init.code, init.stderr).toBe(0);
+  const [install, serveLine, triggerLine] = nextCommands(init.stdout) as [string, string, string];
+  installPayhooks(dir);
+  const port = await freePort();
+  const serve = spawnPrinted(edit(serveLine), dir, port);
+  const served = collect(serve, 100_000);
+  let trigger: CliResult;
+  try {
+    await waitForLog(serve, /receiving webhooks/, 60_000);
+    const done = effect(serve);
+    trigger = await runPrinted(triggerLine, dir, port);
+    expect(trigger.code, trigger.stderr).toBe(0);
+    await done;
+  } finally {
+    serve.kill('SIGTERM');
+  }
+  expect((await served).code).toBe(0);
+  return { dir, install, trigger };
+}
+
 describe('payhooks init', () => {
   it.each(TEMPLATES)(
     '--template %s in an empty folder writes the template, a package.json, and prints the next three commands',
@@ -79,51 +110,19 @@ describe('payhooks init', () => {
   it('minimal: after npm install, the printed serve receives the printed trigger, and the handler runs once', {
     timeout: 120_000,
   }, async () => {
-    const dir = emptyFolder();
-    const init = await runCli(['init'], {}, dir);
-    expect(init.code, init.stderr).toBe(0);
-    const [install, serveLine, triggerLine] = nextCommands(init.stdout) as [string, string, string];
+    let handled: Record<string, unknown> | undefined;
+    const { dir, install, trigger } = await initAndRun([], async (serve) => {
+      handled = await waitForLog(serve, /^INVOICE_PAID: invoice paid$/, 30_000);
+    });
     expect(install).toBe('npm install');
-    installPayhooks(dir);
-
-    const port = await freePort();
-    const serve = spawnPrinted(serveLine, dir, port);
-    const served = collect(serve, 100_000);
-    try {
-      await waitForLog(serve, /receiving webhooks/, 60_000);
-      const handled = waitForLog(serve, /^INVOICE_PAID: invoice paid$/, 30_000);
-      const trigger = await runPrinted(triggerLine, dir, port);
-      expect(trigger.code, trigger.stderr).toBe(0);
-      expect(trigger.stdout).toMatch(/200/);
-      expect(await handled).toMatchObject({ invoiceId: expect.stringMatching(/^inv_/) });
-    } finally {
-      serve.kill('SIGTERM');
-    }
-    expect((await served).code).toBe(0);
-    const listed = await runPrinted('npx payhooks events list --json', dir, port);
+    expect(trigger.stdout).toMatch(/200/);
+    expect(handled).toMatchObject({ invoiceId: expect.stringMatching(/^inv_/) });
+    const listed = await runPrinted('npx payhooks events list --json', dir, await freePort());
     expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ eventType: 'INVOICE_PAID', status: 'done', attempts: 1 })]);
   });
 
   it('direct-debit: the printed commands record the mandate, masked, in the templates’ schema', { timeout: 120_000 }, async () => {
-    const dir = emptyFolder();
-    const init = await runCli(['init', '--template', 'direct-debit'], {}, dir);
-    expect(init.code, init.stderr).toBe(0);
-    const [, serveLine, triggerLine] = nextCommands(init.stdout) as [string, string, string];
-    installPayhooks(dir);
-
-    const port = await freePort();
-    const serve = spawnPrinted(serveLine, dir, port);
-    const served = collect(serve, 100_000);
-    try {
-      await waitForLog(serve, /receiving webhooks/, 60_000);
-      const processed = waitForLog(serve, /^event processed$/, 30_000);
-      const trigger = await runPrinted(triggerLine, dir, port);
-      expect(trigger.code, trigger.stderr).toBe(0);
-      await processed;
-    } finally {
-      serve.kill('SIGTERM');
-    }
-    expect((await served).code).toBe(0);
+    const { dir } = await initAndRun(['--template', 'direct-debit'], (serve) => waitForLog(serve, /^event processed$/, 30_000));
     const store = await openDatabase({ dataDir: join(dir, '.payhooks', 'pgdata') });
     try {
       const { rows } = await sql<{ type: string; status: string; card_last4: string | null; clabe_last: string | null }>`
@@ -139,11 +138,6 @@ describe('payhooks init', () => {
   it('crm-sync: the printed serve runs the connector, which PUTs the customer to the CRM with an idempotency key', {
     timeout: 120_000,
   }, async () => {
-    const dir = emptyFolder();
-    const init = await runCli(['init', '--template', 'crm-sync'], {}, dir);
-    expect(init.code, init.stderr).toBe(0);
-    const [, serveLine, triggerLine] = nextCommands(init.stdout) as [string, string, string];
-    installPayhooks(dir);
     const received: { method: string; url: string; key: string | undefined; body: unknown }[] = [];
     const crm = await listen(
       createServer((req, res) => {
@@ -160,19 +154,15 @@ describe('payhooks init', () => {
         });
       }),
     );
-    const port = await freePort();
-    const serve = spawnPrinted(serveLine.replace('http://127.0.0.1:9000', crm.url), dir, port);
-    const served = collect(serve, 100_000);
     try {
-      await waitForLog(serve, /receiving webhooks/, 60_000);
-      const trigger = await runPrinted(triggerLine, dir, port);
-      expect(trigger.code, trigger.stderr).toBe(0);
-      await waitFor(() => received.length > 0, 'the connector to call the CRM', 30_000);
+      await initAndRun(
+        ['--template', 'crm-sync'],
+        () => waitFor(() => received.length > 0, 'the connector to call the CRM', 30_000),
+        (serveLine) => serveLine.replace('http://127.0.0.1:9000', crm.url),
+      );
     } finally {
-      serve.kill('SIGTERM');
       await crm.close();
     }
-    expect((await served).code).toBe(0);
     expect(received).toEqual([
       {
         method: 'PUT',

@@ -1,25 +1,10 @@
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { collect } from '../helpers/cli.js';
+import { startExample } from '../helpers/examples.js';
 
-// The example as its README runs it: a real process through tsx, from the repository root so that tsconfig's
-// `paths` turn its `payhooks/…` imports into the sources.
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const example = join(root, 'examples/direct-debit/month.ts');
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-
-function runMonth(args: string[]) {
-  const child = spawn(process.execPath, ['--import', tsx, example, ...args], {
-    cwd: root,
-    // The embedded database, whatever the shell running the tests exported.
-    env: { ...process.env, DATABASE_URL: '', PAYHOOKS_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return collect(child, 90_000);
-}
+/** `npx tsx examples/direct-debit/month.ts ARGS`, as its README says, to the end. */
+const runMonth = (args: string[]) =>
+  collect(startExample('direct-debit/month.ts', args, { env: { PAYHOOKS_LOG_LEVEL: 'warn' } }).child, 90_000);
 
 type Row = Record<string, unknown>;
 interface Summary {

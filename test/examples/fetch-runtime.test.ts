@@ -1,22 +1,14 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exampleEvent, signedRequest } from '../../src/testing/index.js';
+import { type ExampleProcess, startExample, waitForOutput } from '../helpers/examples.js';
 import { waitFor } from '../helpers/wait.js';
 
-// The example as its README runs it: a real process through tsx, from the repository root so that tsconfig's
-// `paths` turn its `payhooks` imports into the sources.
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const example = join(root, 'examples/fetch-runtime/server.ts');
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const SECRET = 'fetch-runtime-test-secret';
 
-let child: ChildProcess;
-let output = '';
+let example: ExampleProcess;
 let dataDir: string;
 let url: string;
 
@@ -33,36 +25,19 @@ async function getJson(path: string): Promise<{ status: number; body: Record<str
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'payhooks-fetch-runtime-'));
-  child = spawn(process.execPath, ['--import', tsx, example], {
-    cwd: root,
-    env: {
-      ...process.env,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      PAYHOOKS_WEBHOOK_SECRET: SECRET,
-      PAYHOOKS_DATA_DIR: join(dataDir, 'pgdata'),
-      DATABASE_URL: '', // the embedded database, whatever the shell running the tests exported
-      PAYHOOKS_LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout?.on('data', (chunk) => (output += chunk));
-  child.stderr?.on('data', (chunk) => (output += chunk));
   // PORT=0 picks a free port; the listening line says which.
-  await waitFor(
-    () => {
-      if (child.exitCode !== null) throw new Error(`the example exited with ${child.exitCode}:\n${output}`);
-      const match = /fetch-runtime listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-      if (match) url = match[1]!;
-      return match !== null;
-    },
+  example = startExample('fetch-runtime/server.ts', [], {
+    env: { PORT: '0', HOST: '127.0.0.1', PAYHOOKS_WEBHOOK_SECRET: SECRET, PAYHOOKS_DATA_DIR: join(dataDir, 'pgdata') },
+  });
+  url = await waitForOutput(
+    example,
+    /fetch-runtime listening on (http:\/\/127\.0\.0\.1:\d+)/,
     'the listening line of examples/fetch-runtime',
-    30_000,
   );
 }, 40_000);
 
 afterAll(async () => {
-  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  if (example?.running()) example.child.kill('SIGKILL');
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
@@ -124,10 +99,12 @@ describe('examples/fetch-runtime (Hono on @hono/node-server), run as its README 
   });
 
   it('stops on SIGTERM with exit code 0', async () => {
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    child.kill('SIGTERM');
-    const code = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('still running after 15 s'), 15_000))]);
-    expect(code, output).toBe(0);
-    expect(output).toContain('"msg":"stopped"');
+    example.child.kill('SIGTERM');
+    const code = await Promise.race([
+      example.exited,
+      new Promise((resolve) => setTimeout(() => resolve('still running after 15 s'), 15_000)),
+    ]);
+    expect(code, example.output()).toBe(0);
+    expect(example.output()).toContain('"msg":"stopped"');
   });
 });

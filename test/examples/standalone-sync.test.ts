@@ -1,24 +1,20 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/database.js';
 import { getEvent } from '../../src/store/inbox.js';
 import { runCli } from '../helpers/cli.js';
 import { freePort } from '../helpers/servers.js';
+import { repoRoot, startExample } from '../helpers/examples.js';
 import { waitFor } from '../helpers/wait.js';
 
 // The example as a user runs it: start.ts through tsx, in a folder of its own (the session file and the embedded
 // database land there), with tsconfig's `paths` so that its `payhooks` imports are the sources. The simulator and
 // serve it starts are the built CLI (bin/payhooks.js), as `npx payhooks` runs them.
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const example = join(root, 'examples/standalone-sync/start.ts');
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const ERP_SECRET = 'erp_standalone_sync_test_secret';
 const FLOW = ['CUSTOMER_CREATED', 'INVOICE_CREATED', 'PAYMENT_ATTEMPT_SUCCEEDED', 'INVOICE_PAID', 'PAYMENT_COMPLETED'];
 
@@ -47,14 +43,12 @@ describe('examples/standalone-sync', () => {
   it('start.ts runs the simulator, serve (mirror + HTTP forward) and the ERP inbox: a cash payment ends in mirror rows and two verified documents', {
     timeout: 150_000,
   }, async () => {
-    expect(existsSync(join(root, 'dist/cli/main.js')), 'start.ts runs the built CLI: run npm run build').toBe(true);
+    expect(existsSync(join(repoRoot, 'dist/cli/main.js')), 'start.ts runs the built CLI: run npm run build').toBe(true);
     const dir = await mkdtemp(join(tmpdir(), 'payhooks-standalone-sync-'));
     const [servePort, simulatorPort, erpPort] = await freePorts();
-    const child = spawn(process.execPath, ['--import', tsx, example], {
+    const example = startExample('standalone-sync/start.ts', [], {
       cwd: dir,
       env: {
-        ...process.env,
-        TSX_TSCONFIG_PATH: join(root, 'tsconfig.json'),
         PORT: String(servePort),
         SIMULATOR_PORT: String(simulatorPort),
         ERP_INBOX_PORT: String(erpPort),
@@ -62,29 +56,23 @@ describe('examples/standalone-sync', () => {
         // Left in a shell by other work: start.ts must not let them override the simulator's session.
         PAYHOOKS_WEBHOOK_SECRET: 'whsec_from_another_project',
         PAYHOOKS_API_URL: 'http://127.0.0.1:9/elsewhere',
-        DATABASE_URL: '',
         PAYHOOKS_DATA_DIR: '',
         PAYHOOKS_LOG_LEVEL: 'info',
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let output = '';
-    child.stdout?.on('data', (chunk) => (output += chunk));
-    child.stderr?.on('data', (chunk) => (output += chunk));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const running = () => child.exitCode === null && child.signalCode === null;
+    const { child, exited, running } = example;
     let invoiceId: string;
     let events: [string, string][];
     try {
       await waitFor(
         () => {
-          if (!running()) throw new Error(`start.ts exited early:\n${output}`);
-          return output.includes('Ready:');
+          if (!running()) throw new Error(`start.ts exited early:\n${example.output()}`);
+          return example.output().includes('Ready:');
         },
         'the example ready',
         90_000,
       );
-      expect(output).toContain(
+      expect(example.output()).toContain(
         `running: the Postgres mirror in schema payhooks_mirror (current state read from the API), HTTP forward erp`,
       );
 
@@ -96,35 +84,35 @@ describe('examples/standalone-sync', () => {
       expect(events.map(([type]) => type)).toEqual(FLOW);
 
       await waitFor(
-        () => events.every(([type, id]) => output.includes(`[serve] done ${type} ${id}`)),
+        () => events.every(([type, id]) => example.output().includes(`[serve] done ${type} ${id}`)),
         'serve done with the five events',
         45_000,
       );
       const paid = events.find(([type]) => type === 'INVOICE_PAID')![1];
       const completed = events.find(([type]) => type === 'PAYMENT_COMPLETED')![1];
       await waitFor(
-        () => output.includes(`[erp-inbox] PAYMENT_COMPLETED ${completed}`),
+        () => example.output().includes(`[erp-inbox] PAYMENT_COMPLETED ${completed}`),
         'the ERP inbox verified PAYMENT_COMPLETED',
         30_000,
       );
-      expect(output).toMatch(
+      expect(example.output()).toMatch(
         new RegExp(
           `\\[erp-inbox\\] INVOICE_PAID ${paid} verified \\(forward:erp\\): invoice ${invoiceId} paid 2500\\.00 MXN \\(state from the api\\)`,
         ),
       );
       // Only the types the erp target asked for reach it.
-      expect(output.match(/^\[erp-inbox\] /gm)).toHaveLength(2);
+      expect(example.output().match(/^\[erp-inbox\] /gm)).toHaveLength(2);
 
       child.kill('SIGINT');
       await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 60_000))]);
     } finally {
       killTree(child);
     }
-    expect(await exited, output).toBe(0);
+    expect(await exited, example.output()).toBe(0);
     // On the way out it printed the mirror's rows; the simulator removed its session file.
-    expect(output).toMatch(new RegExp(`id=${invoiceId} +customer_id=cus_[\\w-]+ +status=paid +amount=250000 +currency=MXN`));
+    expect(example.output()).toMatch(new RegExp(`id=${invoiceId} +customer_id=cus_[\\w-]+ +status=paid +amount=250000 +currency=MXN`));
     expect(existsSync(join(dir, '.payhooks', 'simulator.json'))).toBe(false);
-    expect(output).not.toContain(ERP_SECRET);
+    expect(example.output()).not.toContain(ERP_SECRET);
 
     // The embedded database serve wrote, opened now that nothing holds it.
     const store = await openDatabase({ dataDir: join(dir, '.payhooks', 'pgdata') });
