@@ -2,6 +2,7 @@ import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jets
 import { connect, headers, nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { abortableWait, type BrokerMessage, type BrokerPublisher } from './broker-sink.js';
+import { lazyLink } from './lazy-link.js';
 
 /** Where and how the NATS JetStream sink publishes. */
 export interface NatsOptions {
@@ -52,10 +53,9 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
   const stream = options.stream ?? NATS_DEFAULTS.stream;
   const ackTimeoutMs = options.ackTimeoutMs ?? NATS_DEFAULTS.ackTimeoutMs;
   const where = `${servers.join(',')} stream ${stream}`;
-  let link: Promise<Link> | undefined;
-  let closed = false;
+  const link = lazyLink('NATS', where, open, ({ connection }) => connection.drain());
 
-  async function open(): Promise<Link> {
+  async function open(lost: () => void): Promise<Link> {
     const connection = await connect({
       servers,
       user: options.user,
@@ -86,9 +86,7 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
             options.logger?.info({ broker: where, status: status.type }, `NATS ${status.type}`);
         }
       })().catch(() => undefined);
-      void connection.closed().then(() => {
-        link = undefined;
-      });
+      void connection.closed().then(lost);
       return { connection, js: jetstream(connection) };
     } catch (err) {
       await connection.close().catch(() => undefined);
@@ -96,19 +94,10 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
     }
   }
 
-  function current(): Promise<Link> {
-    if (closed) return Promise.reject(new Error(`NATS publisher for ${where} is closed`));
-    link ??= open().catch((err: unknown) => {
-      link = undefined;
-      throw new Error(`cannot connect to NATS at ${where}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-    });
-    return link;
-  }
-
   return {
     describe: where,
     async publish(message: BrokerMessage, signal: AbortSignal) {
-      const { js } = await current();
+      const { js } = await link.current();
       const messageHeaders = headers();
       messageHeaders.set('Payhooks-Event-Type', message.eventType);
       messageHeaders.set('Content-Type', 'application/json');
@@ -120,13 +109,6 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
       });
       await abortableWait(ack, signal, ackTimeoutMs + 1000, `NATS acknowledgement of ${message.eventId}`);
     },
-    async close() {
-      closed = true;
-      const open = link;
-      link = undefined;
-      if (!open) return;
-      const { connection } = await open.catch(() => ({ connection: undefined }));
-      await connection?.drain().catch(() => undefined);
-    },
+    close: () => link.close(),
   };
 }

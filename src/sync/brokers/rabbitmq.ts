@@ -1,6 +1,7 @@
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import type { Logger } from 'pino';
 import { abortableWait, type BrokerMessage, type BrokerPublisher } from './broker-sink.js';
+import { lazyLink } from './lazy-link.js';
 
 /** Where and how the RabbitMQ sink publishes. */
 export interface RabbitMqOptions {
@@ -50,10 +51,9 @@ export function rabbitMqPublisher(options: RabbitMqOptions): BrokerPublisher {
   const queue = options.queue === undefined ? RABBITMQ_DEFAULTS.queue : options.queue;
   const confirmTimeoutMs = options.confirmTimeoutMs ?? RABBITMQ_DEFAULTS.confirmTimeoutMs;
   const where = `${describeAmqpUrl(options.url)} exchange ${exchange}`;
-  let link: Promise<Link> | undefined;
-  let closed = false;
+  const link = lazyLink('RabbitMQ', where, open, ({ connection }) => connection.close());
 
-  async function open(): Promise<Link> {
+  async function open(lost: () => void): Promise<Link> {
     const connection = await amqp.connect(options.url, { timeout: 5000 });
     try {
       const channel = await connection.createConfirmChannel();
@@ -64,7 +64,7 @@ export function rabbitMqPublisher(options: RabbitMqOptions): BrokerPublisher {
       }
       const forget = (err?: unknown) => {
         if (err) options.logger?.warn({ err, broker: where }, 'RabbitMQ connection lost; reconnecting at the next publish');
-        link = undefined;
+        lost();
       };
       // Either going away means the next publish needs a new connection; 'error' alone would crash the process.
       connection.on('error', forget);
@@ -78,19 +78,10 @@ export function rabbitMqPublisher(options: RabbitMqOptions): BrokerPublisher {
     }
   }
 
-  function current(): Promise<Link> {
-    if (closed) return Promise.reject(new Error(`RabbitMQ publisher for ${where} is closed`));
-    link ??= open().catch((err: unknown) => {
-      link = undefined;
-      throw new Error(`cannot connect to RabbitMQ at ${where}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-    });
-    return link;
-  }
-
   return {
     describe: where,
     async publish(message: BrokerMessage, signal: AbortSignal) {
-      const { channel } = await current();
+      const { channel } = await link.current();
       const confirmed = new Promise<void>((resolve, reject) => {
         channel.publish(
           exchange,
@@ -108,13 +99,6 @@ export function rabbitMqPublisher(options: RabbitMqOptions): BrokerPublisher {
       });
       await abortableWait(confirmed, signal, confirmTimeoutMs, `RabbitMQ confirmation of ${message.eventId}`);
     },
-    async close() {
-      closed = true;
-      const open = link;
-      link = undefined;
-      if (!open) return;
-      const { connection } = await open.catch(() => ({ connection: undefined }));
-      await connection?.close().catch(() => undefined);
-    },
+    close: () => link.close(),
   };
 }
