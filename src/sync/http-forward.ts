@@ -5,9 +5,8 @@ import type { Payhooks } from '../payhooks.js';
 import { createDefaultScheme } from '../signature/default-scheme.js';
 import type { HandlerContext } from '../worker/handlers.js';
 import { idempotencyKey } from './connector.js';
-import { forwardDocument } from './forward-document.js';
+import { forwardDocumentText } from './forward-document.js';
 import { createHttpHelper, describeUrl, HTTP_DEFAULT_TIMEOUT_MS } from './http-helper.js';
-import { readResourceState } from './resource-state.js';
 
 /** One URL the HTTP forward sink posts events to. */
 export interface ForwardTarget {
@@ -55,13 +54,7 @@ export async function registerHttpForward(hooks: Payhooks<ApiClient>, target: Fo
   });
   const where = describeUrl(target.url);
   const run = async (event: WebhookEvent | UnknownEvent, ctx: HandlerContext<ApiClient>) => {
-    const resource = await readResourceState(event, {
-      api: ctx.api,
-      mirror: options.mirrorSchema ? { store, schema: options.mirrorSchema } : undefined,
-      receivedAt: ctx.receivedAt,
-      signal: ctx.signal,
-    });
-    const body = JSON.stringify(forwardDocument(event, resource, sink, ctx.receivedAt));
+    const body = await forwardDocumentText(event, ctx, { sink, store, mirrorSchema: options.mirrorSchema });
     const http = createHttpHelper({ signal: ctx.signal, timeoutMs: target.timeoutMs, userAgent: `payhooks ${sink}` });
     const response = await queue.add(
       () => {

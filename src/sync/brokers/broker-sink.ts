@@ -2,8 +2,7 @@ import type { ApiClient } from '../../client/api-client.js';
 import type { EventType, UnknownEvent, WebhookEvent } from '../../events/index.js';
 import type { Payhooks } from '../../payhooks.js';
 import type { HandlerContext } from '../../worker/handlers.js';
-import { forwardDocument } from '../forward-document.js';
-import { readResourceState } from '../resource-state.js';
+import { forwardDocumentText } from '../forward-document.js';
 
 /** One message for a broker: the document, and what identifies and routes it. */
 export interface BrokerMessage {
@@ -46,13 +45,7 @@ export async function registerBrokerSink(hooks: Payhooks<ApiClient>, options: Br
   const store = await hooks.ready();
   const sink = `broker:${options.name}`;
   const run = async (event: WebhookEvent | UnknownEvent, ctx: HandlerContext<ApiClient>) => {
-    const resource = await readResourceState(event, {
-      api: ctx.api,
-      mirror: options.mirrorSchema ? { store, schema: options.mirrorSchema } : undefined,
-      receivedAt: ctx.receivedAt,
-      signal: ctx.signal,
-    });
-    const body = Buffer.from(JSON.stringify(forwardDocument(event, resource, sink, ctx.receivedAt)));
+    const body = Buffer.from(await forwardDocumentText(event, ctx, { sink, store, mirrorSchema: options.mirrorSchema }));
     await options.publisher.publish({ eventId: event.eventId, eventType: event.eventType, body }, ctx.signal);
   };
   if (options.eventTypes) hooks.on(options.eventTypes, run, { name: sink });
