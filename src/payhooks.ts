@@ -41,6 +41,8 @@ import {
   type UnknownTypeHandlerOptions,
 } from './worker/handlers.js';
 import { createWorker, type Worker, type WorkerOptions, workerSettings } from './worker/worker.js';
+import { type AdminHandlers, adminExpressHandler, adminFetchHandler, adminNodeHandler } from './admin/admin-adapters.js';
+import { createAdminApi } from './admin/admin-api.js';
 
 /** Worker settings of {@link PayhooksOptions}; see {@link WorkerOptions} for each default. */
 export type PayhooksWorkerOptions = Pick<
@@ -107,6 +109,16 @@ export interface Payhooks<Api = unknown> {
   node(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
   /** A Fetch-API handler: `export const POST = hooks.fetch()`. */
   fetch(): (request: Request) => Promise<Response>;
+  /**
+   * The operator console's JSON API (docs/admin.md) over this inbox, for requests to `/admin/api/…`: events with
+   * filters and pages, one event in full, replay, counts. Off (404) without a token; a request without the token
+   * as `Authorization: Bearer …` gets 401. A token under 32 characters throws a RangeError here.
+   *
+   * @example
+   * const admin = hooks.admin({ token: process.env.PAYHOOKS_ADMIN_TOKEN });
+   * app.use('/admin/api', admin.express());
+   */
+  admin(options: { token: string | undefined }): AdminHandlers;
   /**
    * Registers a handler for one or several event types; `event.data` is typed from the catalog.
    *
@@ -291,6 +303,10 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     fetch() {
       signatureScheme();
       return fetchHandler(facade);
+    },
+    admin({ token }) {
+      const api = createAdminApi({ store: ready, token, logger: logger.child({ component: 'console' }) });
+      return { api, node: () => adminNodeHandler(api), express: () => adminExpressHandler(api), fetch: () => adminFetchHandler(api) };
     },
     on(types: string | readonly string[], handler: AnyEventHandler<Api>, handlerOptions?: HandlerOptions) {
       // Both overloads end here; the registry checks the types against the catalog at run time either way.

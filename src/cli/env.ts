@@ -137,6 +137,12 @@ const VARIABLES = {
     readBy: ['serve'],
     description: 'interface serve listens on',
   }),
+  PAYHOOKS_ADMIN_TOKEN: variable(blankIsUnset(z.string().trim().optional()), {
+    readBy: ['serve'],
+    description:
+      'turns on the operator console (/admin, /admin/api/): the bearer token it asks for, 32 characters or more; unset: off (404)',
+    secret: true,
+  }),
   PAYHOOKS_LOG_LEVEL: variable(
     blankIsUnset(z.enum(LOG_LEVELS, { error: refusing(`must be one of ${LOG_LEVELS.join(', ')}`) }).default(LOGGER_DEFAULTS.level)),
     { readBy: [...SYNC_COMMANDS, 'simulate'], description: 'level of the JSON log lines on stdout' },

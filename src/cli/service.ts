@@ -1,6 +1,9 @@
+import { adminNodeHandler } from '../admin/admin-adapters.js';
+import { createAdminApi } from '../admin/admin-api.js';
+import { adminTokenWeakness } from '../admin/token.js';
 import { PayhooksError } from '../errors.js';
 import { within } from '../internal/within.js';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
@@ -55,6 +58,12 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     throw new Error(
       'PAYHOOKS_WEBHOOK_SECRET is not set: give the endpoint signing secret (comma-separated during a rotation), or run payhooks simulate --forward-to URL in this folder first.',
     );
+  }
+  // Checked before anything opens: a weak console token stops the start instead of exposing replay.
+  let admin: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | undefined;
+  if (env.PAYHOOKS_ADMIN_TOKEN !== undefined) {
+    const weakness = adminTokenWeakness(env.PAYHOOKS_ADMIN_TOKEN);
+    if (weakness) throw new PayhooksError(`PAYHOOKS_ADMIN_TOKEN is too weak: ${weakness}. Unset it to turn the console off.`);
   }
   // Built before the database opens, so a bad key or a missing PAYHOOKS_API_URL stops the start with its reason.
   // Every process on this database (serve, its worker child, backfill, reconcile) takes from one rate budget.
@@ -120,6 +129,9 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     registers: [registry],
   });
   const handleWebhook = receiving ? hooks.node() : undefined;
+  if (env.PAYHOOKS_ADMIN_TOKEN !== undefined) {
+    admin = adminNodeHandler(createAdminApi({ store, token: env.PAYHOOKS_ADMIN_TOKEN, logger: logger.child({ component: 'console' }) }));
+  }
 
   // Node checks the header and request timeouts only every 30 s by default; check each second, so they hold.
   const server: Server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
@@ -128,6 +140,11 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
       res.on('finish', () => deliveries.inc({ status: String(res.statusCode) }));
       // The adapter answers its own failures (500) and logs them; its promise never rejects.
       void handleWebhook(req, res);
+      return;
+    }
+    // Off (no token): /admin… falls through to the 404 below, saying nothing about a console.
+    if (admin && (path === '/admin' || path?.startsWith('/admin/'))) {
+      void admin(req, res);
       return;
     }
     if (path === '/healthz') return json(res, 200, { ok: true });

@@ -150,7 +150,8 @@ export interface ListEventsFilter extends EventsFilter {
   limit?: number | undefined;
 }
 
-const summaryColumns = [
+/** The columns of a {@link StoredEvent}. */
+export const summaryColumns = [
   'event_id',
   'event_type',
   'resource_key',
@@ -176,7 +177,8 @@ type SummaryRow = {
   processed_at: Date | null;
 };
 
-function toStoredEvent(row: SummaryRow): StoredEvent {
+/** An inbox row read with {@link summaryColumns}, as operators see it. */
+export function toStoredEvent(row: SummaryRow): StoredEvent {
   return {
     eventId: row.event_id,
     eventType: row.event_type,

@@ -10,7 +10,9 @@ export type ReplayableStatus = Exclude<EventStatus, 'processing' | 'pending'>;
  * The events a replay targets: given ids (optionally only while they are still in `status`), or every
  * event in a state.
  */
-export type ReplaySelection = { eventIds: readonly string[]; status?: ReplayableStatus | undefined } | { status: ReplayableStatus };
+export type ReplaySelection =
+  | { eventIds: readonly string[]; status?: ReplayableStatus | undefined }
+  | { status: ReplayableStatus; eventType?: string | undefined };
 
 /**
  * The condition of a selection, over `inbox_events`; events being processed (a queue row with a lease) are never
@@ -19,9 +21,10 @@ export type ReplaySelection = { eventIds: readonly string[]; status?: Replayable
 function replayable(store: PayhooksDatabase, which: ReplaySelection) {
   const byStatus = which.status === undefined ? sql<boolean>`true` : sql<boolean>`inbox_events.status = ${which.status}`;
   const byId = 'eventIds' in which ? sql<boolean>`inbox_events.event_id in (${sql.join([...which.eventIds])})` : sql<boolean>`true`;
+  const byType = 'eventType' in which && which.eventType ? sql<boolean>`inbox_events.event_type = ${which.eventType}` : sql<boolean>`true`;
   const leased = sql<boolean>`exists (select 1 from ${sql.id(store.schema, 'inbox_queue')} q
     where q.event_id = inbox_events.event_id and q.lease_owner is not null)`;
-  return sql<boolean>`(inbox_events.status <> 'processing' and ${byStatus} and ${byId} and not ${leased})`;
+  return sql<boolean>`(inbox_events.status <> 'processing' and ${byStatus} and ${byId} and ${byType} and not ${leased})`;
 }
 
 function isEmpty(which: ReplaySelection): boolean {
@@ -38,6 +41,7 @@ function isEmpty(which: ReplaySelection): boolean {
  * @example
  * await replayEvents(store, { eventIds: ['evt_123'] });
  * await replayEvents(store, { status: 'dead' });
+ * await replayEvents(store, { status: 'dead', eventType: 'INVOICE_PAID' });
  */
 export async function replayEvents(store: PayhooksDatabase, which: ReplaySelection): Promise<string[]> {
   if (isEmpty(which)) return [];
