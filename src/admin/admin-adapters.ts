@@ -30,7 +30,7 @@ export function adminNodeHandler(api: AdminApi): (req: IncomingMessage, res: Ser
     const response =
       body === undefined
         ? errorResponse(413, `The body is larger than ${MAX_ADMIN_BODY_BYTES} bytes.`)
-        : await api.handle({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body });
+        : await api.handle({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body, fromLoopback: isLoopback(req) });
     res.writeHead(response.status, response.headers);
     res.end(response.body);
   };
@@ -58,7 +58,7 @@ export function adminExpressHandler(api: AdminApi): RequestHandler {
       const response =
         body === undefined
           ? errorResponse(413, `The body is larger than ${MAX_ADMIN_BODY_BYTES} bytes.`)
-          : await api.handle({ method: req.method, url: req.originalUrl, headers: req.headers, body });
+          : await api.handle({ method: req.method, url: req.originalUrl, headers: req.headers, body, fromLoopback: isLoopback(req) });
       res.writeHead(response.status, response.headers);
       res.end(response.body);
     };
@@ -98,4 +98,10 @@ async function readSmallBody(req: IncomingMessage): Promise<string | undefined> 
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Whether a request's connection comes from this machine. */
+function isLoopback(req: IncomingMessage): boolean {
+  const address = req.socket.remoteAddress ?? '';
+  return address === '::1' || address === '127.0.0.1' || address === '::ffff:127.0.0.1';
 }

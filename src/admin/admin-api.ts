@@ -6,6 +6,7 @@ import type { PayhooksDatabase } from '../store/database.js';
 import { countEventsByStatus, getEvent, oldestPendingEvent, type StoredEvent } from '../store/inbox.js';
 import { countReplayable, replayEvents } from '../store/maintenance.js';
 import { EVENT_STATUSES } from '../store/schema.js';
+import { InboxOpError, runInboxOp } from './inbox-ops.js';
 import { maskPersonalData } from './mask.js';
 import { adminTokenWeakness, bearerMatches } from './token.js';
 
@@ -20,6 +21,8 @@ export interface AdminRequest {
   headers: Record<string, string | string[] | undefined>;
   /** The body as text (POSTs only); empty when there is none. */
   body?: string | undefined;
+  /** Whether the connection came from this machine (127.0.0.1 or ::1): only then does `localToken` count. */
+  fromLoopback?: boolean | undefined;
 }
 
 /** Options of {@link createAdminApi}. */
@@ -27,6 +30,12 @@ export interface AdminApiOptions {
   store: PayhooksDatabase | (() => Promise<PayhooksDatabase>);
   /** The bearer token every request must carry; undefined turns the console off (every path answers 404). */
   token: string | undefined;
+  /**
+   * A second token, for this machine's command line only (requests with `fromLoopback`), that `payhooks serve`
+   * writes to a file only its user can read, so `payhooks events` can reach the embedded database it holds. It
+   * opens the API whether or not the console is on.
+   */
+  localToken?: string | undefined;
   logger?: Logger | undefined;
 }
 
@@ -146,6 +155,15 @@ export function createAdminApi(options: AdminApiOptions): AdminApi {
       options.logger?.info({ ...which, count: replayed.length }, 'console: events replayed');
       return ok({ replayed: replayed.length, eventIds: replayed, left: await countReplayable(store, which) });
     }
+    if (path === `${ADMIN_API_PATH}/inbox` && method === 'POST') {
+      const call = jsonBody(request.body) as { op?: unknown; args?: unknown };
+      try {
+        return ok({ result: await runInboxOp(store, call.op, call.args) });
+      } catch (err) {
+        if (err instanceof InboxOpError) throw new BadRequest(400, err.message);
+        throw err;
+      }
+    }
     if (path === `${ADMIN_API_PATH}/stats` && method === 'GET') {
       const { hours } = parse(statsQuery, query, 'query');
       const [byStatus, oldest, activity] = await Promise.all([
@@ -163,8 +181,10 @@ export function createAdminApi(options: AdminApiOptions): AdminApi {
 
   return {
     async handle(request) {
-      if (token === undefined) return errorResponse(404, `Nothing at ${request.url.split('?', 1)[0]}.`);
-      if (!bearerMatches(headerOf(request.headers.authorization), token)) {
+      const authorization = headerOf(request.headers.authorization);
+      const local = options.localToken !== undefined && request.fromLoopback === true && bearerMatches(authorization, options.localToken);
+      if (!local && token === undefined) return errorResponse(404, `Nothing at ${request.url.split('?', 1)[0]}.`);
+      if (!local && !bearerMatches(authorization, token!)) {
         const refused = errorResponse(401, 'Unauthorized: send the console token as Authorization: Bearer <PAYHOOKS_ADMIN_TOKEN>.');
         return { ...refused, headers: { ...refused.headers, 'www-authenticate': 'Bearer realm="payhooks"' } };
       }

@@ -1,20 +1,11 @@
 import { type Command, Option } from 'commander';
-import {
-  countEventsByStatus,
-  countEventsByTypeAndStatus,
-  getEvent,
-  listEvents,
-  oldestPendingEvent,
-  type OldestPending,
-  type StatusCounts,
-  type StoredEvent,
-} from '../store/inbox.js';
+import type { OldestPending, StatusCounts, StoredEvent } from '../store/inbox.js';
 import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
 import { UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { formatAge, printableJson, table } from './format.js';
 import { positiveInt } from './parse-options.js';
-import { withDatabase } from './with-database.js';
+import { withInbox } from './with-inbox.js';
 
 /** The options of `payhooks events list`. */
 export interface ListCommandOptions {
@@ -46,9 +37,9 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
     .option('--json', 'print one JSON array (the "showing N of M" note goes to stderr, when not all are shown)')
     .action(async (opts: ListCommandOptions) => {
       const filter = { status: opts.status, eventType: opts.type };
-      const [rows, counts] = await withDatabase(ctx.env('events'), async (store) => [
-        await listEvents(store, { ...filter, limit: opts.limit }),
-        await countEventsByStatus(store, filter),
+      const [rows, counts] = await withInbox(ctx.env('events'), async (inbox) => [
+        await inbox.listEvents({ ...filter, limit: opts.limit }),
+        await inbox.countEventsByStatus(filter),
       ]);
       const total = sum(counts);
       const showing = `showing ${rows.length} of ${total} events`;
@@ -66,7 +57,7 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
     .description('show one stored event with its body and headers')
     .argument('<eventId>')
     .action(async (eventId: string) => {
-      const event = await withDatabase(ctx.env('events'), (store) => getEvent(store, eventId));
+      const event = await withInbox(ctx.env('events'), (inbox) => inbox.getEvent(eventId));
       if (!event) throw new UsageError(`No stored event with eventId ${eventId}.`);
       ctx.out(printableJson(JSON.stringify(event, null, 2)));
     });
@@ -75,8 +66,8 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
     .description('count stored events per state and per type, and tell the age of the oldest pending one')
     .option('--json', 'print one JSON object')
     .action(async (opts: { json?: boolean }) => {
-      const stats = await withDatabase(ctx.env('events'), async (store) =>
-        tally(await countEventsByTypeAndStatus(store), (await oldestPendingEvent(store)) ?? null),
+      const stats = await withInbox(ctx.env('events'), async (inbox) =>
+        tally(await inbox.countEventsByTypeAndStatus(), (await inbox.oldestPendingEvent()) ?? null),
       );
       if (opts.json) return ctx.out(printableJson(JSON.stringify(stats, null, 2)));
       ctx.out(statsText(stats));

@@ -1,20 +1,13 @@
 import { type Command, Option } from 'commander';
-import type { PayhooksDatabase } from '../store/database.js';
-import {
-  countReplayable,
-  newestArrival,
-  pageReplayable,
-  replayEvents,
-  type ReplayableStatus,
-  type ReplaySelection,
-} from '../store/maintenance.js';
+import type { Inbox } from '../admin/inbox-ops.js';
+import type { ReplayableStatus, ReplaySelection } from '../store/maintenance.js';
 import { addBulkOptions, BULK_DEFAULTS, type BulkOptions } from './bulk.js';
 import { SilentFailure, UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { confirmBulk } from './confirm-bulk.js';
 import { countOf, sampleOf } from './format.js';
 import { startProgress } from './progress.js';
-import { withDatabase } from './with-database.js';
+import { withInbox } from './with-inbox.js';
 
 const REPLAYABLE: readonly ReplayableStatus[] = ['dead', 'invalid', 'ignored', 'done'];
 
@@ -38,16 +31,16 @@ export function addReplayCommand(program: Command, ctx: CommandContext): void {
     if (eventIds.length === 0 && !opts.status)
       throw new UsageError('Name event ids to replay, or pass --status dead|invalid|ignored|done.');
     if (eventIds.length > 0 && opts.status) throw new UsageError('Give either event ids or --status, not both.');
-    await withDatabase(ctx.env('replay'), (store) => {
+    await withInbox(ctx.env('replay'), (inbox) => {
       const which: ReplaySelection = opts.status ? { status: opts.status } : { eventIds: [...new Set(eventIds)] };
-      return replay(ctx, store, which, opts);
+      return replay(ctx, inbox, which, opts);
     });
   });
 }
 
-async function replay(ctx: CommandContext, store: PayhooksDatabase, which: ReplaySelection, opts: ReplayCommandOptions): Promise<void> {
-  const through = (await newestArrival(store)) ?? undefined;
-  const count = await countReplayable(store, which);
+async function replay(ctx: CommandContext, inbox: Inbox, which: ReplaySelection, opts: ReplayCommandOptions): Promise<void> {
+  const through = (await inbox.newestArrival()) ?? undefined;
+  const count = await inbox.countReplayable(which);
   const scope = 'eventIds' in which ? '' : ` in state ${which.status}`;
   // Ids named on the command line that will not be re-queued: told at the end, and the exit code says so.
   const named = 'eventIds' in which ? which.eventIds : [];
@@ -62,13 +55,13 @@ async function replay(ctx: CommandContext, store: PayhooksDatabase, which: Repla
     ctx.out(`no events to re-queue${scope}`);
     return reportMissing(new Set());
   }
-  const sample = await pageReplayable(store, which, { limit: BULK_DEFAULTS.sampleSize, through });
+  const sample = await inbox.pageReplayable(which, { limit: BULK_DEFAULTS.sampleSize, through });
   const sampleIds = sample.map((e) => e.eventId);
   ctx.out(`${countOf(count, 'event')} to re-queue${scope}: ${sampleOf(sampleIds, count)}`);
   if (opts.dryRun) {
     ctx.out('dry run: nothing changed');
     if (named.length) {
-      const replayable = await pageReplayable(store, which, { limit: named.length, through });
+      const replayable = await inbox.pageReplayable(which, { limit: named.length, through });
       reportMissing(new Set(replayable.map((e) => e.eventId)));
     }
     return;
@@ -81,10 +74,10 @@ async function replay(ctx: CommandContext, store: PayhooksDatabase, which: Repla
   let after: string | undefined;
   try {
     for (;;) {
-      const page = await pageReplayable(store, which, { limit: opts.batchSize, after, through });
+      const page = await inbox.pageReplayable(which, { limit: opts.batchSize, after, through });
       if (page.length === 0) break;
       // The state is checked again as each batch is written: an event that left it meanwhile stays as it is.
-      const ids = await replayEvents(store, { eventIds: page.map((e) => e.eventId), status: opts.status });
+      const ids = await inbox.replayEvents({ eventIds: page.map((e) => e.eventId), status: opts.status });
       replayed += ids.length;
       if (named.length) for (const id of ids) requeued.add(id);
       after = page[page.length - 1]!.position;

@@ -19,6 +19,7 @@ import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhook
 import type { PayhooksDatabase } from '../store/database.js';
 import { countEventsNeedingAttention } from '../store/attention-counts.js';
 import { SERVICE_DEFAULTS, type ServiceEnv } from './config.js';
+import { newLocalToken, removeServeSession, writeServeSession } from './serve-session.js';
 import { withSimulatorSession } from './session-env.js';
 
 /** A running standalone service. */
@@ -129,8 +130,11 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     registers: [registry],
   });
   const handleWebhook = receiving ? hooks.node() : undefined;
-  if (env.PAYHOOKS_ADMIN_TOKEN !== undefined) {
-    admin = adminNodeHandler(createAdminApi({ store, token: env.PAYHOOKS_ADMIN_TOKEN, logger: logger.child({ component: 'console' }) }));
+  // On the embedded database, this process is the only way in: the command line gets a token of its own.
+  const localToken = store.kind === 'pglite' ? newLocalToken() : undefined;
+  if (env.PAYHOOKS_ADMIN_TOKEN !== undefined || localToken !== undefined) {
+    const api = createAdminApi({ store, token: env.PAYHOOKS_ADMIN_TOKEN, localToken, logger: logger.child({ component: 'console' }) });
+    admin = adminNodeHandler(api);
   }
 
   // Node checks the header and request timeouts only every 30 s by default; check each second, so they hold.
@@ -198,11 +202,16 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
   const host = env.HOST === '0.0.0.0' || env.HOST === '::' ? '127.0.0.1' : env.HOST;
   const url = `http://${host}:${port}`;
   logger.info({ url: `${url}${WEBHOOK_PATH}` }, 'payhooks is receiving webhooks');
+  // Only where this machine's command line can reach it (all interfaces, or loopback).
+  const reachableLocally = ['0.0.0.0', '::', '127.0.0.1'].includes(env.HOST);
+  if (localToken && reachableLocally)
+    writeServeSession(env.PAYHOOKS_DATA_DIR, { pid: process.pid, url: `http://127.0.0.1:${port}`, token: localToken });
 
   return {
     url,
     hooks,
     async close() {
+      if (localToken) removeServeSession(env.PAYHOOKS_DATA_DIR);
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
