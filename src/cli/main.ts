@@ -9,6 +9,7 @@ import { readMigrations, migrateApp } from '../store/migrate.js';
 import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { ENV_COMMANDS, type EnvCommand, type EnvOf, environmentHelp, readEnv } from './env.js';
+import { addDoctorCommand } from './doctor-command.js';
 import { addEventsCommands } from './events-command.js';
 import { addInitCommand } from './init-command.js';
 import { addPruneCommand } from './prune-command.js';
@@ -174,6 +175,7 @@ function buildProgram(out: (text: string) => void): Command {
 
   addEventsCommands(program, ctx);
   addInitCommand(program, ctx, version);
+  addDoctorCommand(program, ctx);
 
   // Every command's help ends with the variables it reads, made from the one table in env.ts.
   const withSubcommands = (command: Command): Command[] => [command, ...command.commands.flatMap(withSubcommands)];
