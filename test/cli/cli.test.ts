@@ -52,7 +52,11 @@ describe("a newcomer's path on the embedded database", () => {
     ]);
 
     expect(await mirrored).toMatchObject({ eventId: 'evt_curl_1', written: 1, reads: 0 });
-    const locked = await runCli(['events', 'list'], {}, dir);
+    // The embedded database is serve's alone: events list asks serve; migrate waits for it to stop.
+    const beside = await runCli(['events', 'list'], {}, dir);
+    expect(beside.code, beside.stderr).toBe(0);
+    expect(beside.stdout).toMatch(/evt_curl_1 +CUSTOMER_CREATED +done/);
+    const locked = await runCli(['migrate'], {}, dir);
     expect(locked.code).toBe(1);
     expect(locked.stderr).toMatch(/in use by process \d+/);
 
