@@ -7,6 +7,7 @@
 export {
   createPayhooks,
   type Payhooks,
+  type PayhooksObserver,
   type PayhooksOptions,
   type PayhooksWorkerOptions,
   type RegisterHandlers,
@@ -79,7 +80,14 @@ export {
 } from './events/index.js';
 
 // The receiver and its adapters, for apps that compose by hand instead of calling createPayhooks
-export { createReceiver, type Receiver, type ReceiveRequest, type ReceiveResponse, type ReceiverOptions } from './receiver/receiver.js';
+export {
+  createReceiver,
+  type DeliveryObservation,
+  type Receiver,
+  type ReceiveRequest,
+  type ReceiveResponse,
+  type ReceiverOptions,
+} from './receiver/receiver.js';
 export { expressMiddleware } from './adapters/express.js';
 export { fetchHandler } from './adapters/fetch.js';
 export { nodeHandler } from './adapters/node-http.js';
@@ -106,9 +114,10 @@ export { EVENT_STATUSES, type EventStatus, type PayhooksTables } from './store/s
 export type { AnyEventHandler, EventHandler, HandlerContext, HandlerOptions, UnknownTypeHandlerOptions } from './worker/handlers.js';
 export { UnknownEventTypeError } from './worker/unknown-event-type.js';
 export { WORKER_DEFAULTS } from './worker/defaults.js';
-export type { Worker } from './worker/worker.js';
+export type { HandlerRunObservation, Worker } from './worker/worker.js';
 export type { BackoffOptions } from './worker/retry-delay.js';
 export type { AdminHandlers } from './admin/admin-adapters.js';
+export { createPayhooksMetrics, type PayhooksMetrics } from './metrics/payhooks-metrics.js';
 export type { AdminApi, AdminRequest } from './admin/admin-api.js';
 export { DeadLetterError, RetryLaterError } from './worker/handler-errors.js';
 

@@ -13,6 +13,7 @@ import {
   assertScheme,
   createReceiver,
   DEFAULT_MAX_IN_FLIGHT_BODY_BYTES,
+  type DeliveryObservation,
   receiverLimits,
   type Receiver,
   type ReceiveRequest,
@@ -40,7 +41,7 @@ import {
   type HandlerOptions,
   type UnknownTypeHandlerOptions,
 } from './worker/handlers.js';
-import { createWorker, type Worker, type WorkerOptions, workerSettings } from './worker/worker.js';
+import { createWorker, type HandlerRunObservation, type Worker, type WorkerOptions, workerSettings } from './worker/worker.js';
 import { type AdminHandlers, adminExpressHandler, adminFetchHandler, adminNodeHandler } from './admin/admin-adapters.js';
 import { createAdminApi } from './admin/admin-api.js';
 
@@ -95,6 +96,17 @@ export interface PayhooksOptions<Api = unknown> {
   /** The API client handed to handlers as `ctx.api`, for current-state reads. */
   api?: Api | undefined;
   worker?: PayhooksWorkerOptions | undefined;
+  /**
+   * Called with what became of each delivery and each handler run: `createPayhooksMetrics(registry).observe` counts
+   * them for Prometheus (docs/metrics.md).
+   */
+  observe?: PayhooksObserver | undefined;
+}
+
+/** Callbacks for metrics: one per answered delivery, one per handler run. */
+export interface PayhooksObserver {
+  delivery?: ((delivery: DeliveryObservation) => void) | undefined;
+  handlerRun?: ((run: HandlerRunObservation) => void) | undefined;
 }
 
 /** The payhooks instance: adapters for any framework, over one inbox. */
@@ -264,6 +276,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
         groupCommit: options.groupCommit,
         logger,
         onStored: () => worker?.wake(),
+        onDelivery: options.observe?.delivery,
       });
     } catch (err) {
       logger.error({ err }, 'the inbox database could not be opened; answering 503');
@@ -320,7 +333,15 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     async start() {
       if (worker) return worker;
       if (registry.size === 0) logger.warn('the worker starts with no handlers registered: every event will be marked ignored');
-      worker = createWorker({ ...options.worker, store: await ready(), registry, logger, api: options.api, appSchema });
+      worker = createWorker({
+        ...options.worker,
+        store: await ready(),
+        registry,
+        logger,
+        api: options.api,
+        appSchema,
+        onHandlerRun: options.observe?.handlerRun,
+      });
       await worker.start();
       return worker;
     },

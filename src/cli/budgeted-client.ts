@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { type ApiClient, createClient, type RateLimiter } from '../client/index.js';
+import type { PayhooksMetrics } from '../metrics/payhooks-metrics.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { createPostgresRateLimiter } from '../store/rate-budget.js';
 
@@ -19,16 +20,25 @@ export interface BudgetedClient {
  * const { api, bind } = budgetedClient({ apiKey, baseUrl, logger });
  * await withDatabase(env, async (store) => { bind(store); await reconcile({ store, api }); });
  */
-export function budgetedClient(options: { apiKey: string; baseUrl: string | undefined; logger: Logger }): BudgetedClient {
+export function budgetedClient(options: {
+  apiKey: string;
+  baseUrl: string | undefined;
+  logger: Logger;
+  /** Where the client's requests and rate-budget waits are counted (serve's /metrics). */
+  metrics?: Pick<PayhooksMetrics, 'apiRequest' | 'rateLimitWait'> | undefined;
+}): BudgetedClient {
   let budget: RateLimiter | undefined;
   const api = createClient({
     apiKey: options.apiKey,
     baseUrl: options.baseUrl,
     logger: options.logger.child({ component: 'api-client' }),
+    onRequest: options.metrics?.apiRequest,
     rateLimit: {
       acquire: async (signal) => {
         if (!budget) throw new Error('The API rate budget is used before the database is open.');
+        const started = performance.now();
         await budget.acquire(signal);
+        options.metrics?.rateLimitWait((performance.now() - started) / 1000);
       },
     },
   });

@@ -2,6 +2,7 @@ import { adminNodeHandler } from '../admin/admin-adapters.js';
 import { createAdminApi } from '../admin/admin-api.js';
 import { adminTokenWeakness } from '../admin/token.js';
 import { PayhooksError } from '../errors.js';
+import { createPayhooksMetrics } from '../metrics/payhooks-metrics.js';
 import { within } from '../internal/within.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -68,8 +69,13 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
   }
   // Built before the database opens, so a bad key or a missing PAYHOOKS_API_URL stops the start with its reason.
   // Every process on this database (serve, its worker child, backfill, reconcile) takes from one rate budget.
+  // Made first, so that the receiver, the worker and the API client report into them from the start.
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  let storeForMetrics: (() => Promise<PayhooksDatabase>) | undefined;
+  const metrics = createPayhooksMetrics(registry, { store: () => storeForMetrics!() });
   const budgeted = env.PAYHOOKS_API_KEY
-    ? budgetedClient({ apiKey: env.PAYHOOKS_API_KEY, baseUrl: env.PAYHOOKS_API_URL, logger })
+    ? budgetedClient({ apiKey: env.PAYHOOKS_API_KEY, baseUrl: env.PAYHOOKS_API_URL, logger, metrics })
     : undefined;
   const api = budgeted?.api;
   if (!api) {
@@ -84,7 +90,9 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     appSchema: env.PAYHOOKS_APP_SCHEMA,
     logger,
     api,
+    observe: metrics.observe,
   });
+  storeForMetrics = () => hooks.ready();
   const store = await hooks.ready();
   budgeted?.bind(store);
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
@@ -121,8 +129,6 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     throw err;
   }
 
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
   const deliveries = new Counter({
     name: 'payhooks_webhook_responses_total',
     help: 'Webhook deliveries answered, by HTTP status.',

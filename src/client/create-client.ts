@@ -3,7 +3,7 @@ import { API_PATHS, API_RATE_LIMIT_PER_MINUTE } from '../events/rest-contract.js
 import { issuesOf } from '../events/issues.js';
 import { ApiClient, type ApiPaths, type ClientEnvironment } from './api-client.js';
 import { ApiInputError } from './errors.js';
-import { HttpTransport, type ClientLogger } from './http-transport.js';
+import { type ApiRequestObservation, HttpTransport, type ClientLogger } from './http-transport.js';
 import { createRateLimiter, unlimited, type RateLimiter } from './rate-limiter.js';
 
 /** Options of {@link createClient}. Every default is listed here and applied in one place below. */
@@ -38,6 +38,8 @@ export interface ClientOptions {
   rateLimit?: { requestsPerMinute: number } | RateLimiter | false | undefined;
   /** A pino logger (or anything with `debug` and `warn`): requests at debug, retries at warn. Default: none. */
   logger?: ClientLogger | undefined;
+  /** Called after each HTTP attempt, with its method, status (null without an answer) and duration: for metrics. */
+  onRequest?: ((request: ApiRequestObservation) => void) | undefined;
   /** Base paths of resource groups, to override (e.g. `{ payments: '/v1/payment' }`). Default `API_PATHS`. */
   paths?: Partial<ApiPaths> | undefined;
 }
@@ -100,6 +102,7 @@ const optionsSchema = z.strictObject({
       'must be a logger with debug and warn methods',
     )
     .optional(),
+  onRequest: z.custom<ClientOptions['onRequest']>((value) => typeof value === 'function', 'must be a function').optional(),
   paths: z.strictObject(Object.fromEntries(Object.keys(API_PATHS).map((group) => [group, basePath.optional()]))).optional(),
 });
 
@@ -135,6 +138,7 @@ export function createClient(options: ClientOptions): ApiClient {
     maxRetryAfterMs: options.maxRetryAfterMs ?? DEFAULTS.maxRetryAfterMs,
     rateLimiter,
     logger: options.logger,
+    onRequest: options.onRequest,
   });
   const paths: ApiPaths = { ...API_PATHS, ...definedEntries(options.paths ?? {}) };
   return new ApiClient(transport, {

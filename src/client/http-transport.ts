@@ -50,6 +50,15 @@ export interface TransportConfig {
   maxRetryAfterMs: number;
   rateLimiter: RateLimiter;
   logger?: ClientLogger | undefined;
+  onRequest?: ((request: ApiRequestObservation) => void) | undefined;
+}
+
+/** One HTTP attempt of the client, for metrics. */
+export interface ApiRequestObservation {
+  method: string;
+  /** The answer's status; null when none came (timeout, connection error). */
+  status: number | null;
+  seconds: number;
 }
 
 /** A value checked with a zod schema before it goes out. */
@@ -122,8 +131,10 @@ export class HttpTransport {
       try {
         ({ json, status } = await this.#attempt(url, { method, headers, body }, timeoutMs, options.signal, method, path));
         this.#config.logger?.debug({ method, path, status, attempt, durationMs: elapsed(started) }, 'api request');
+        this.#config.onRequest?.({ method, status, seconds: elapsed(started) / 1000 });
       } catch (error) {
         if (!(error instanceof ApiError)) throw error;
+        this.#config.onRequest?.({ method, status: error.status ?? null, seconds: elapsed(started) / 1000 });
         this.#config.logger?.debug(
           { method, path, status: error.status, attempt, durationMs: elapsed(started), error: error.name },
           'api request failed',

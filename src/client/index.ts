@@ -4,7 +4,7 @@
 
 export { createClient, type ClientOptions } from './create-client.js';
 export { ApiClient, type ApiPaths, type ClientEnvironment } from './api-client.js';
-export type { ClientLogger, HttpMethod, RequestOptions } from './http-transport.js';
+export type { ApiRequestObservation, ClientLogger, HttpMethod, RequestOptions } from './http-transport.js';
 export {
   ApiConnectionError,
   ApiError,

@@ -53,6 +53,21 @@ export interface ReceiverOptions {
   logger?: Logger | undefined;
   /** Called after a new event is stored, e.g. to wake a worker in the same process. */
   onStored?: ((eventId: string) => void) | undefined;
+  /** Called once per answered request, with what happened and how long it took (metrics: `createPayhooksMetrics`). */
+  onDelivery?: ((delivery: DeliveryObservation) => void) | undefined;
+}
+
+/** What became of one request to the receiver, for metrics. */
+export interface DeliveryObservation {
+  /** stored, duplicate, rejected (the signature), refused (another 4xx), unavailable (503), or error (500). */
+  outcome: 'stored' | 'duplicate' | 'rejected' | 'refused' | 'unavailable' | 'error';
+  status: number;
+  /** The event type, once the signed envelope was read; null before. */
+  eventType: string | null;
+  /** Why the signature was rejected (`WebhookVerificationError.reason`), for `rejected`. */
+  reason: string | null;
+  /** From the call to the answer. */
+  seconds: number;
 }
 
 /** A framework-free webhook receiver; adapters wrap {@link Receiver.receive}. */
@@ -94,6 +109,21 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const keptHeaders = [...new Set([...options.scheme.headerNames, ...KEPT_HEADERS])];
 
   async function receive(request: ReceiveRequest): Promise<ReceiveResponse> {
+    if (!options.onDelivery) return receiveOnce(request, {});
+    const started = performance.now();
+    const note: DeliveryNote = {};
+    const response = await receiveOnce(request, note);
+    options.onDelivery({
+      outcome: outcomeOf(response.status, note),
+      status: response.status,
+      eventType: note.eventType ?? null,
+      reason: note.reason ?? null,
+      seconds: (performance.now() - started) / 1000,
+    });
+    return response;
+  }
+
+  async function receiveOnce(request: ReceiveRequest, note: DeliveryNote): Promise<ReceiveResponse> {
     if (request.method.toUpperCase() !== 'POST') {
       const refusal = errorResponse(405, 'Only POST is accepted here.');
       return { ...refusal, headers: { ...refusal.headers, allow: 'POST' } };
@@ -120,6 +150,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     } catch (cause) {
       if (!(cause instanceof WebhookVerificationError)) throw cause;
       log?.warn({ reason: cause.reason, detail: cause.message }, 'webhook signature rejected');
+      note.reason = cause.reason;
       return errorResponse(401, cause.publicMessage);
     }
 
@@ -141,6 +172,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       );
     }
     const { eventId, eventType, data } = envelope.data;
+    note.eventType = eventType;
     const resourceKey = resourceKeyOf(eventType, data);
     if (resourceKey !== null && !isStorableKey(resourceKey)) {
       log?.warn({ eventId, eventType }, 'signed delivery refused: the resource id it names cannot be stored');
@@ -178,6 +210,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     }
     if (!outcome.inserted) {
       log?.info({ eventId, eventType, deliveries: outcome.deliveries }, 'duplicate webhook delivery');
+      note.duplicate = true;
       return ok({ received: true, duplicate: true });
     }
     log?.info({ eventId, eventType }, 'webhook stored');
@@ -187,6 +220,20 @@ export function createReceiver(options: ReceiverOptions): Receiver {
 
   const bodyBudget = new BodyBudget(options.maxInFlightBodyBytes ?? DEFAULT_MAX_IN_FLIGHT_BODY_BYTES);
   return { maxBodyBytes, bodyBudget, receive, logger: log };
+}
+
+/** What {@link createReceiver}'s `receive` learns along the way, for {@link DeliveryObservation}. */
+interface DeliveryNote {
+  eventType?: string;
+  reason?: string;
+  duplicate?: boolean;
+}
+
+function outcomeOf(status: number, note: DeliveryNote): DeliveryObservation['outcome'] {
+  if (status === 200) return note.duplicate ? 'duplicate' : 'stored';
+  if (status === 401) return 'rejected';
+  if (status === 503) return 'unavailable';
+  return status >= 500 ? 'error' : 'refused';
 }
 
 /**

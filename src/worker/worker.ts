@@ -21,11 +21,22 @@ import { failureVerdict, type HandlerFailure } from './handler-errors.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
 
 /** Options of the worker; each default is in {@link WORKER_DEFAULTS}. */
+/** One run of one handler for one event, for metrics. */
+export interface HandlerRunObservation {
+  /** The handler's name: yours, or a sink's (`mirror`, `forward:<name>`, `broker:<name>`, `connector:<name>`). */
+  handler: string;
+  eventType: string;
+  failed: boolean;
+  seconds: number;
+}
+
 export interface WorkerOptions<Api = unknown> {
   store: PayhooksDatabase;
   registry: HandlerRegistry<Api>;
   logger: Logger;
   api?: Api | undefined;
+  /** Called after each handler run, failed or not (metrics: `createPayhooksMetrics`). */
+  onHandlerRun?: ((run: HandlerRunObservation) => void) | undefined;
   /** Identifies this worker in leases. Default `<hostname>:<pid>:<random>`. */
   workerId?: string | undefined;
   /** Events run at once by this process. Default 4. */
@@ -377,10 +388,20 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         if (!leaseHeld(entry, log)) return;
         const handlerLog = log.child({ handler: handler.name });
         let markedInTransaction: boolean;
+        const started = performance.now();
+        const observe = (failed: boolean) =>
+          options.onHandlerRun?.({
+            handler: handler.name,
+            eventType: event.eventType,
+            failed,
+            seconds: (performance.now() - started) / 1000,
+          });
         try {
           markedInTransaction = await runHandler(handler, parsed.event, entry, handlerLog);
+          observe(false);
         } catch (err) {
           if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
+          observe(true);
           failures.push({ handler: handler.name, error: err });
           handlerLog.warn({ err }, 'handler failed');
           continue;

@@ -1,0 +1,142 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { ApiRequestObservation } from '../client/http-transport.js';
+import type { PayhooksObserver } from '../payhooks.js';
+import type { PayhooksDatabase } from '../store/database.js';
+import { countEventsByStatus, oldestPendingEvent } from '../store/inbox.js';
+import { EVENT_STATUSES } from '../store/schema.js';
+
+/** The series payhooks exposes, and the callbacks that move them. */
+export interface PayhooksMetrics {
+  /** For `createPayhooks({ observe })`: deliveries and handler runs. */
+  observe: PayhooksObserver;
+  /** For `createClient({ onRequest })`: the API client's requests. */
+  apiRequest(request: ApiRequestObservation): void;
+  /** Time spent waiting for the API's rate budget before a request. */
+  rateLimitWait(seconds: number): void;
+}
+
+// Acknowledgements must come within the sender's 10 s; the buckets resolve the fast path and the edge of the budget.
+const ACK_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 8, 10];
+const RUN_BUCKETS = [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/**
+ * Registers payhooks' series on a prom-client registry (docs/metrics.md) and returns the callbacks that move
+ * them. With `store`, the events by state and the age of the oldest pending event are read from the inbox at
+ * each scrape.
+ *
+ * @example
+ * const registry = new Registry();
+ * const metrics = createPayhooksMetrics(registry, { store: () => hooks.ready() });
+ * const hooks = createPayhooks({ secret, observe: metrics.observe });
+ */
+export function createPayhooksMetrics(registry: Registry, options: { store?: () => Promise<PayhooksDatabase> } = {}): PayhooksMetrics {
+  const registers = [registry];
+  const deliveries = new Counter({
+    name: 'payhooks_deliveries_total',
+    help: 'Webhook deliveries answered by the receiver, by event type (unknown before the signature is checked) and outcome.',
+    labelNames: ['type', 'outcome'],
+    registers,
+  });
+  const duplicates = new Counter({
+    name: 'payhooks_duplicate_deliveries_total',
+    help: 'Deliveries of an event already stored, by event type.',
+    labelNames: ['type'],
+    registers,
+  });
+  const signatureFailures = new Counter({
+    name: 'payhooks_signature_failures_total',
+    help: 'Deliveries refused for their signature, by reason.',
+    labelNames: ['reason'],
+    registers,
+  });
+  const ack = new Histogram({
+    name: 'payhooks_ack_seconds',
+    help: 'Time from a delivery reaching the receiver to its answer, by outcome.',
+    labelNames: ['outcome'],
+    buckets: ACK_BUCKETS,
+    registers,
+  });
+  const handlerDuration = new Histogram({
+    name: 'payhooks_handler_duration_seconds',
+    help: 'Handler and sink runs, by name (sinks: mirror, forward:<name>, broker:<name>, connector:<name>).',
+    labelNames: ['handler'],
+    buckets: RUN_BUCKETS,
+    registers,
+  });
+  const handlerFailures = new Counter({
+    name: 'payhooks_handler_failures_total',
+    help: 'Handler and sink runs that failed, by name.',
+    labelNames: ['handler'],
+    registers,
+  });
+  const apiRequests = new Counter({
+    name: 'payhooks_api_requests_total',
+    help: "Requests of the service's API client, by method and status (none: no answer).",
+    labelNames: ['method', 'status'],
+    registers,
+  });
+  const apiDuration = new Histogram({
+    name: 'payhooks_api_request_duration_seconds',
+    help: "Requests of the service's API client, by method.",
+    labelNames: ['method'],
+    buckets: RUN_BUCKETS,
+    registers,
+  });
+  const rateLimitWaits = new Histogram({
+    name: 'payhooks_api_rate_limit_wait_seconds',
+    help: "Time waited for the API's rate budget before a request.",
+    buckets: [0.001, 0.01, 0.1, 1, 5, 15, 30, 60],
+    registers,
+  });
+
+  if (options.store) {
+    const storeOf = options.store;
+    new Gauge({
+      name: 'payhooks_events',
+      help: 'Stored events, by state.',
+      labelNames: ['status'],
+      registers,
+      async collect() {
+        // A database that does not answer leaves the last values: the scrape still shows everything else.
+        const counts = await storeOf()
+          .then((store) => countEventsByStatus(store))
+          .catch(() => undefined);
+        if (counts) for (const status of EVENT_STATUSES) this.set({ status }, counts[status] ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'payhooks_oldest_pending_age_seconds',
+      help: 'Age of the oldest pending event (0 when none is pending): how far behind the worker is.',
+      registers,
+      async collect() {
+        const oldest = await storeOf()
+          .then(oldestPendingEvent)
+          .catch(() => null);
+        if (oldest !== null) this.set(oldest ? oldest.ageMs / 1000 : 0);
+      },
+    });
+  }
+
+  return {
+    observe: {
+      delivery(delivery) {
+        const type = delivery.eventType ?? 'unknown';
+        deliveries.inc({ type, outcome: delivery.outcome });
+        if (delivery.outcome === 'duplicate') duplicates.inc({ type });
+        if (delivery.outcome === 'rejected') signatureFailures.inc({ reason: delivery.reason ?? 'unknown' });
+        ack.observe({ outcome: delivery.outcome }, delivery.seconds);
+      },
+      handlerRun(run) {
+        handlerDuration.observe({ handler: run.handler }, run.seconds);
+        if (run.failed) handlerFailures.inc({ handler: run.handler });
+      },
+    },
+    apiRequest(request) {
+      apiRequests.inc({ method: request.method, status: request.status === null ? 'none' : String(request.status) });
+      apiDuration.observe({ method: request.method }, request.seconds);
+    },
+    rateLimitWait(seconds) {
+      rateLimitWaits.observe(seconds);
+    },
+  };
+}
