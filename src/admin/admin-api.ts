@@ -6,6 +6,7 @@ import type { PayhooksDatabase } from '../store/database.js';
 import { countEventsByStatus, getEvent, oldestPendingEvent, type StoredEvent } from '../store/inbox.js';
 import { countReplayable, replayEvents } from '../store/maintenance.js';
 import { EVENT_STATUSES } from '../store/schema.js';
+import { consoleAsset } from './console-page.js';
 import { InboxOpError, runInboxOp } from './inbox-ops.js';
 import { maskPersonalData } from './mask.js';
 import { adminTokenWeakness, bearerMatches } from './token.js';
@@ -181,6 +182,9 @@ export function createAdminApi(options: AdminApiOptions): AdminApi {
 
   return {
     async handle(request) {
+      // The page itself is public and holds no data (it asks for the token); only when the console is on.
+      const page = token !== undefined && request.method.toUpperCase() === 'GET' ? consoleAsset(request.url.split('?', 1)[0]!) : undefined;
+      if (page) return page;
       const authorization = headerOf(request.headers.authorization);
       const local = options.localToken !== undefined && request.fromLoopback === true && bearerMatches(authorization, options.localToken);
       if (!local && token === undefined) return errorResponse(404, `Nothing at ${request.url.split('?', 1)[0]}.`);

@@ -84,7 +84,11 @@ describe('payhooks serve and PAYHOOKS_ADMIN_TOKEN', () => {
         const delivery = signedRequest(exampleEvent('PAYMENT_COMPLETED', { eventId: 'evt_served_admin' }), { secret: SECRET });
         expect((await fetch(url, delivery)).status).toBe(200);
         const listed = await fetch(`${base}/admin/api/events`, { headers: bearer });
+        const page = await fetch(`${base}/admin`);
         if (token) {
+          expect(page.status).toBe(200);
+          expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+          expect(await page.text()).toContain('<script src="/admin/console.js" defer></script>');
           expect(listed.status).toBe(200);
           expect(((await listed.json()) as { events: unknown[] }).events).toEqual([
             expect.objectContaining({ eventId: 'evt_served_admin' }),
@@ -93,6 +97,7 @@ describe('payhooks serve and PAYHOOKS_ADMIN_TOKEN', () => {
             expect((await fetch(`${base}${path}`, { headers: { authorization: 'Bearer nope' } })).status).toBe(401);
           expect((await fetch(`${base}/admin/api/events/evt_served_admin/replay`, { method: 'POST' })).status).toBe(401);
         } else {
+          expect(page.status).toBe(404);
           expect(listed.status).toBe(404);
           expect((await fetch(`${base}/admin/api/stats`, { headers: bearer })).status).toBe(404);
         }
