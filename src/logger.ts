@@ -1,4 +1,5 @@
 import { type ChildLoggerOptions, type DestinationStream, type LevelWithSilent, type Logger, type LoggerOptions, pino } from 'pino';
+import { PinoPretty } from 'pino-pretty';
 import { scrubForLog, scrubText } from './internal/scrub.js';
 
 type ChildOptions = ChildLoggerOptions<never>;
@@ -35,7 +36,8 @@ export const LOGGER_DEFAULTS = { level: 'info' } as const satisfies { level: Lev
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
 
 /**
- * The logger payhooks uses when none is given: JSON lines on stdout. Every argument of every call is scrubbed
+ * The logger payhooks uses when none is given: JSON lines on stdout, or readable lines when stdout is a terminal.
+ * Every argument of every call is scrubbed
  * before pino sees it: emails, phone numbers, API keys and secrets are masked at any depth (by key name, and
  * by shape inside strings, error messages included), long text is capped at 8 KB, and an error keeps only
  * its type, message, code and stack (a database error's `detail`, which echoes the row's values, is dropped).
@@ -57,7 +59,15 @@ export function createLogger(options: LoggerOptions = {}, destination?: Destinat
       },
     },
   };
-  return destination ? pino(settings, destination) : pino(settings);
+  return pino(settings, destination ?? (process.stdout.isTTY ? prettyTerminal() : undefined));
+}
+
+/**
+ * Lines a person reads on a terminal (pino-pretty): time, level, message, then the fields. Written synchronously, as
+ * pino writes JSON, so nothing is lost at exit. Redirected or piped, output stays JSON lines for log collectors.
+ */
+function prettyTerminal(): DestinationStream {
+  return PinoPretty({ sync: true, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
 }
 
 /**
