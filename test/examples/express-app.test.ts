@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exampleEvent, signedRequest } from '../../src/testing/index.js';
 import { runCli } from '../helpers/cli.js';
-import { type ExampleProcess, repoRoot, startExample, waitForOutput } from '../helpers/examples.js';
+import { type ExampleProcess, repoRoot, startExample, stopExample, waitForOutput } from '../helpers/examples.js';
 import { waitFor } from '../helpers/wait.js';
 
 const SECRET = 'express-app-test-secret';
@@ -126,12 +126,7 @@ describe('examples/express-app, run as its README says', () => {
   });
 
   it('stops on SIGTERM with exit code 0, leaving the embedded database to `payhooks events list`', { timeout: 60_000 }, async () => {
-    example.child.kill('SIGTERM');
-    const code = await Promise.race([
-      example.exited,
-      new Promise((resolve) => setTimeout(() => resolve('still running after 15 s'), 15_000)),
-    ]);
-    expect(code, example.output()).toBe(0);
+    expect(await stopExample(example), example.output()).toBe(0);
     expect(example.output()).toContain('"msg":"stopped"');
 
     // The same folder, opened by another process: only possible once the example released it.

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exampleEvent, signedRequest } from '../../src/testing/index.js';
-import { type ExampleProcess, startExample, waitForOutput } from '../helpers/examples.js';
+import { type ExampleProcess, startExample, stopExample, waitForOutput } from '../helpers/examples.js';
 import { waitFor } from '../helpers/wait.js';
 
 const SECRET = 'fetch-runtime-test-secret';
@@ -99,12 +99,7 @@ describe('examples/fetch-runtime (Hono on @hono/node-server), run as its README 
   });
 
   it('stops on SIGTERM with exit code 0', async () => {
-    example.child.kill('SIGTERM');
-    const code = await Promise.race([
-      example.exited,
-      new Promise((resolve) => setTimeout(() => resolve('still running after 15 s'), 15_000)),
-    ]);
-    expect(code, example.output()).toBe(0);
+    expect(await stopExample(example), example.output()).toBe(0);
     expect(example.output()).toContain('"msg":"stopped"');
   });
 });

@@ -61,3 +61,12 @@ export async function waitForOutput(example: ExampleProcess, pattern: RegExp, wh
   );
   return found;
 }
+
+/** Sends SIGTERM and resolves with the exit code, or with a note if it is still running after `timeoutMs`. */
+export function stopExample(example: ExampleProcess, timeoutMs = 15_000): Promise<number | null | string> {
+  example.child.kill('SIGTERM');
+  return Promise.race([
+    example.exited,
+    new Promise<string>((resolve) => setTimeout(() => resolve(`still running after ${timeoutMs / 1000} s`), timeoutMs)),
+  ]);
+}
