@@ -1,15 +1,16 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Command, Option } from 'commander';
+import { CONFIG_FILE_NAMES } from '../sync/config.js';
 import { UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 
 /** The templates of `payhooks init`, in `--help` order, each a folder of `templates/init/`. */
 export const INIT_TEMPLATES = {
-  minimal: 'a handlers file with one handler for paid invoices, to fill in',
-  'direct-debit': 'the direct-debit handler templates (mandates, collections, dunning, subscriptions, disputes) with a dunning hook',
-  'crm-sync': 'a connector that syncs customers and invoices to a CRM over HTTP, and the Postgres mirror',
+  minimal: 'one handler for INVOICE_PAID and PAYMENT_COMPLETED that reads the invoice through ctx.api, to fill in',
+  'direct-debit': 'registerDirectDebit (payhooks/handlers/direct-debit) with a dunning hook built on dunningDecision',
+  'crm-sync': 'a connector (defineConnector) that PUTs each customer and invoice to CRM_URL with its idempotency key; the mirror on',
 } as const;
 
 /** The name of an init template. */
@@ -34,6 +35,9 @@ export interface InitResult {
  */
 export function initProject(template: InitTemplate, dir: string, version: string): InitResult {
   const target = resolve(dir);
+  if (existsSync(target) && !statSync(target).isDirectory()) {
+    throw new UsageError(`init changed nothing: ${target} is a file, not a folder. Give init a folder (it creates one when missing).`);
+  }
   const files = new Map<string, string>();
   for (const name of readdirSync(join(TEMPLATES_DIR, template)).sort()) {
     files.set(name, readFileSync(join(TEMPLATES_DIR, template, name), 'utf8'));
@@ -42,22 +46,43 @@ export function initProject(template: InitTemplate, dir: string, version: string
   if (!hasPackageJson) files.set('package.json', packageJson(target, template, version));
 
   const existing = [...files.keys()].filter((name) => existsSync(join(target, name)));
-  if (existing.length > 0) {
+  // serve reads the first configuration file it finds, so an older payhooks.config.js would silently win over the
+  // template's .mjs (and a crm-sync connector would never run): that is a clash too, though the names differ.
+  const shadowing = CONFIG_FILE_NAMES.filter((name) => !files.has(name) && existsSync(join(target, name)));
+  const clashes = [...existing, ...shadowing];
+  if (clashes.length > 0) {
+    const why = shadowing.length > 0 ? ` (serve would read ${shadowing[0]} instead of the template's configuration)` : '';
     throw new UsageError(
-      `init changed nothing: ${existing.map((name) => join(target, name)).join(', ')} already ${existing.length === 1 ? 'exists' : 'exist'}. ` +
-        'Move or delete them, or choose another folder.',
+      `init changed nothing: ${clashes.map((name) => join(target, name)).join(', ')} already ${clashes.length === 1 ? 'exists' : 'exist'}${why}. ` +
+        `Move or delete ${clashes.length === 1 ? 'it' : 'them'}, or choose another folder.`,
     );
   }
   mkdirSync(target, { recursive: true });
-  // 'wx': a file that appeared since the check above is left alone (the write fails) rather than replaced.
-  for (const [name, content] of files) writeFileSync(join(target, name), content, { flag: 'wx' });
+  const written: string[] = [];
+  try {
+    // 'wx': a file that appeared since the check above is left alone (the write fails) rather than replaced.
+    for (const [name, content] of files) {
+      writeFileSync(join(target, name), content, { flag: 'wx' });
+      written.push(name);
+    }
+  } catch (err) {
+    // All or nothing, as promised: half a template would clash with the next attempt and run with no config.
+    for (const name of written) rmSync(join(target, name), { force: true });
+    throw err;
+  }
 
-  const cd = displayDir(target) === '.' ? '' : `cd ${displayDir(target)} && `;
+  const shown = displayDir(target);
+  const cd = shown === '.' ? '' : `cd ${shellQuote(shown)} && `;
   return {
     dir: target,
-    written: [...files.keys()],
+    written,
     nextCommands: [`${cd}${hasPackageJson ? 'npm install payhooks' : 'npm install'}`, ...RUN_COMMANDS[template]],
   };
+}
+
+/** A path as a POSIX shell reads it back, so that the printed `cd` works for "my app" too. */
+function shellQuote(path: string): string {
+  return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`;
 }
 
 const SECRET = 'PAYHOOKS_WEBHOOK_SECRET=dev-secret';
@@ -107,6 +132,27 @@ function displayDir(dir: string): string {
   return rel === '' ? '.' : rel.startsWith('..') || isAbsolute(rel) ? dir : rel;
 }
 
+function templatesHelp(): string {
+  const templates = Object.entries(INIT_TEMPLATES).flatMap(([name, summary]) => [
+    `  ${name.padEnd(14)}${readdirSync(join(TEMPLATES_DIR, name)).sort().join(', ')}`,
+    `  ${''.padEnd(14)}${summary}`,
+  ]);
+  return [
+    '',
+    'Templates (plain JavaScript modules, no build step; each also writes a package.json when DIR has none):',
+    ...templates,
+    '',
+    'It never overwrites: when a file it would write exists (or a payhooks.config.js or .json that serve would read',
+    'instead), it writes nothing, names each, and exits 1. Otherwise it prints the files and the next three commands:',
+    'npm install, payhooks serve on the embedded database, and payhooks trigger sending it a signed example event.',
+    '',
+    'Examples:',
+    '  payhooks init my-app',
+    '  payhooks init --template direct-debit billing',
+    '  payhooks init --template crm-sync',
+  ].join('\n');
+}
+
 /**
  * Adds `payhooks init [--template NAME] [DIR]`: scaffolds a handlers file, a configuration and a README (and a
  * package.json when DIR has none), refuses to overwrite anything, and prints the next three commands.
@@ -119,12 +165,7 @@ export function addInitCommand(program: Command, ctx: CommandContext, version: s
     .addOption(
       new Option('--template <name>', 'what to start from').choices(Object.keys(INIT_TEMPLATES)).default('minimal' satisfies InitTemplate),
     )
-    .addHelpText(
-      'after',
-      `\nTemplates:\n${Object.entries(INIT_TEMPLATES)
-        .map(([name, summary]) => `  ${name.padEnd(14)}${summary}`)
-        .join('\n')}`,
-    )
+    .addHelpText('after', templatesHelp)
     .action((dir: string, opts: { template: InitTemplate }) => {
       const result = initProject(opts.template, dir, version);
       ctx.out(

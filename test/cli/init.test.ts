@@ -1,14 +1,14 @@
 // `payhooks init` as a newcomer uses it: in an empty folder, then "npm install" (here: the package linked into
 // node_modules, as npm would place it, so the scaffolded files import the built package and `npx payhooks` is
 // its bin), then the printed commands, run as written.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/database.js';
 import { type CliResult, collect, runCli, waitForLog } from '../helpers/cli.js';
 import { freePort, listen } from '../helpers/servers.js';
@@ -17,7 +17,16 @@ import { waitFor } from '../helpers/wait.js';
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const TEMPLATES = ['minimal', 'direct-debit', 'crm-sync'] as const;
 
-const emptyFolder = () => mkdtempSync(join(tmpdir(), 'payhooks-init-'));
+const folders: string[] = [];
+const emptyFolder = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'payhooks-init-'));
+  folders.push(dir);
+  return dir;
+};
+// Each run leaves an embedded database behind; rm unlinks node_modules/payhooks without following it into the repo.
+afterAll(() => {
+  for (const dir of folders) rmSync(dir, { recursive: true, force: true });
+});
 
 /** The numbered lines under "Next:". */
 function nextCommands(stdout: string): string[] {
@@ -205,6 +214,47 @@ describe('payhooks init', () => {
     expect(clash.code).toBe(1);
     expect(clash.stderr).toContain(`${join(other, 'README.md')} already exists`);
     expect(readdirSync(other)).toEqual(['README.md']);
+  });
+
+  it('refuses a configuration file serve would read instead of the template’s, and a DIR that is a file; quotes DIR in cd', async () => {
+    const project = emptyFolder();
+    writeFileSync(join(project, 'payhooks.config.js'), 'export default {};\n');
+    const shadowed = await runCli(['init', '--template', 'crm-sync'], {}, project);
+    expect(shadowed.code).toBe(1);
+    expect(shadowed.stderr).toContain(
+      `${join(project, 'payhooks.config.js')} already exists (serve would read payhooks.config.js instead of the template's configuration). Move or delete it`,
+    );
+    expect(readdirSync(project)).toEqual(['payhooks.config.js']);
+
+    const file = join(emptyFolder(), 'notes.txt');
+    writeFileSync(file, 'mine\n');
+    const notFolder = await runCli(['init', file]);
+    expect(notFolder.code).toBe(1);
+    expect(notFolder.stderr).toContain(`payhooks: init changed nothing: ${file} is a file, not a folder.`);
+    expect(readFileSync(file, 'utf8')).toBe('mine\n');
+
+    const parent = emptyFolder();
+    const spaced = await runCli(['init', "Bob's app"], {}, parent);
+    expect(spaced.code, spaced.stderr).toBe(0);
+    const [install] = nextCommands(spaced.stdout) as [string];
+    expect(install).toBe(`cd 'Bob'\\''s app' && npm install`);
+    // As a shell reads it back: the folder init wrote into.
+    expect(execFileSync('sh', ['-c', install.replace('npm install', 'pwd')], { cwd: parent, encoding: 'utf8' }).trim()).toBe(
+      join(parent, "Bob's app"),
+    );
+    expect(readdirSync(join(parent, "Bob's app"))).toContain('payhooks.handlers.mjs');
+  });
+
+  it('--help names each template, the files it writes and what it runs', async () => {
+    const help = await runCli(['init', '--help']);
+    expect(help.code).toBe(0);
+    for (const template of TEMPLATES) {
+      const files = readdirSync(join(repo, 'templates', 'init', template))
+        .sort()
+        .join(', ');
+      expect(help.stdout).toMatch(new RegExp(`^  ${template} +${files.replaceAll('.', '\\.')}$`, 'm'));
+    }
+    expect(help.stdout).toContain('It never overwrites');
   });
 
   it('an unknown template is refused with the valid ones', async () => {
