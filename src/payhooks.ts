@@ -42,8 +42,8 @@ import {
   type UnknownTypeHandlerOptions,
 } from './worker/handlers.js';
 import { createWorker, type HandlerRunObservation, type Worker, type WorkerOptions, workerSettings } from './worker/worker.js';
-import { type AdminHandlers, adminExpressHandler, adminFetchHandler, adminNodeHandler } from './admin/admin-adapters.js';
-import { createAdminApi } from './admin/admin-api.js';
+import { type AdminHandlers, adminExpressHandler, adminFetchHandler, adminNodeHandler } from './console/admin-adapters.js';
+import { createAdminApi } from './console/admin-api.js';
 
 /** Worker settings of {@link PayhooksOptions}; see {@link WorkerOptions} for each default. */
 export type PayhooksWorkerOptions = Pick<

@@ -136,8 +136,8 @@ describe('dist/', () => {
     // payhooks init copies from templates/; the scaffolded files point at docs/ inside node_modules/payhooks.
     expect(paths).toContain('templates/init/minimal/payhooks.handlers.mjs');
     expect(paths).toContain('docs/configuration.md');
-    // The console page's files, read next to dist/ at run time.
-    for (const file of ['index.html', 'console.js', 'console.css']) expect(paths).toContain(`console/${file}`);
+    // The console page's files, read next to its compiled code at run time.
+    for (const file of ['index.html', 'console.js', 'console.css']) expect(paths).toContain(`dist/console/assets/${file}`);
     expect([...paths].some((path) => path.startsWith('test/') || path.startsWith('src/'))).toBe(false);
   });
 });

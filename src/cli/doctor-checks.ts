@@ -1,4 +1,4 @@
-import { adminTokenWeakness } from '../admin/token.js';
+import { adminTokenWeakness } from '../console/token.js';
 import { createDefaultScheme } from '../signature/default-scheme.js';
 import type { MigrationFile } from '../store/migrate.js';
 import { countOf } from './format.js';

@@ -1,5 +1,5 @@
 import { type Command, Option } from 'commander';
-import type { Inbox } from '../admin/inbox-ops.js';
+import type { Inbox } from '../console/inbox-ops.js';
 import type { ReplayableStatus, ReplaySelection } from '../store/maintenance.js';
 import { addBulkOptions, BULK_DEFAULTS, type BulkOptions } from './bulk.js';
 import { SilentFailure, UsageError } from './cli-errors.js';

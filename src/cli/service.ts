@@ -1,6 +1,6 @@
-import { adminNodeHandler } from '../admin/admin-adapters.js';
-import { createAdminApi } from '../admin/admin-api.js';
-import { adminTokenWeakness } from '../admin/token.js';
+import { adminNodeHandler } from '../console/admin-adapters.js';
+import { createAdminApi } from '../console/admin-api.js';
+import { adminTokenWeakness } from '../console/token.js';
 import { PayhooksError } from '../errors.js';
 import { createPayhooksMetrics } from '../metrics/payhooks-metrics.js';
 import { within } from '../internal/within.js';

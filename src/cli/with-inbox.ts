@@ -1,4 +1,4 @@
-import { type Inbox, localInbox, reviveInboxResult } from '../admin/inbox-ops.js';
+import { type Inbox, localInbox, reviveInboxResult } from '../console/inbox-ops.js';
 import { PayhooksError } from '../errors.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
 import { readServeSession, type ServeSession } from './serve-session.js';

@@ -1,8 +1,8 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AdminApi, createAdminApi } from '../../src/admin/admin-api.js';
-import { maskPersonalData } from '../../src/admin/mask.js';
-import { bearerMatches } from '../../src/admin/token.js';
+import { type AdminApi, createAdminApi } from '../../src/console/admin-api.js';
+import { maskPersonalData } from '../../src/console/mask.js';
+import { bearerMatches } from '../../src/console/token.js';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent } from '../../src/store/inbox.js';

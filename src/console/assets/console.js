@@ -1,6 +1,5 @@
 // The operator console: plain JavaScript over /admin/api/, no framework and nothing fetched from elsewhere. The
 // token is asked for once and kept in this tab's session storage; every request sends it as a bearer header.
-'use strict';
 
 const TOKEN_KEY = 'payhooks-console-token';
 const POLL_MS = 5000;
@@ -88,7 +87,9 @@ async function loadEvents() {
 async function loadStats() {
   const stats = await api('/stats?hours=3');
   $('counts').replaceChildren(
-    ...Object.entries(stats.byStatus).map(([status, count]) => el('li', {}, el('span', { class: `status status-${status}` }, status), ` ${count}`)),
+    ...Object.entries(stats.byStatus).map(([status, count]) =>
+      el('li', {}, el('span', { class: `status status-${status}` }, status), ` ${count}`),
+    ),
   );
   $('backlog').textContent = stats.oldestPending
     ? `oldest pending: ${stats.oldestPending.eventId}, ${Math.round(stats.oldestPending.ageMs / 1000)} s old`
@@ -110,10 +111,15 @@ function drawChart(activity) {
     const x = ((new Date(minute.minute).getTime() - start) / (3 * 3600_000)) * width;
     const h = (minute.deliveries / max) * (height - 10);
     const f = (minute.failures / max) * (height - 10);
-    shapes.push(`<rect x="${x.toFixed(1)}" y="${(height - h).toFixed(1)}" width="${bar.toFixed(1)}" height="${h.toFixed(1)}" class="bar"/>`);
-    if (f > 0) shapes.push(`<rect x="${x.toFixed(1)}" y="${(height - f).toFixed(1)}" width="${bar.toFixed(1)}" height="${f.toFixed(1)}" class="fail"/>`);
+    shapes.push(
+      `<rect x="${x.toFixed(1)}" y="${(height - h).toFixed(1)}" width="${bar.toFixed(1)}" height="${h.toFixed(1)}" class="bar"/>`,
+    );
+    if (f > 0)
+      shapes.push(
+        `<rect x="${x.toFixed(1)}" y="${(height - f).toFixed(1)}" width="${bar.toFixed(1)}" height="${f.toFixed(1)}" class="fail"/>`,
+      );
   }
-  svg.innerHTML = shapes.join('');
+  svg.innerHTML = `<title>Deliveries and failing events per minute</title>${shapes.join('')}`;
   const total = activity.reduce((sum, m) => sum + m.deliveries, 0);
   const failed = activity.reduce((sum, m) => sum + m.failures, 0);
   $('chart-summary').textContent = `last 3 hours: ${total} deliveries, ${failed} events with failures (peak ${max} a minute)`;
@@ -190,7 +196,8 @@ document.addEventListener('DOMContentLoaded', () => {
   $('replay').addEventListener('click', replaySelected);
   $('replay-filtered').addEventListener('click', replayFiltered);
   $('reveal').addEventListener('click', () => {
-    if (confirm('Show this event with its emails and phone numbers? The console logs that you did.')) showEvent(state.selected, false, true);
+    if (confirm('Show this event with its emails and phone numbers? The console logs that you did.'))
+      showEvent(state.selected, false, true);
   });
   $('close-detail').addEventListener('click', () => {
     state.selected = null;

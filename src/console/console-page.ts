@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { JsonResponse } from '../internal/error-response.js';
 
-// The page is three static files in the package's console/ folder (two levels up from both src/admin/ and
-// dist/admin/): no build step, nothing fetched from elsewhere at run time. They hold no data; what they show comes
+// The page is three static files in assets/ next to this module (the build copies them to dist/console/assets/): no
+// build step at install, nothing fetched from elsewhere at run time. They hold no data; what they show comes
 // from /admin/api/ with the token.
 const FILES: Record<string, { file: string; type: string }> = {
   '/admin': { file: 'index.html', type: 'text/html; charset=utf-8' },
@@ -23,7 +23,7 @@ export function consoleAsset(path: string): JsonResponse | undefined {
   if (!entry) return undefined;
   let body = cache.get(entry.file);
   if (body === undefined) {
-    body = readFileSync(new URL(`../../console/${entry.file}`, import.meta.url), 'utf8');
+    body = readFileSync(new URL(`./assets/${entry.file}`, import.meta.url), 'utf8');
     cache.set(entry.file, body);
   }
   return {
