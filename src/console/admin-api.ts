@@ -157,9 +157,11 @@ export function createAdminApi(options: AdminApiOptions): AdminApi {
       return ok({ replayed: replayed.length, eventIds: replayed, left: await countReplayable(store, which) });
     }
     if (path === `${ADMIN_API_PATH}/inbox` && method === 'POST') {
-      const call = jsonBody(request.body) as { op?: unknown; args?: unknown };
+      const call = jsonBody(request.body);
+      if (typeof call !== 'object' || call === null) throw new BadRequest(400, 'The body must be {"op": …, "args": […]}.');
       try {
-        return ok({ result: await runInboxOp(store, call.op, call.args) });
+        const { op, args } = call as { op?: unknown; args?: unknown };
+        return ok({ result: await runInboxOp(store, op, args) });
       } catch (err) {
         if (err instanceof InboxOpError) throw new BadRequest(400, err.message);
         throw err;
@@ -175,8 +177,7 @@ export function createAdminApi(options: AdminApiOptions): AdminApi {
       const counts = Object.fromEntries(EVENT_STATUSES.map((status) => [status, byStatus[status] ?? 0]));
       return ok({ byStatus: counts, oldestPending: oldest ?? null, hours, activity });
     }
-    const known =
-      path === `${ADMIN_API_PATH}/events` || path === `${ADMIN_API_PATH}/replay` || path === `${ADMIN_API_PATH}/stats` || eventPath;
+    const known = ['events', 'replay', 'stats', 'inbox'].some((name) => path === `${ADMIN_API_PATH}/${name}`) || eventPath;
     throw new BadRequest(known ? 405 : 404, known ? `${method} is not allowed on ${path}.` : `Nothing at ${path}.`);
   }
 

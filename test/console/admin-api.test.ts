@@ -165,6 +165,16 @@ describe.each(backends)('the console API on $name', (backend) => {
     expect((await call('GET', '/admin/api/events/evt_missing')).status).toBe(404);
     const notJson = await api.handle({ method: 'POST', url: '/admin/api/replay', headers: auth, body: 'status=dead' });
     expect(notJson.status).toBe(400);
+    // The command line's route: only named operations, with arguments that fit them.
+    expect((await call('POST', '/admin/api/inbox', { op: 'dropSchema', args: [] })).body.error.message).toBe(
+      'Unknown operation "dropSchema".',
+    );
+    expect((await call('POST', '/admin/api/inbox', { op: 'getEvent', args: [42] })).status).toBe(400);
+    expect((await call('POST', '/admin/api/inbox', null)).status).toBe(400);
+    expect((await call('GET', '/admin/api/inbox')).status).toBe(405);
+    expect((await call('POST', '/admin/api/inbox', { op: 'getEvent', args: ['evt_done_0'] })).body.result).toMatchObject({
+      eventId: 'evt_done_0',
+    });
   });
 
   it.skipIf(!backend.available)(
