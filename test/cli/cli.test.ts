@@ -27,40 +27,43 @@ describe("a newcomer's path on the embedded database", () => {
     };
     const serve = spawnCli(['serve'], env, dir);
     const done = collect(serve, 80_000);
-    // Listened for from the start: a line is only seen by listeners attached before it is printed.
-    const [running, ready] = [waitForLog(serve, /^running: /), waitForLog(serve, /receiving webhooks/)];
-    const mirrored = waitForLog(serve, /^mirrored$/, 60_000);
-    expect((await running).msg).toBe("running: the Postgres mirror in schema payhooks_mirror (events' own snapshots)");
-    const url = String((await ready).url);
+    try {
+      // Listened for from the start: a line is only seen by listeners attached before it is printed.
+      const [running, ready] = [waitForLog(serve, /^running: /), waitForLog(serve, /receiving webhooks/)];
+      const mirrored = waitForLog(serve, /^mirrored$/, 60_000);
+      expect((await running).msg).toBe("running: the Postgres mirror in schema payhooks_mirror (events' own snapshots)");
+      const url = String((await ready).url);
 
-    // The README's snippet, as a user would type it.
-    const script = `
-      SECRET=my-endpoint-secret
-      BODY='{"eventId":"evt_curl_1","eventType":"CUSTOMER_CREATED","data":{"id":"cus_1","name":null,"email":null,"phoneNumber":null,"username":"ada","metadata":[],"meta":{}}}'
-      TS=$(date +%s)
-      SIG=$(printf '%s.%s' "$TS" "$BODY" | openssl dgst -sha256 -hmac "$SECRET" | sed 's/^.* //')
-      curl -s "$URL" -H 'content-type: application/json' -H "x-webhook-timestamp: $TS" -H "x-webhook-signature: v1=$SIG" -d "$BODY"
-      echo
-      curl -s "$URL" -H 'content-type: application/json' -H "x-webhook-timestamp: $TS" -H "x-webhook-signature: v1=$SIG" -d "$BODY"
-      echo
-      curl -s "$URL" -H 'content-type: application/json' -H "x-webhook-timestamp: $TS" -H "x-webhook-signature: v1=00" -d "$BODY"`;
-    const { stdout } = await run('bash', ['-c', script], { env: { ...process.env, URL: url } });
-    expect(stdout.trim().split('\n')).toEqual([
-      '{"received":true}',
-      '{"received":true,"duplicate":true}',
-      '{"error":{"message":"Invalid webhook signature."}}',
-    ]);
+      // The README's snippet, as a user would type it.
+      const script = `
+        SECRET=my-endpoint-secret
+        BODY='{"eventId":"evt_curl_1","eventType":"CUSTOMER_CREATED","data":{"id":"cus_1","name":null,"email":null,"phoneNumber":null,"username":"ada","metadata":[],"meta":{}}}'
+        TS=$(date +%s)
+        SIG=$(printf '%s.%s' "$TS" "$BODY" | openssl dgst -sha256 -hmac "$SECRET" | sed 's/^.* //')
+        curl -s "$URL" -H 'content-type: application/json' -H "x-webhook-timestamp: $TS" -H "x-webhook-signature: v1=$SIG" -d "$BODY"
+        echo
+        curl -s "$URL" -H 'content-type: application/json' -H "x-webhook-timestamp: $TS" -H "x-webhook-signature: v1=$SIG" -d "$BODY"
+        echo
+        curl -s "$URL" -H 'content-type: application/json' -H "x-webhook-timestamp: $TS" -H "x-webhook-signature: v1=00" -d "$BODY"`;
+      const { stdout } = await run('bash', ['-c', script], { env: { ...process.env, URL: url } });
+      expect(stdout.trim().split('\n')).toEqual([
+        '{"received":true}',
+        '{"received":true,"duplicate":true}',
+        '{"error":{"message":"Invalid webhook signature."}}',
+      ]);
 
-    expect(await mirrored).toMatchObject({ eventId: 'evt_curl_1', written: 1, reads: 0 });
-    // The embedded database is serve's alone: events list asks serve; migrate waits for it to stop.
-    const beside = await runCli(['events', 'list'], {}, dir);
-    expect(beside.code, beside.stderr).toBe(0);
-    expect(beside.stdout).toMatch(/evt_curl_1 +CUSTOMER_CREATED +done/);
-    const locked = await runCli(['migrate'], {}, dir);
-    expect(locked.code).toBe(1);
-    expect(locked.stderr).toMatch(/in use by process \d+/);
-
-    serve.kill('SIGTERM');
+      expect(await mirrored).toMatchObject({ eventId: 'evt_curl_1', written: 1, reads: 0 });
+      // The embedded database is serve's alone: events list asks serve; migrate waits for it to stop.
+      const beside = await runCli(['events', 'list'], {}, dir);
+      expect(beside.code, beside.stderr).toBe(0);
+      expect(beside.stdout).toMatch(/evt_curl_1 +CUSTOMER_CREATED +done/);
+      const locked = await runCli(['migrate'], {}, dir);
+      expect(locked.code).toBe(1);
+      expect(locked.stderr).toMatch(/in use by process \d+/);
+    } finally {
+      // Also when an assertion above failed: a serve left running would hold the folder's database.
+      serve.kill('SIGTERM');
+    }
     const served = await done;
     expect(served.code).toBe(0);
     expect(served.stdout).toMatch(/PAYHOOKS_API_KEY is not set/);
