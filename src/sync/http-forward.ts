@@ -6,7 +6,8 @@ import { createDefaultScheme } from '../signature/default-scheme.js';
 import type { HandlerContext } from '../worker/handlers.js';
 import { idempotencyKey } from './connector.js';
 import { forwardDocumentText } from './forward-document.js';
-import { createHttpHelper, describeUrl, HTTP_DEFAULT_TIMEOUT_MS } from './http-helper.js';
+import { describeUrl } from '../internal/describe-url.js';
+import { createHttpHelper, HTTP_DEFAULT_TIMEOUT_MS } from './http-helper.js';
 
 /** One URL the HTTP forward sink posts events to. */
 export interface ForwardTarget {

@@ -1,5 +1,6 @@
 import { parseRetryAfter } from '../client/retry-after.js';
 import { DeadLetterError, RetryLaterError } from '../worker/handler-errors.js';
+import { describeUrl } from '../internal/describe-url.js';
 
 /** How long a connector's or forward target's request may take, by default. */
 export const HTTP_DEFAULT_TIMEOUT_MS = 10_000;
@@ -61,16 +62,6 @@ export class HttpStatusError extends Error {
   ) {
     super(message);
     this.name = 'HttpStatusError';
-  }
-}
-
-/** The URL without its query and credentials: what an error may say about where a request went. */
-export function describeUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.origin}${parsed.pathname}`;
-  } catch {
-    return '(an invalid URL)';
   }
 }
 

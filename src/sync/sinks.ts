@@ -6,7 +6,7 @@ import { natsPublisher } from './brokers/nats.js';
 import { rabbitMqPublisher } from './brokers/rabbitmq.js';
 import type { BrokerConfig, SyncConfig } from './config.js';
 import { registerConnector } from './connector.js';
-import { describeUrl } from './http-helper.js';
+import { describeUrl } from '../internal/describe-url.js';
 import { registerHttpForward } from './http-forward.js';
 
 /** The sinks registered from a configuration; close them after `hooks.stop()`. */

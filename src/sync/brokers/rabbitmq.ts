@@ -2,6 +2,7 @@ import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import type { Logger } from 'pino';
 import { abortableWait, type BrokerMessage, type BrokerPublisher } from './broker-sink.js';
 import { lazyLink } from './lazy-link.js';
+import { describeUrl } from '../../internal/describe-url.js';
 
 /** Where and how the RabbitMQ sink publishes. */
 export interface RabbitMqOptions {
@@ -28,16 +29,6 @@ interface Link {
   channel: ConfirmChannel;
 }
 
-/** The URL without credentials, for logs and errors. */
-function describeAmqpUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname || '/'}`;
-  } catch {
-    return '(an invalid AMQP URL)';
-  }
-}
-
 /**
  * A RabbitMQ publisher (AMQP 0-9-1): persistent messages on a confirm channel, the event type as routing key, the
  * eventId as message id. It connects on first use and again after the connection drops; a publish in flight when
@@ -50,7 +41,7 @@ export function rabbitMqPublisher(options: RabbitMqOptions): BrokerPublisher {
   const exchange = options.exchange ?? RABBITMQ_DEFAULTS.exchange;
   const queue = options.queue === undefined ? RABBITMQ_DEFAULTS.queue : options.queue;
   const confirmTimeoutMs = options.confirmTimeoutMs ?? RABBITMQ_DEFAULTS.confirmTimeoutMs;
-  const where = `${describeAmqpUrl(options.url)} exchange ${exchange}`;
+  const where = `${describeUrl(options.url)} exchange ${exchange}`;
   const link = lazyLink('RabbitMQ', where, open, ({ connection }) => connection.close());
 
   async function open(lost: () => void): Promise<Link> {
