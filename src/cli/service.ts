@@ -4,7 +4,7 @@ import { adminTokenWeakness } from '../console/token.js';
 import { PayhooksError } from '../errors.js';
 import { createPayhooksMetrics } from '../metrics/payhooks-metrics.js';
 import { within } from '../internal/within.js';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
@@ -62,7 +62,6 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     );
   }
   // Checked before anything opens: a weak console token stops the start instead of exposing replay.
-  let admin: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | undefined;
   if (env.PAYHOOKS_ADMIN_TOKEN !== undefined) {
     const weakness = adminTokenWeakness(env.PAYHOOKS_ADMIN_TOKEN);
     if (weakness) throw new PayhooksError(`PAYHOOKS_ADMIN_TOKEN is too weak: ${weakness}. Unset it to turn the console off.`);
@@ -72,8 +71,8 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
   // Made first, so that the receiver, the worker and the API client report into them from the start.
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  let storeForMetrics: (() => Promise<PayhooksDatabase>) | undefined;
-  const metrics = createPayhooksMetrics(registry, { store: () => storeForMetrics!() });
+  // The inbox gauges are read at scrapes, which only come once the server listens, after `hooks` exists.
+  const metrics = createPayhooksMetrics(registry, { store: () => hooks.ready() });
   const budgeted = env.PAYHOOKS_API_KEY
     ? budgetedClient({ apiKey: env.PAYHOOKS_API_KEY, baseUrl: env.PAYHOOKS_API_URL, logger, metrics })
     : undefined;
@@ -92,7 +91,6 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     api,
     observe: metrics.observe,
   });
-  storeForMetrics = () => hooks.ready();
   const store = await hooks.ready();
   budgeted?.bind(store);
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
@@ -138,10 +136,12 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
   const handleWebhook = receiving ? hooks.node() : undefined;
   // On the embedded database, this process is the only way in: the command line gets a token of its own.
   const localToken = store.kind === 'pglite' ? newLocalToken() : undefined;
-  if (env.PAYHOOKS_ADMIN_TOKEN !== undefined || localToken !== undefined) {
-    const api = createAdminApi({ store, token: env.PAYHOOKS_ADMIN_TOKEN, localToken, logger: logger.child({ component: 'console' }) });
-    admin = adminNodeHandler(api);
-  }
+  const admin =
+    env.PAYHOOKS_ADMIN_TOKEN !== undefined || localToken !== undefined
+      ? adminNodeHandler(
+          createAdminApi({ store, token: env.PAYHOOKS_ADMIN_TOKEN, localToken, logger: logger.child({ component: 'console' }) }),
+        )
+      : undefined;
 
   // Node checks the header and request timeouts only every 30 s by default; check each second, so they hold.
   const server: Server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {

@@ -20,7 +20,6 @@ import { vacuumQueue } from '../store/maintenance.js';
 import { failureVerdict, type HandlerFailure } from './handler-errors.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
 
-/** Options of the worker; each default is in {@link WORKER_DEFAULTS}. */
 /** One run of one handler for one event, for metrics. */
 export interface HandlerRunObservation {
   /** The handler's name: yours, or a sink's (`mirror`, `forward:<name>`, `broker:<name>`, `connector:<name>`). */
@@ -30,6 +29,7 @@ export interface HandlerRunObservation {
   seconds: number;
 }
 
+/** Options of the worker; each default is in {@link WORKER_DEFAULTS}. */
 export interface WorkerOptions<Api = unknown> {
   store: PayhooksDatabase;
   registry: HandlerRegistry<Api>;
@@ -387,7 +387,6 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         if (completed.has(handler.name)) continue;
         if (!leaseHeld(entry, log)) return;
         const handlerLog = log.child({ handler: handler.name });
-        let markedInTransaction: boolean;
         const started = performance.now();
         const observe = (failed: boolean) =>
           options.onHandlerRun?.({
@@ -397,18 +396,17 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
             seconds: (performance.now() - started) / 1000,
           });
         try {
-          markedInTransaction = await runHandler(handler, parsed.event, entry, handlerLog);
+          const markedInTransaction = await runHandler(handler, parsed.event, entry, handlerLog);
           observe(false);
+          // Written with the event's outcome, or before it: the batches go out in order.
+          if (!markedInTransaction)
+            void write(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name }).catch(() => undefined);
         } catch (err) {
           if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
           observe(true);
           failures.push({ handler: handler.name, error: err });
           handlerLog.warn({ err }, 'handler failed');
-          continue;
         }
-        // Written with the event's outcome, or before it: the batches go out in order.
-        if (!markedInTransaction)
-          void write(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name }).catch(() => undefined);
       }
       if (entry.abort.signal.aborted) return;
       if (failures.length > 0) {
