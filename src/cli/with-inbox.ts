@@ -1,4 +1,4 @@
-import { type Inbox, localInbox, reviveInboxResult } from '../console/inbox-ops.js';
+import { INBOX_OP_NAMES, type Inbox, localInbox, reviveInboxResult } from '../console/inbox-ops.js';
 import { PayhooksError } from '../errors.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
 import { readServeSession, type ServeSession } from './serve-session.js';
@@ -40,21 +40,8 @@ function remoteInbox(session: ServeSession, inUse: DataDirInUseError): Inbox {
     const text = await response.text();
     if (!response.ok)
       throw new PayhooksError(`payhooks serve (process ${session.pid}) at ${session.url} answered ${response.status}: ${text}`);
-    return (JSON.parse(text, reviveInboxResult) as { result: unknown }).result;
+    return (JSON.parse(text, reviveInboxResult) as { result?: unknown }).result;
   };
-  const orUndefined = <T>(value: T | null) => (value === null ? undefined : value);
-  return {
-    listEvents: async (filter) => (await call('listEvents', [filter ?? {}])) as Awaited<ReturnType<Inbox['listEvents']>>,
-    countEventsByStatus: async (filter) =>
-      (await call('countEventsByStatus', [filter ?? {}])) as Awaited<ReturnType<Inbox['countEventsByStatus']>>,
-    getEvent: async (eventId) => orUndefined((await call('getEvent', [eventId])) as Awaited<ReturnType<Inbox['getEvent']>> | null),
-    countEventsByTypeAndStatus: async () =>
-      (await call('countEventsByTypeAndStatus', [])) as Awaited<ReturnType<Inbox['countEventsByTypeAndStatus']>>,
-    oldestPendingEvent: async () =>
-      orUndefined((await call('oldestPendingEvent', [])) as Awaited<ReturnType<Inbox['oldestPendingEvent']>> | null),
-    newestArrival: async () => (await call('newestArrival', [])) as Awaited<ReturnType<Inbox['newestArrival']>>,
-    countReplayable: async (which) => (await call('countReplayable', [which])) as number,
-    pageReplayable: async (which, page) => (await call('pageReplayable', [which, page])) as Awaited<ReturnType<Inbox['pageReplayable']>>,
-    replayEvents: async (which) => (await call('replayEvents', [which])) as string[],
-  };
+  // Each operation takes and returns JSON (dates revived): the same calls as the local inbox, by name.
+  return Object.fromEntries(INBOX_OP_NAMES.map((op) => [op, (...args: unknown[]) => call(op, args)])) as unknown as Inbox;
 }

@@ -161,7 +161,9 @@ export function createAdminApi(options: AdminApiOptions): AdminApi {
       if (typeof call !== 'object' || call === null) throw new BadRequest(400, 'The body must be {"op": …, "args": […]}.');
       try {
         const { op, args } = call as { op?: unknown; args?: unknown };
-        return ok({ result: await runInboxOp(store, op, args) });
+        const result = await runInboxOp(store, op, args);
+        // No `result` member for undefined (an event not found), so the client gets undefined back, not null.
+        return ok(result === undefined ? {} : { result });
       } catch (err) {
         if (err instanceof InboxOpError) throw new BadRequest(400, err.message);
         throw err;

@@ -70,9 +70,12 @@ export function localInbox(store: PayhooksDatabase): Inbox {
 export type InboxOpName = keyof Inbox;
 
 /** The arguments each operation takes over HTTP, checked before it runs. */
+// An optional argument left out arrives as null (JSON has no undefined in arrays): taken as left out.
+const optional = <S extends z.ZodType>(schema: S) => schema.nullish().transform((value) => value ?? undefined);
+
 const ARGS: Record<InboxOpName, z.ZodType<unknown[]>> = {
-  listEvents: z.tuple([filter.extend({ limit: z.number().int().positive().optional() })]),
-  countEventsByStatus: z.tuple([filter]),
+  listEvents: z.tuple([optional(filter.extend({ limit: z.number().int().positive().optional() }))]),
+  countEventsByStatus: z.tuple([optional(filter)]),
   getEvent: z.tuple([z.string()]),
   countEventsByTypeAndStatus: z.tuple([]),
   oldestPendingEvent: z.tuple([]),
@@ -85,12 +88,15 @@ const ARGS: Record<InboxOpName, z.ZodType<unknown[]>> = {
   replayEvents: z.tuple([selection]),
 };
 
+/** Every operation's name, for a client that calls them by name. */
+export const INBOX_OP_NAMES = Object.keys(ARGS) as InboxOpName[];
+
 /** A call the console's API refuses: an unknown operation or arguments that do not fit it. */
 export class InboxOpError extends Error {}
 
 /**
  * Runs one named operation with arguments that came over HTTP, after checking them against the operation's
- * schema; resolves to its JSON-ready result (`null` for undefined).
+ * schema; resolves to its result (undefined when the operation found nothing).
  */
 export async function runInboxOp(store: PayhooksDatabase, op: unknown, args: unknown): Promise<unknown> {
   if (typeof op !== 'string' || !Object.hasOwn(ARGS, op)) throw new InboxOpError(`Unknown operation ${JSON.stringify(op)}.`);
@@ -100,7 +106,7 @@ export async function runInboxOp(store: PayhooksDatabase, op: unknown, args: unk
       `Invalid arguments of ${op}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}.`,
     );
   const run = localInbox(store)[op as InboxOpName] as (...args: unknown[]) => Promise<unknown>;
-  return (await run(...parsed.data)) ?? null;
+  return run(...parsed.data);
 }
 
 const DATE_FIELDS = new Set(['receivedAt', 'nextAttemptAt', 'processedAt']);
