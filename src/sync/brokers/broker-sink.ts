@@ -53,16 +53,31 @@ export async function registerBrokerSink(hooks: Payhooks<ApiClient>, options: Br
   return options.publisher;
 }
 
-/** Rejects with `reason` once `signal` aborts or `ms` pass; for waits on a broker that may never answer. */
-export function abortableWait<T>(work: Promise<T>, signal: AbortSignal, ms: number, what: string): Promise<T> {
+/**
+ * `work`'s outcome, or a rejection once `signal` aborts (with its reason) or `ms` pass; for waits on a broker that may
+ * never answer. `onTimeout` runs when the time is up, before the rejection: a publisher drops the link it waited on,
+ * since a broker that stays silent that long is most likely unreachable (a connection cut without a word).
+ */
+export function abortableWait<T>(work: Promise<T>, signal: AbortSignal, ms: number, what: string, onTimeout?: () => void): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-    const onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error(`${what}: aborted`));
-    if (signal.aborted) onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => {
+    // Whichever comes first settles it and removes the others, so that a broker that never answers leaves neither a
+    // timer nor a listener on the worker's signal behind.
+    const settle = (done: () => void) => {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
-    });
+      done();
+    };
+    const timer = setTimeout(() => {
+      onTimeout?.();
+      settle(() => reject(new Error(`${what}: no answer within ${ms} ms`)));
+    }, ms);
+    const onAbort = () => settle(() => reject(signal.reason instanceof Error ? signal.reason : new Error(`${what}: aborted`)));
+    // Handled even when it lost the race: a rejection of `work` nobody listens to would stop the process.
+    work.then(
+      (value) => settle(() => resolve(value)),
+      (err: unknown) => settle(() => reject(err)),
+    );
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -2,7 +2,8 @@ import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jets
 import { connect, headers, nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { abortableWait, type BrokerMessage, type BrokerPublisher } from './broker-sink.js';
-import { lazyLink } from './lazy-link.js';
+import { LINK_END_TIMEOUT_MS, lazyLink } from './lazy-link.js';
+import { within } from '../../internal/within.js';
 
 /** Where and how the NATS JetStream sink publishes. */
 export interface NatsOptions {
@@ -17,8 +18,19 @@ export interface NatsOptions {
   stream?: string | undefined;
   /** The stream's deduplication window for a stream this sink creates. Default 2 minutes (the server's default). */
   duplicateWindowMs?: number | undefined;
-  /** How long a publish waits for the stream's acknowledgement. Default 10 s. */
+  /**
+   * How long a publish waits for the stream's acknowledgement. Default 10 s. A publish that gets none drops the
+   * connection, so that the next one opens a new connection instead of waiting on a silent one again.
+   */
   ackTimeoutMs?: number | undefined;
+  /**
+   * How often the client pings the server. Default 5 s; with `maxPingOut`, a connection that stopped answering (cut
+   * without a word by a NAT or a firewall) is found dead and opened again within about 15 s, even when nothing is
+   * published. (The client's own default, 2 minutes × 2, let it stall publishes for minutes.)
+   */
+  pingIntervalMs?: number | undefined;
+  /** Pings left unanswered before the connection counts as dead and is opened again. Default 2. */
+  maxPingOut?: number | undefined;
   /** For a server that requires them. */
   user?: string | undefined;
   pass?: string | undefined;
@@ -32,7 +44,12 @@ export const NATS_DEFAULTS = {
   stream: 'PAYHOOKS_EVENTS',
   duplicateWindowMs: 120_000,
   ackTimeoutMs: 10_000,
+  pingIntervalMs: 5000,
+  maxPingOut: 2,
 } as const;
+
+/** How long opening a connection may take, at most, before the publish waiting on it fails (the client's connect timeout). */
+const OPEN_TIMEOUT_MS = 5000;
 
 interface Link {
   connection: NatsConnection;
@@ -42,7 +59,9 @@ interface Link {
 /**
  * A NATS JetStream publisher: each event to `<subjectPrefix>.<eventType>` with its eventId as the message id
  * (`Nats-Msg-Id`), so a publish repeated within the stream's deduplication window is stored once. The client
- * reconnects by itself; a publish whose acknowledgement is lost fails, and the worker publishes again.
+ * reconnects by itself; a publish whose acknowledgement is lost fails, and the worker publishes again. A connection
+ * that goes silent is found by the pings, or by the first publish left without an acknowledgement, and replaced;
+ * closing never waits on it longer than `LINK_END_TIMEOUT_MS` (issue 22, finding 6).
  *
  * @example
  * const publisher = natsPublisher({ servers: 'nats://127.0.0.1:4222' });
@@ -53,7 +72,11 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
   const stream = options.stream ?? NATS_DEFAULTS.stream;
   const ackTimeoutMs = options.ackTimeoutMs ?? NATS_DEFAULTS.ackTimeoutMs;
   const where = `${servers.join(',')} stream ${stream}`;
-  const link = lazyLink('NATS', where, open, ({ connection }) => connection.drain());
+  const link = lazyLink('NATS', where, open, {
+    // Draining flushes what is buffered and waits for the server to confirm; a silent server never does.
+    end: ({ connection }) => connection.drain(),
+    abandon: ({ connection }) => void connection.close().catch(() => undefined),
+  });
 
   async function open(lost: () => void): Promise<Link> {
     const connection = await connect({
@@ -62,13 +85,15 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
       pass: options.pass,
       token: options.token,
       name: 'payhooks',
-      timeout: 5000,
+      timeout: OPEN_TIMEOUT_MS,
       reconnect: true,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
+      pingInterval: options.pingIntervalMs ?? NATS_DEFAULTS.pingIntervalMs,
+      maxPingOut: options.maxPingOut ?? NATS_DEFAULTS.maxPingOut,
     });
     try {
-      const manager = await jetstreamManager(connection);
+      const manager = await jetstreamManager(connection, { timeout: ackTimeoutMs });
       const exists = await manager.streams.info(stream).then(
         () => true,
         () => false,
@@ -89,7 +114,10 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
       void connection.closed().then(lost);
       return { connection, js: jetstream(connection) };
     } catch (err) {
-      await connection.close().catch(() => undefined);
+      await within(
+        connection.close().catch(() => undefined),
+        LINK_END_TIMEOUT_MS,
+      );
       throw err;
     }
   }
@@ -97,17 +125,28 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
   return {
     describe: where,
     async publish(message: BrokerMessage, signal: AbortSignal) {
-      const { js } = await link.current();
+      // Connecting is bounded by the client's own timeouts; the signal still ends the wait at shutdown.
+      const current = await abortableWait(link.current(), signal, OPEN_TIMEOUT_MS + 3 * ackTimeoutMs, `NATS connection to ${where}`);
       const messageHeaders = headers();
       messageHeaders.set('Payhooks-Event-Type', message.eventType);
       messageHeaders.set('Content-Type', 'application/json');
       // A type newer than this payhooks may hold characters a subject cannot.
-      const ack = js.publish(`${prefix}.${message.eventType.replace(/[^A-Za-z0-9_-]/g, '_')}`, message.body, {
-        msgID: message.eventId,
-        timeout: ackTimeoutMs,
-        headers: messageHeaders,
+      const ack = current.js
+        .publish(`${prefix}.${message.eventType.replace(/[^A-Za-z0-9_-]/g, '_')}`, message.body, {
+          msgID: message.eventId,
+          // Ours (below) ends the wait first, and drops the connection; the client's is only a backstop.
+          timeout: ackTimeoutMs + 1000,
+          headers: messageHeaders,
+        })
+        .catch((err: unknown) => {
+          throw new Error(`NATS at ${where} did not store ${message.eventId}: ${err instanceof Error ? err.message : String(err)}`, {
+            cause: err,
+          });
+        });
+      await abortableWait(ack, signal, ackTimeoutMs, `NATS acknowledgement of ${message.eventId} from ${where}`, () => {
+        options.logger?.warn({ broker: where, eventId: message.eventId, ackTimeoutMs }, 'no NATS acknowledgement in time; reconnecting');
+        link.drop(current);
       });
-      await abortableWait(ack, signal, ackTimeoutMs + 1000, `NATS acknowledgement of ${message.eventId}`);
     },
     close: () => link.close(),
   };

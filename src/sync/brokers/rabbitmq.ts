@@ -1,7 +1,9 @@
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import type { Logger } from 'pino';
 import { abortableWait, type BrokerMessage, type BrokerPublisher } from './broker-sink.js';
-import { lazyLink } from './lazy-link.js';
+import { BrokerSetupError, LINK_END_TIMEOUT_MS, lazyLink } from './lazy-link.js';
+import { explainRabbitMqError, type RabbitMqStep } from './rabbitmq-errors.js';
+import { within } from '../../internal/within.js';
 import { describeUrl } from '../../internal/describe-url.js';
 
 /** Where and how the RabbitMQ sink publishes. */
@@ -27,12 +29,18 @@ export const RABBITMQ_DEFAULTS = { exchange: 'payhooks.events', queue: 'payhooks
 interface Link {
   connection: ChannelModel;
   channel: ConfirmChannel;
+  /** Why the connection or its channel went away, once it has: what a publish waiting on it fails with. */
+  broken(): Error | undefined;
 }
 
 /**
  * A RabbitMQ publisher (AMQP 0-9-1): persistent messages on a confirm channel, the event type as routing key, the
  * eventId as message id. It connects on first use and again after the connection drops; a publish in flight when
  * it drops fails, and the worker publishes again.
+ *
+ * Whatever the broker refuses (an exchange that exists with another type, a queue with other arguments, a user
+ * without the permission) fails the publish with a message that says what to change, and the event is retried
+ * with backoff like any failed sink; the process never sees an unhandled 'error' event (issue 22, finding 3).
  *
  * @example
  * const publisher = rabbitMqPublisher({ url: 'amqp://guest:guest@127.0.0.1:5672' });
@@ -42,53 +50,84 @@ export function rabbitMqPublisher(options: RabbitMqOptions): BrokerPublisher {
   const queue = options.queue === undefined ? RABBITMQ_DEFAULTS.queue : options.queue;
   const confirmTimeoutMs = options.confirmTimeoutMs ?? RABBITMQ_DEFAULTS.confirmTimeoutMs;
   const where = `${describeUrl(options.url)} exchange ${exchange}`;
-  const link = lazyLink('RabbitMQ', where, open, ({ connection }) => connection.close());
+  // A connection that never answers the close handshake is left to amqplib's heartbeat, which destroys it.
+  const link = lazyLink('RabbitMQ', where, open, { end: ({ connection }) => connection.close() });
 
   async function open(lost: () => void): Promise<Link> {
     const connection = await amqp.connect(options.url, { timeout: 5000 });
+    let step: RabbitMqStep = 'open a channel';
+    let ready = false;
+    let broken: Error | undefined;
+    // Listeners first, before any operation: an 'error' event nobody listens to stops the process, and the broker
+    // answers a refused declare by closing the channel with one.
+    const breaks = (err?: unknown) => {
+      if (!broken) {
+        broken = new Error(
+          err === undefined ? `RabbitMQ at ${where}: the connection closed` : explainRabbitMqError(err, ready ? 'publish' : step, where),
+          { cause: err },
+        );
+        // Before it is ready, open() rejects with the reason; after, the next publish reconnects. A clean close
+        // (ours, at shutdown) comes without an error and is not worth a line.
+        if (ready && err !== undefined)
+          options.logger?.warn({ broker: where, reason: broken.message }, 'RabbitMQ link lost; reconnecting at the next publish');
+      }
+      lost();
+    };
+    connection.on('error', breaks);
+    connection.on('close', (err?: unknown) => breaks(err));
     try {
       const channel = await connection.createConfirmChannel();
+      channel.on('error', breaks);
+      channel.on('close', () => breaks());
+      step = 'declare the exchange';
       await channel.assertExchange(exchange, 'topic', { durable: true });
       if (queue !== false) {
+        step = 'declare the queue';
         await channel.assertQueue(queue, { durable: true });
+        step = 'bind the queue';
         await channel.bindQueue(queue, exchange, '#');
       }
-      const forget = (err?: unknown) => {
-        if (err) options.logger?.warn({ err, broker: where }, 'RabbitMQ connection lost; reconnecting at the next publish');
-        lost();
-      };
-      // Either going away means the next publish needs a new connection; 'error' alone would crash the process.
-      connection.on('error', forget);
-      connection.on('close', () => forget());
-      channel.on('error', forget);
-      channel.on('close', () => forget());
-      return { connection, channel };
+      ready = true;
+      return { connection, channel, broken: () => broken };
     } catch (err) {
-      await connection.close().catch(() => undefined);
-      throw err;
+      // Ending a connection that already failed rejects: nothing to do about that.
+      await within(
+        connection.close().catch(() => undefined),
+        LINK_END_TIMEOUT_MS,
+      );
+      throw new BrokerSetupError(broken?.message ?? explainRabbitMqError(err, step, where), { cause: err });
     }
   }
 
   return {
     describe: where,
     async publish(message: BrokerMessage, signal: AbortSignal) {
-      const { channel } = await link.current();
+      const current = await link.current();
       const confirmed = new Promise<void>((resolve, reject) => {
-        channel.publish(
-          exchange,
-          message.eventType,
-          message.body,
-          {
-            persistent: true,
-            messageId: message.eventId,
-            type: message.eventType,
-            contentType: 'application/json',
-            timestamp: Math.floor(Date.now() / 1000),
-          },
-          (err) => (err ? reject(new Error(`RabbitMQ did not confirm ${message.eventId}: ${String(err)}`)) : resolve()),
-        );
+        const failed = (err: unknown) =>
+          reject(current.broken() ?? new Error(`RabbitMQ at ${where} did not confirm ${message.eventId}: ${String(err)}`));
+        try {
+          current.channel.publish(
+            exchange,
+            message.eventType,
+            message.body,
+            {
+              persistent: true,
+              messageId: message.eventId,
+              type: message.eventType,
+              contentType: 'application/json',
+              timestamp: Math.floor(Date.now() / 1000),
+            },
+            (err) => (err ? failed(err) : resolve()),
+          );
+        } catch (err) {
+          // A channel that closed since link.current() refuses synchronously.
+          failed(err);
+        }
       });
-      await abortableWait(confirmed, signal, confirmTimeoutMs, `RabbitMQ confirmation of ${message.eventId}`);
+      await abortableWait(confirmed, signal, confirmTimeoutMs, `RabbitMQ confirmation of ${message.eventId} from ${where}`, () =>
+        link.drop(current),
+      );
     },
     close: () => link.close(),
   };
