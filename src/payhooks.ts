@@ -85,7 +85,7 @@ export interface PayhooksOptions<Api = unknown> {
    * the largest body being read is answered 503. Default 32 MiB.
    */
   maxInFlightBodyBytes?: number | undefined;
-  /** Storage time allowed before answering 503. Default 8000 ms (the sender allows 10 s). */
+  /** Storage time allowed in all (a batch, a connection, the statement) before answering 503. Default 5000 ms (the sender allows 10 s). */
   ackBudgetMs?: number | undefined;
   /**
    * How concurrent deliveries share one INSERT (group commit): `maxWaitMs` (default 2), `maxRows` (500),

@@ -7,7 +7,7 @@ import { BodyBudget, bodyReadRefusal } from '../internal/limited-body.js';
 import { assertRawBody, WebhookVerificationError, type HeaderMap, type SignatureScheme } from '../signature/index.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { PayhooksError } from '../errors.js';
-import { createGroupCommit, type GroupCommitOptions, UnstorableEventError } from '../store/group-commit.js';
+import { createGroupCommit, type GroupCommitOptions, StorageTimeoutError, UnstorableEventError } from '../store/group-commit.js';
 
 /** A request as any HTTP framework can describe it. Header names must be lower-case. */
 export interface ReceiveRequest {
@@ -42,7 +42,11 @@ export interface ReceiverOptions {
    * being read is answered 503 and dropped (see `BodyBudget`). Default 32 MiB.
    */
   maxInFlightBodyBytes?: number | undefined;
-  /** How long storage may take before the answer is 503 (the sender allows 10 s), in ms, more than 0. Default 8000 ms. */
+  /**
+   * How long storing a delivery may take in all (waiting for a batch, for a database connection and for the
+   * statement) before the answer is 503, in ms, more than 0. Default 5000 ms: the sender allows 10 s, and the
+   * rest is margin for the network and a busy process. Keep it well under 10 s.
+   */
   ackBudgetMs?: number | undefined;
   /**
    * Group commit: deliveries arriving within `maxWaitMs` of each other are stored by one statement (up to `maxRows`
@@ -81,8 +85,10 @@ export interface Receiver {
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
-export const DEFAULT_ACK_BUDGET_MS = 8000;
+/** The default of {@link ReceiverOptions.ackBudgetMs}: half of the sender's 10 s. */
+export const DEFAULT_ACK_BUDGET_MS = 5000;
 export const DEFAULT_MAX_IN_FLIGHT_BODY_BYTES = 32 * 1024 * 1024;
+const MAX_TIMER_MS = 2_147_483_647;
 
 /** Header names kept with each event besides the signature scheme's own. */
 const KEPT_HEADERS = ['content-type', 'user-agent'];
@@ -191,20 +197,23 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     });
     let outcome: Awaited<typeof stored> | 'timeout';
     try {
+      // The group commit gives up on the delivery at the same budget; this timer answers even if it could not.
       outcome = await within(stored, ackBudgetMs);
     } catch (cause) {
       if (cause instanceof UnstorableEventError) {
         log?.warn({ eventId, eventType }, `signed delivery refused: ${cause.message}`);
         return errorResponse(400, PayhooksError.describe(cause));
       }
-      log?.error({ err: cause, eventId, eventType }, 'could not store webhook; answering 503 so the sender retries');
-      return errorResponse(503, 'Storage is unavailable; the delivery was not accepted and should be retried.');
+      if (cause instanceof StorageTimeoutError) outcome = 'timeout';
+      else {
+        log?.error({ err: cause, eventId, eventType }, 'could not store webhook; answering 503 so the sender retries');
+        return errorResponse(503, 'Storage is unavailable; the delivery was not accepted and should be retried.');
+      }
     }
     if (outcome === 'timeout') {
-      // The insert may still land; the sender's retry is then counted as a duplicate, so nothing is lost. A database
-      // this slow has likely gone silent: new connections serve the next deliveries as soon as it answers again.
+      // The insert may still land; the sender's retry is then counted as a duplicate, so nothing is lost. The pool
+      // itself discards the connections that went silent (a statement past its deadline condemns them).
       stored.catch(() => undefined);
-      options.store.discardConnections();
       log?.error({ eventId, eventType, ackBudgetMs }, 'storage did not answer within the ack budget; answering 503');
       return errorResponse(503, 'Storage did not answer in time; the delivery was not accepted and should be retried.');
     }
@@ -254,6 +263,12 @@ export function receiverLimits(options: Pick<ReceiverOptions, 'maxBodyBytes' | '
   const ackBudgetMs = options.ackBudgetMs ?? DEFAULT_ACK_BUDGET_MS;
   if (typeof ackBudgetMs !== 'number' || !Number.isFinite(ackBudgetMs) || ackBudgetMs <= 0) {
     throw new RangeError(`ackBudgetMs must be a positive number of milliseconds, not ${String(ackBudgetMs)}.`);
+  }
+  // Node runs a longer timer after 1 ms, which would answer every delivery 503 at once.
+  if (ackBudgetMs > MAX_TIMER_MS) {
+    throw new RangeError(
+      `ackBudgetMs must be at most ${MAX_TIMER_MS} ms (Node's longest timer), not ${ackBudgetMs}; keep it well under the sender's 10 s.`,
+    );
   }
   return { maxBodyBytes, ackBudgetMs };
 }

@@ -1,5 +1,32 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PostgresPool, PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
+import { within } from '../internal/within.js';
+
+/** The deadline of the work under way in this async context, a `performance.now()` time (see {@link withDeadline}). */
+const deadlines = new AsyncLocalStorage<number>();
+
+/** What a query or a wait for a connection rejects with once the deadline of {@link withDeadline} has passed. */
+export class DeadlineExceededError extends Error {
+  constructor(what: string) {
+    super(`${what}: the deadline passed`);
+    this.name = 'DeadlineExceededError';
+  }
+}
+
+/**
+ * Runs `work` with a deadline (a `performance.now()` time) on every connection it takes from an
+ * {@link EvictingPool} and every query it sends through one: waiting for a connection stops at the deadline, a
+ * query is not sent past it, and a query still unanswered at the deadline fails as a query timeout does (its
+ * connection is destroyed, which frees its place in the pool at once). For work whose result is useless past a
+ * point, such as a batch of deliveries whose senders have all been answered 503. Other databases ignore it.
+ *
+ * @example
+ * await withDeadline(performance.now() + 5000, () => storeEvents(store, events));
+ */
+export function withDeadline<T>(deadline: number, work: () => Promise<T>): Promise<T> {
+  return deadlines.run(deadline, work);
+}
 
 /**
  * A pg pool for Kysely that does not hand out connections that stopped answering.
@@ -8,29 +35,32 @@ import type pg from 'pg';
  * pooled connection is dead, but nothing says so: each query waits for its timeout, and a connection whose
  * query timed out still has that query running, so the next query on it waits behind it. Here a connection
  * whose query failed at the connection level (a timeout, a reset) is destroyed instead of returned to the
- * pool, and such a failure, or {@link EvictingPool.discardAll}, also condemns every connection opened before
- * it: each is destroyed the next time it would be handed out. Once the database answers again, the queries
- * after the first failure run on new connections, so service comes back within a connection's set-up time.
+ * pool, and such a failure condemns every connection opened before that query was sent (those opened since
+ * have answered since), as {@link EvictingPool.discardAll} condemns every connection open when it is called:
+ * each is destroyed the next time it would be handed out. Once the database answers again, the queries after
+ * the first failure run on new connections, so service comes back within a connection's set-up time.
  */
 export class EvictingPool implements PostgresPool {
   readonly #pool: pg.Pool;
-  #generation = 0;
-  readonly #bornIn = new WeakMap<pg.PoolClient, number>();
+  /** Connections opened before this `performance.now()` time are not handed out again. */
+  #condemnedBefore = Number.NEGATIVE_INFINITY;
+  readonly #bornAt = new WeakMap<pg.PoolClient, number>();
 
   constructor(pool: pg.Pool) {
     this.#pool = pool;
-    pool.on('connect', (client) => this.#bornIn.set(client, this.#generation));
+    pool.on('connect', (client) => this.#bornAt.set(client, performance.now()));
   }
 
   /** Condemns every connection open now: in use ones are destroyed when released, idle ones when next taken. */
   discardAll(): void {
-    this.#generation++;
+    this.#condemnedBefore = performance.now();
   }
 
   async connect(): Promise<PostgresPoolClient> {
+    const deadline = deadlines.getStore();
     for (;;) {
-      const client = await this.#pool.connect();
-      if ((this.#bornIn.get(client) ?? -1) >= this.#generation) return this.#wrap(client);
+      const client = deadline === undefined ? await this.#pool.connect() : await this.#connectBefore(deadline);
+      if ((this.#bornAt.get(client) ?? Number.NEGATIVE_INFINITY) >= this.#condemnedBefore) return this.#wrap(client);
       client.release(new Error('discarded: opened before the database stopped answering'));
     }
   }
@@ -39,20 +69,41 @@ export class EvictingPool implements PostgresPool {
     return this.#pool.end();
   }
 
+  /** A connection from the pool, unless the deadline comes first; one that arrives after it goes straight back. */
+  async #connectBefore(deadline: number): Promise<pg.PoolClient> {
+    const remaining = deadline - performance.now();
+    if (remaining <= 0) throw new DeadlineExceededError('waiting for a database connection');
+    const taking = this.#pool.connect();
+    const taken = await within(taking, remaining);
+    if (taken !== 'timeout') return taken;
+    taking.then(
+      (client) => client.release(),
+      () => undefined,
+    );
+    throw new DeadlineExceededError('waiting for a database connection');
+  }
+
   #wrap(client: pg.PoolClient): PostgresPoolClient {
     let broken = false;
-    const fail = (error: unknown): never => {
+    const fail = (sentAt: number) => (error: unknown) => {
       if (isConnectionFailure(error)) {
         broken = true;
-        this.discardAll();
+        this.#condemnedBefore = Math.max(this.#condemnedBefore, sentAt);
       }
       throw error;
     };
     const wrapped = {
       query(...args: unknown[]): unknown {
+        const deadline = deadlines.getStore();
+        const sentAt = performance.now();
+        if (deadline !== undefined && typeof args[0] === 'string') {
+          const remaining = Math.ceil(deadline - sentAt);
+          if (remaining <= 0) return Promise.reject(new DeadlineExceededError('sending a query'));
+          args = [{ text: args[0], values: args[1], query_timeout: remaining }];
+        }
         const result = (client.query as (...a: unknown[]) => unknown)(...args);
         // A cursor (streaming) is returned as it is; its reads fail on their own.
-        return result instanceof Promise ? result.catch(fail) : result;
+        return result instanceof Promise ? result.catch(fail(sentAt)) : result;
       },
       release(): void {
         client.release(broken ? new Error('discarded: its query failed at the connection level') : undefined);

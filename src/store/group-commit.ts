@@ -1,6 +1,7 @@
 import { PayhooksError } from '../errors.js';
-import { Batcher } from '../internal/batcher.js';
+import { Batcher, BatchItemExpiredError } from '../internal/batcher.js';
 import type { PayhooksDatabase } from './database.js';
+import { DeadlineExceededError, withDeadline } from './evicting-pool.js';
 import { type IncomingEvent, type StoreOutcome, storeEvents, unstorableReason } from './inbox.js';
 
 /** How deliveries are grouped into one INSERT; see {@link GROUP_COMMIT_DEFAULTS}. */
@@ -27,12 +28,23 @@ export class UnstorableEventError extends PayhooksError {
   }
 }
 
+/**
+ * Storing did not finish within the ack budget: the delivery waited for a batch, a database connection or its
+ * statement until nobody waited for it any more. Its row may still be committed by a statement already sent.
+ */
+export class StorageTimeoutError extends PayhooksError {
+  constructor(ackBudgetMs: number, options?: ErrorOptions) {
+    super(`Storage did not answer within the ack budget of ${ackBudgetMs} ms.`, options);
+  }
+}
+
 /** Stores deliveries in batches: concurrent calls share one statement and one commit. */
 export interface GroupCommit {
   /**
    * Stores `event` with the deliveries that arrive around it; resolves once the statement holding its row has
    * committed, to whether it was new and its delivery count. Rejects with {@link UnstorableEventError} for an event
-   * that could never be stored, and with the database's error when its batch could not be written.
+   * that could never be stored, with {@link StorageTimeoutError} once the ack budget has passed, and with the
+   * database's error when its batch could not be written.
    */
   store(event: IncomingEvent): Promise<StoreOutcome>;
   /** Writes what is waiting now and resolves once every batch under way has settled. */
@@ -48,8 +60,14 @@ export interface GroupCommit {
  * that fails alone is refused with {@link UnstorableEventError}, the others are stored. Any other failure (the
  * database is away, a timeout) fails the whole batch, and each of its deliveries is answered 503.
  *
+ * With `ackBudgetMs`, each delivery is given up that long after it arrived, wherever it waits: for a batch (one
+ * that expired while every batch slot was taken is never written), for a connection of the pool, or for its
+ * statement, which gives up (and destroys its connection) once the last delivery of its batch has expired. So
+ * after a database went silent, nothing queued behind the stuck statements is written after the fact, and the
+ * deliveries that arrive once it answers again do not wait behind them.
+ *
  * @example
- * const ingest = createGroupCommit(store, {}, 8000);
+ * const ingest = createGroupCommit(store, {}, 5000);
  * const { inserted, deliveries } = await ingest.store(event);
  */
 export function createGroupCommit(store: PayhooksDatabase, options: GroupCommitOptions = {}, ackBudgetMs?: number): GroupCommit {
@@ -58,15 +76,22 @@ export function createGroupCommit(store: PayhooksDatabase, options: GroupCommitO
     maxItems: settings.maxRows,
     maxWaitMs: settings.maxWaitMs,
     maxConcurrentFlushes: settings.maxConcurrentBatches,
-    // A statement stuck past the ack budget has been answered 503 already; it must not hold back the next batches.
-    releaseSlotAfterMs: ackBudgetMs,
-    flush: (events) => writeBatch(store, events),
+    // A delivery past the ack budget has been answered 503 already; writing it must not hold back the next ones.
+    itemTimeoutMs: ackBudgetMs,
+    flush: (events, deadline) =>
+      deadline === undefined ? writeBatch(store, events) : withDeadline(deadline, () => writeBatch(store, events)),
   });
   return {
     async store(event) {
       const reason = unstorableReason(event);
       if (reason !== undefined) throw new UnstorableEventError(reason);
-      const outcome = await batcher.add(event);
+      let outcome: StoreOutcome | UnstorableEventError;
+      try {
+        outcome = await batcher.add(event);
+      } catch (error) {
+        if (ackBudgetMs !== undefined && isPastDeadline(error)) throw new StorageTimeoutError(ackBudgetMs, { cause: error });
+        throw error;
+      }
       if (outcome instanceof UnstorableEventError) throw outcome;
       return outcome;
     },
@@ -107,6 +132,15 @@ async function writeBatch(store: PayhooksDatabase, events: IncomingEvent[]): Pro
     // One row the checks let through broke the statement: find it by writing each row on its own.
     return Promise.all(events.map(async (event) => (await writeBatch(store, [event]))[0]!));
   }
+}
+
+/** A batch given up at its deadline: waiting for a batch or a connection, or its statement unanswered. */
+function isPastDeadline(error: unknown): boolean {
+  return (
+    error instanceof BatchItemExpiredError ||
+    error instanceof DeadlineExceededError ||
+    (error as { message?: unknown } | null)?.message === 'Query read timeout'
+  );
 }
 
 /** SQLSTATE class 22: the data of a row, not the database, is at fault; writing it again fails again. */

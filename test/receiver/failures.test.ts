@@ -184,6 +184,12 @@ describe('configuration mistakes are TypeError or RangeError at construction', (
         new RangeError(`ackBudgetMs must be a positive number of milliseconds, not ${ackBudgetMs}.`),
       );
     }
+    // Node would run a longer timer after 1 ms, and every delivery would be answered 503 at once.
+    expect(() => createReceiver({ ...options(), ackBudgetMs: 2 ** 31 })).toThrow(
+      new RangeError(
+        "ackBudgetMs must be at most 2147483647 ms (Node's longest timer), not 2147483648; keep it well under the sender's 10 s.",
+      ),
+    );
     expect(() => createReceiver({ ...options(), onStored: 'wake' as unknown as () => void })).toThrow(TypeError);
   });
 

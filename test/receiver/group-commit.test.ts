@@ -7,6 +7,7 @@ import { createPayhooks } from '../../src/payhooks.js';
 import { createReceiver } from '../../src/receiver/receiver.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
+import { createGroupCommit, StorageTimeoutError } from '../../src/store/group-commit.js';
 import { storeEvents } from '../../src/store/inbox.js';
 import { envelope, post, signedDelivery } from '../helpers/deliveries.js';
 import { pgUrl } from '../helpers/pg.js';
@@ -186,6 +187,18 @@ describe.each(backends)('group commit on $name', (backend) => {
       expect(stored.map((row) => row.event_id)).toEqual(Array.from({ length: 10 }, (_, i) => `fine_${i}`).sort());
     },
   );
+
+  it.skipIf(!backend.available)('a delivery still waiting for its batch at the ack budget is refused and never written', async () => {
+    store = await backend.open();
+    const ingest = createGroupCommit(store, { maxWaitMs: 0 }, 50);
+    const event = { eventId: 'too_late', eventType: 'CUSTOMER_CREATED', resourceKey: null, rawBody: '{}', headers: {} };
+    const stored = ingest.store(event);
+    // The process is held past the budget before the batch could start (an overloaded event loop).
+    for (const until = performance.now() + 100; performance.now() < until; );
+    await expect(stored).rejects.toBeInstanceOf(StorageTimeoutError);
+    await ingest.drain();
+    expect(await store.db.selectFrom('inbox_events').select('event_id').execute()).toEqual([]);
+  });
 
   it.skipIf(!backend.available)('a row the database refuses for its data fails alone: the rest of its batch is stored', async () => {
     store = await backend.open();
