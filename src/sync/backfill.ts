@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { ApiClient } from '../client/api-client.js';
+import { RepeatedPageError, RepeatedPages } from '../client/pagination.js';
 import { PayhooksError } from '../errors.js';
 import { PAGE_SIZE, type ApiCustomer, type ApiInvoice, type ListPage } from '../events/rest-contract.js';
 import type { PayhooksDatabase } from '../store/database.js';
@@ -322,6 +323,7 @@ async function backfillResource(options: BackfillOptions, schema: string, resour
   // What the cursor must still look like when a page commits: anything else means another run moved it.
   let expected: RawBuilder<unknown> = lastFinishedAt ? sql`finished_at is not null` : sql`next_skip = ${from} and finished_at is null`;
   const pageSize = BACKFILL_DEFAULTS.pageSize;
+  const repeated = new RepeatedPages();
   while (!report.finished && !signal?.aborted) {
     // The database's clock, as event receipt times are: the guard compares the two. Taken before the request
     // (and any wait for the rate budget), so the stamp is never later than the state read: the safe side.
@@ -334,6 +336,13 @@ async function backfillResource(options: BackfillOptions, schema: string, resour
       throw err;
     }
     report.requests++;
+    // A service that ignores skip answers the same page forever, each request out of the shared API budget.
+    if (repeated.repeats(page.records.map((record) => record.state.id))) {
+      const error = new RepeatedPageError(report.position, report.requests, page.records[0]!.state.id);
+      throw new PayhooksError(`Backfill of ${resource} stopped, the cursor left at ${report.position}: ${PayhooksError.describe(error)}`, {
+        cause: error,
+      });
+    }
     const fresh = page.records.filter((record) => since === undefined || record.changedAt === null || record.changedAt >= since);
     const next = report.position + page.records.length;
     // As iteratePages: a short or empty page, or the reported total reached, is the end of the list.

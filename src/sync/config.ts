@@ -5,13 +5,34 @@ import { z } from 'zod';
 import { PayhooksError } from '../errors.js';
 import { EVENT_TYPES, type EventType, isEventType } from '../events/event-types.js';
 import { isSchemaName } from '../store/database.js';
-import { parseDuration } from '../internal/duration.js';
+import { type DurationRange, durationRangeProblem, formatDuration, parseDuration } from '../internal/duration.js';
+import { within } from '../internal/within.js';
 import { type Connector, isConnector } from './connector.js';
-import type { ForwardTarget } from './http-forward.js';
+import { FORWARD_LIMITS, type ForwardTarget, forwardHeaderProblem, ratePerSecondProblem } from './http-forward.js';
+import { urlCredentialsProblem } from './http-helper.js';
 import { MIRROR_DEFAULTS } from './mirror/mirror-sink.js';
 
 /** The file names `serve`, `backfill` and `reconcile` look for in the working directory, in this order. */
 export const CONFIG_FILE_NAMES = ['payhooks.config.js', 'payhooks.config.mjs', 'payhooks.config.json'] as const;
+
+/** How long a `.js`/`.mjs` configuration file may take to load (its top-level awaits included) before the command gives up. */
+export const CONFIG_LOAD_TIMEOUT_MS = 10_000;
+
+const MINUTE = 60_000;
+const DAY = 86_400_000;
+
+/**
+ * The range of each duration of the file, checked when it is read (docs/configuration.md#durations): a duration
+ * is a timer's delay or a span of history, and one out of range either misbehaves (Node fires a timer past
+ * 24.8 days after 1 ms) or makes no sense (`0s` between two reconciliations).
+ */
+export const DURATION_RANGES = {
+  /** Each run lists the delivery history: more often than a minute only spends the shared API budget. */
+  'reconcile.every': { minMs: MINUTE, maxMs: 24 * DAY },
+  'reconcile.lookback': { minMs: MINUTE, maxMs: 90 * DAY },
+  'forward.timeout': { minMs: 1000, maxMs: FORWARD_LIMITS.timeoutMs.maxMs },
+  'brokers.duplicateWindow': { minMs: 1000, maxMs: 7 * DAY },
+} as const satisfies Record<string, DurationRange>;
 
 const DURATION = /^(\d+\s*[dhms]\s*)+$/;
 
@@ -33,13 +54,23 @@ const mirrorSchema = z.strictObject({
   eventTypes: eventTypes.optional(),
 });
 
-const durationText = (example: string) => z.string().regex(DURATION, `expected a duration such as ${example} (a number with d, h, m or s)`);
+/** A duration of the file, in the range {@link DURATION_RANGES} gives its key. */
+const durationText = (example: string, key: keyof typeof DURATION_RANGES) =>
+  z
+    .string()
+    .regex(DURATION, `expected a duration such as ${example} (a number with d, h, m or s)`)
+    .superRefine((text, ctx) => {
+      if (!DURATION.test(text)) return;
+      const range = DURATION_RANGES[key];
+      const problem = durationRangeProblem(parseDuration(text), range);
+      if (problem) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(text)} is out of range: ${key} ${problem}` });
+    });
 
 const reconcileSchema = z.strictObject({
-  /** How often serve runs reconciliation; unset: never (run `payhooks reconcile` yourself). */
-  every: durationText('1h').optional(),
-  /** How far back each run looks. Default 5d: longer than the sender's retry horizon of 4 d 6½ h. */
-  lookback: durationText('5d').optional(),
+  /** How often serve runs reconciliation, 1m to 24d; unset: never (run `payhooks reconcile` yourself). */
+  every: durationText('1h', 'reconcile.every').optional(),
+  /** How far back each run looks, 1m to 90d. Default 5d: longer than the sender's retry horizon of 4 d 6½ h. */
+  lookback: durationText('5d', 'reconcile.lookback').optional(),
   /** The webhook endpoint whose deliveries count, when the organization has several. */
   endpointId: z.string().min(1).optional(),
 });
@@ -51,13 +82,28 @@ const sinkName = z
   .string()
   .regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'expected 1 to 63 lower-case letters, digits, ".", "_" or "-", starting with a letter or digit');
 
-const httpUrl = z.string().refine((value) => {
-  try {
-    return ['http:', 'https:'].includes(new URL(value).protocol);
-  } catch {
-    return false;
+// The URL itself is never repeated in a message: it may hold credentials.
+const httpUrl = z
+  .string()
+  .refine((value) => {
+    try {
+      return ['http:', 'https:'].includes(new URL(value).protocol);
+    } catch {
+      return false;
+    }
+  }, 'expected an http:// or https:// URL')
+  .superRefine((value, ctx) => {
+    const problem = urlCredentialsProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: `the URL ${problem}` });
+  });
+
+/** Headers every request carries; each name and value checked, values never repeated (they are often keys). */
+const forwardHeaders = z.record(z.string(), z.string()).superRefine((headers, ctx) => {
+  for (const [name, value] of Object.entries(headers)) {
+    const problem = forwardHeaderProblem(name, value);
+    if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
   }
-}, 'expected an http:// or https:// URL');
+});
 
 const forwardTargetSchema = z.strictObject({
   /** Completion is recorded under `forward:<name>`; keep it when the URL changes. */
@@ -65,12 +111,19 @@ const forwardTargetSchema = z.strictObject({
   url: httpUrl,
   /** The target's own signing secret (default scheme). */
   secret: secretText,
-  /** Default 10s. */
-  timeout: durationText('10s').optional(),
-  concurrency: z.number().int().min(1).max(256).optional(),
-  ratePerSecond: z.number().positive().optional(),
+  /** Default 10s; 1s to 10m. */
+  timeout: durationText('10s', 'forward.timeout').optional(),
+  concurrency: z.number().int().min(1).max(FORWARD_LIMITS.concurrency.max).optional(),
+  /** 0.01 to 10,000; a fraction spaces requests out (0.5: one every 2 s). */
+  ratePerSecond: z
+    .number()
+    .superRefine((rate, ctx) => {
+      const problem = ratePerSecondProblem(rate);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .optional(),
   eventTypes: eventTypes.optional(),
-  headers: z.record(z.string(), z.string()).optional(),
+  headers: forwardHeaders.optional(),
 });
 
 const rabbitMqSchema = z.strictObject({
@@ -96,7 +149,7 @@ const natsSchema = z.strictObject({
     .string()
     .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'expected dot-separated tokens such as payhooks.events')
     .optional(),
-  duplicateWindow: durationText('2m').optional(),
+  duplicateWindow: durationText('2m', 'brokers.duplicateWindow').optional(),
   user: z.string().optional(),
   pass: secretText.optional(),
   token: secretText.optional(),
@@ -169,7 +222,7 @@ function formatIssues(path: string, error: z.ZodError): string {
   return `The configuration file ${path} is not valid:\n${lines.join('\n')}`;
 }
 
-async function readConfigFile(path: string): Promise<unknown> {
+async function readConfigFile(path: string, timeoutMs: number): Promise<unknown> {
   if (extname(path) === '.json') {
     try {
       return JSON.parse(readFileSync(path, 'utf8'));
@@ -177,12 +230,24 @@ async function readConfigFile(path: string): Promise<unknown> {
       throw new ConfigError(`The configuration file ${path} could not be read as JSON: ${PayhooksError.describe(err)}`, { cause: err });
     }
   }
+  const loading = import(pathToFileURL(path).href) as Promise<{ default?: unknown }>;
+  // Given up on below when it takes too long; a failure after that is no news.
+  loading.catch(() => undefined);
+  let module: { default?: unknown } | 'timeout';
   try {
-    const module = (await import(pathToFileURL(path).href)) as { default?: unknown };
-    return module.default;
+    // The timer also keeps the process alive: without it, a top-level await that never settles lets the event loop
+    // empty, and Node exits with code 13 and no word about the file.
+    module = await within(loading, timeoutMs);
   } catch (err) {
     throw new ConfigError(`The configuration file ${path} could not be loaded: ${PayhooksError.describe(err)}`, { cause: err });
   }
+  if (module === 'timeout') {
+    throw new ConfigError(
+      `The configuration file ${path} did not finish loading within ${formatDuration(timeoutMs)}: ` +
+        'a top-level await in it (or in a module it imports) has not settled. Export the object itself, and connect to services in connectors, not while the file loads.',
+    );
+  }
+  return module.default;
 }
 
 /**
@@ -195,7 +260,13 @@ async function readConfigFile(path: string): Promise<unknown> {
  * if (config.mirror.enabled ?? true) await registerMirror(hooks, { schema: config.mirror.schema });
  */
 export async function loadSyncConfig(
-  options: { explicitPath?: string | undefined; cwd?: string; mirrorSchema?: string | undefined } = {},
+  options: {
+    explicitPath?: string | undefined;
+    cwd?: string;
+    mirrorSchema?: string | undefined;
+    /** How long a module may take to load. Default {@link CONFIG_LOAD_TIMEOUT_MS}. */
+    loadTimeoutMs?: number | undefined;
+  } = {},
 ): Promise<SyncConfig> {
   const cwd = options.cwd ?? process.cwd();
   let path: string | null = null;
@@ -210,7 +281,7 @@ export async function loadSyncConfig(
   }
   let file: SyncConfigFile = {};
   if (path) {
-    const parsed = syncConfigSchema.safeParse(await readConfigFile(path));
+    const parsed = syncConfigSchema.safeParse(await readConfigFile(path, options.loadTimeoutMs ?? CONFIG_LOAD_TIMEOUT_MS));
     if (!parsed.success) throw new ConfigError(formatIssues(path, parsed.error));
     file = parsed.data;
   }

@@ -7,7 +7,9 @@ import type { HandlerContext } from '../worker/handlers.js';
 import { idempotencyKey } from './connector.js';
 import { forwardDocumentText } from './forward-document.js';
 import { describeUrl } from '../internal/describe-url.js';
-import { createHttpHelper, HTTP_DEFAULT_TIMEOUT_MS } from './http-helper.js';
+import { durationRangeProblem } from '../internal/duration.js';
+import { PayhooksError } from '../errors.js';
+import { createHttpHelper, HTTP_DEFAULT_TIMEOUT_MS, headerProblem, urlCredentialsProblem } from './http-helper.js';
 
 /** One URL the HTTP forward sink posts events to. */
 export interface ForwardTarget {
@@ -20,7 +22,7 @@ export interface ForwardTarget {
   timeoutMs?: number | undefined;
   /** Requests in flight to this target from one process. Default 4. */
   concurrency?: number | undefined;
-  /** Requests started per second to this target from one process; unset: no limit. */
+  /** Requests started per second to this target from one process, 0.01 to 10,000 (0.5: one every 2 s); unset: no limit. */
   ratePerSecond?: number | undefined;
   /** The types it receives. Default every event, types newer than this payhooks included. */
   eventTypes?: readonly EventType[] | undefined;
@@ -30,6 +32,108 @@ export interface ForwardTarget {
 
 /** The defaults of a forward target. */
 export const FORWARD_DEFAULTS = { timeoutMs: HTTP_DEFAULT_TIMEOUT_MS, concurrency: 4 } as const;
+
+/** The values a forward target accepts (docs/sinks.md#http-forward); the configuration file is checked against them too. */
+export const FORWARD_LIMITS = {
+  /** 100 ms at least (the configuration file's durations go down to 1s), ten minutes at most (a worker slot is held meanwhile). */
+  timeoutMs: { minMs: 100, maxMs: 600_000 },
+  concurrency: { min: 1, max: 256 },
+  /** One request every 100 s at the slowest; the fastest is beyond any target's capacity anyway. */
+  ratePerSecond: { min: 0.01, max: 10_000 },
+} as const;
+
+/** Headers the sink writes on every request (the signature's, with their default names); a target's `headers` cannot replace them. */
+export const FORWARD_OWN_HEADERS = [
+  'content-type',
+  'idempotency-key',
+  'x-payhooks-event-id',
+  'x-payhooks-event-type',
+  'x-webhook-timestamp',
+  'x-webhook-signature',
+] as const;
+
+/** The most of a target's 2xx answer read (it is not used); the rest is discarded unread. */
+const FORWARD_ANSWER_BYTES = 4096;
+
+/**
+ * What is wrong with a forward target's settings, one line per setting (`url: …`), never repeating a secret or a
+ * header's value; empty when nothing is.
+ *
+ * @example
+ * forwardTargetProblems({ name: 'erp', url: 'https://u:p@erp.example.com', secret: 's', ratePerSecond: 0 })
+ * // ['url: holds credentials (user:password@) …', 'ratePerSecond: must be between 0.01 and 10000 …']
+ */
+export function forwardTargetProblems(target: ForwardTarget): string[] {
+  const problems: string[] = [];
+  let url: URL | undefined;
+  try {
+    url = new URL(target.url);
+  } catch {
+    // reported below
+  }
+  if (!url || !['http:', 'https:'].includes(url.protocol)) problems.push('url: expected an http:// or https:// URL');
+  const credentials = urlCredentialsProblem(target.url);
+  if (credentials) problems.push(`url: ${credentials}`);
+  if (typeof target.secret !== 'string' || target.secret === '') problems.push('secret: must not be empty');
+  if (target.timeoutMs !== undefined) {
+    const problem = durationRangeProblem(target.timeoutMs, FORWARD_LIMITS.timeoutMs);
+    if (problem) problems.push(`timeout: ${problem}, not ${String(target.timeoutMs)} ms`);
+  }
+  const { concurrency, ratePerSecond } = target;
+  if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency >= 1 && concurrency <= FORWARD_LIMITS.concurrency.max)) {
+    problems.push(`concurrency: must be a whole number from 1 to ${FORWARD_LIMITS.concurrency.max}, not ${String(concurrency)}`);
+  }
+  if (ratePerSecond !== undefined) {
+    const problem = ratePerSecondProblem(ratePerSecond);
+    if (problem) problems.push(`ratePerSecond: ${problem}`);
+  }
+  for (const [name, value] of Object.entries(target.headers ?? {})) {
+    const problem = forwardHeaderProblem(name, value);
+    if (problem) problems.push(`headers.${name}: ${problem}`);
+  }
+  return problems;
+}
+
+/**
+ * Why a forward target's rate cannot be used; undefined when it can.
+ *
+ * @example
+ * ratePerSecondProblem(0.5) // undefined: one request every 2 s
+ */
+export function ratePerSecondProblem(rate: number): string | undefined {
+  const { min, max } = FORWARD_LIMITS.ratePerSecond;
+  if (Number.isFinite(rate) && rate >= min && rate <= max) return undefined;
+  return `must be between ${min} (one request every ${1 / min} s) and ${max} requests a second, not ${String(rate)}`;
+}
+
+/**
+ * Why a header of a forward target cannot be sent as given; undefined when it can. The value is never repeated.
+ *
+ * @example
+ * forwardHeaderProblem('idempotency-key', 'x') // 'set by payhooks on every forwarded request; …'
+ */
+export function forwardHeaderProblem(name: string, value: unknown): string | undefined {
+  const lower = name.toLowerCase();
+  if ((FORWARD_OWN_HEADERS as readonly string[]).includes(lower)) {
+    return 'set by payhooks on every forwarded request (the document, its signature and its ids), so it cannot be given';
+  }
+  // fetch would drop them without a word; in a configuration file they can only be a mistake.
+  if (lower === 'host' || lower === 'content-length') return `${name} is set by the HTTP client itself and cannot be given`;
+  return headerProblem(name, value);
+}
+
+/**
+ * The p-queue settings that start at most `rate` requests a second: whole rates as that many a second, others
+ * as one request every 1/rate seconds (0.5: one every 2 s; 2.5: one every 400 ms), since p-queue counts whole requests.
+ *
+ * @example
+ * rateLimitSettings(20) // { intervalCap: 20, interval: 1000 }
+ * rateLimitSettings(0.5) // { intervalCap: 1, interval: 2000 }
+ */
+export function rateLimitSettings(rate: number): { intervalCap: number; interval: number } {
+  if (Number.isInteger(rate)) return { intervalCap: rate, interval: 1000 };
+  return { intervalCap: 1, interval: Math.max(1, Math.round(1000 / rate)) };
+}
 
 /** Options of {@link registerHttpForward} that concern every target. */
 export interface ForwardOptions {
@@ -46,12 +150,19 @@ export interface ForwardOptions {
  * await registerHttpForward(hooks, { name: 'erp', url: 'https://erp.example.com/inbound/payhooks', secret: process.env.ERP_SECRET! });
  */
 export async function registerHttpForward(hooks: Payhooks<ApiClient>, target: ForwardTarget, options: ForwardOptions = {}): Promise<void> {
+  // Checked here rather than at the first event: each of these would fail every request, one event at a time.
+  const problems = forwardTargetProblems(target);
+  if (problems.length) {
+    throw new PayhooksError(
+      `The forward target ${JSON.stringify(target.name)} cannot be used:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+    );
+  }
   const store = await hooks.ready();
   const sink = `forward:${target.name}`;
   const scheme = createDefaultScheme({ secrets: [target.secret] });
   const queue = new PQueue({
     concurrency: target.concurrency ?? FORWARD_DEFAULTS.concurrency,
-    ...(target.ratePerSecond ? { intervalCap: target.ratePerSecond, interval: 1000 } : {}),
+    ...(target.ratePerSecond === undefined ? {} : rateLimitSettings(target.ratePerSecond)),
   });
   const where = describeUrl(target.url);
   const run = async (event: WebhookEvent | UnknownEvent, ctx: HandlerContext<ApiClient>) => {
@@ -64,6 +175,7 @@ export async function registerHttpForward(hooks: Payhooks<ApiClient>, target: Fo
         return http.request(target.url, {
           method: 'POST',
           body,
+          maxResponseBytes: FORWARD_ANSWER_BYTES,
           headers: {
             ...target.headers,
             ...signature,

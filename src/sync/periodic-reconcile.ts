@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { timerDelay } from '../internal/duration.js';
 import { reconcile, type ReconcileOptions } from './reconcile.js';
 
 /** A periodic reconciliation run by `serve`. */
@@ -9,7 +10,8 @@ export interface PeriodicReconcile {
 
 /**
  * Runs {@link reconcile} every `everyMs`, looking back `lookbackMs` each time: the first run one interval after
- * start, never two at once; a failed run is logged and the next interval tries again.
+ * start, never two at once; a failed run is logged and the next interval tries again. An `everyMs` a timer cannot
+ * hold (over about 24.8 days, or under 1 ms) throws a RangeError.
  *
  * @example
  * const periodic = startPeriodicReconcile({ store, api, lookbackMs: 5 * 86_400_000 }, 3_600_000, logger);
@@ -20,14 +22,22 @@ export function startPeriodicReconcile(
   everyMs: number,
   logger: Logger,
 ): PeriodicReconcile {
+  // Past a timer's limit Node would run the interval every millisecond, back to back.
+  const interval = timerDelay(everyMs, 'The reconciliation interval (everyMs)');
   const controller = new AbortController();
   let running: Promise<void> | undefined;
   const runOnce = async () => {
     try {
       const report = await reconcile({ ...options, since: new Date(Date.now() - options.lookbackMs), signal: controller.signal });
-      const level = report.unrecovered.length ? 'warn' : 'info';
+      const level = report.unrecovered.length || report.warnings.length ? 'warn' : 'info';
       logger[level](
-        { listed: report.listed, missing: report.missing.length, resent: report.resent.length, unrecovered: report.unrecovered },
+        {
+          listed: report.listed,
+          missing: report.missing.length,
+          resent: report.resent.length,
+          unrecovered: report.unrecovered,
+          ...(report.warnings.length ? { warnings: report.warnings } : {}),
+        },
         'reconciliation finished',
       );
     } catch (err) {
@@ -39,7 +49,7 @@ export function startPeriodicReconcile(
     running = runOnce().finally(() => {
       running = undefined;
     });
-  }, everyMs);
+  }, interval);
   timer.unref();
   return {
     async stop() {

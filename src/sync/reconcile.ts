@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { ApiClient } from '../client/api-client.js';
 import { ApiError, RateLimitError } from '../client/errors.js';
+import { RepeatedPageError } from '../client/pagination.js';
 import { PayhooksError } from '../errors.js';
 import type { WebhookEventRecord } from '../events/rest-contract.js';
 import type { PayhooksDatabase } from '../store/database.js';
@@ -47,6 +48,11 @@ export interface ReconcileReport {
   /** Missing events the service was asked to send again, and accepted. */
   resent: string[];
   unrecovered: UnrecoveredEvent[];
+  /**
+   * What kept the run from reading the whole history (the service answered the same page again, say): the events
+   * found before it were still checked and re-sent, the rest were not looked at. Empty after a complete run.
+   */
+  warnings: string[];
 }
 
 /** The history spans several endpoints and none was named: retrying another app's deliveries would be wrong. */
@@ -81,7 +87,15 @@ async function storedAmong(store: PayhooksDatabase, eventIds: readonly string[])
  */
 export async function reconcile(options: ReconcileOptions): Promise<ReconcileReport> {
   const since = options.since ?? new Date(Date.now() - RECONCILE_DEFAULTS.lookbackMs);
-  const report: ReconcileReport = { since, endpointId: options.endpointId ?? null, listed: 0, missing: [], resent: [], unrecovered: [] };
+  const report: ReconcileReport = {
+    since,
+    endpointId: options.endpointId ?? null,
+    listed: 0,
+    missing: [],
+    resent: [],
+    unrecovered: [],
+    warnings: [],
+  };
   const endpoints = new Map<string, string>();
   // The history is oldest first; each page is checked against the inbox at once, then retried.
   const candidates: WebhookEventRecord[] = [];
@@ -100,13 +114,20 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
     page = [];
   };
   const query = options.endpointId ? { endpointId: options.endpointId } : {};
-  for await (const record of options.api.webhookEvents.iterate(query, { signal: options.signal })) {
-    if (Date.parse(record.createdAt) < since.getTime()) continue;
-    if (options.endpointId && record.endpointId !== options.endpointId) continue;
-    endpoints.set(record.endpointId, String((record as { url?: unknown }).url ?? '?'));
-    report.listed++;
-    page.push(record);
-    if (page.length >= 100) await flush();
+  try {
+    for await (const record of options.api.webhookEvents.iterate(query, { signal: options.signal })) {
+      if (Date.parse(record.createdAt) < since.getTime()) continue;
+      if (options.endpointId && record.endpointId !== options.endpointId) continue;
+      endpoints.set(record.endpointId, String((record as { url?: unknown }).url ?? '?'));
+      report.listed++;
+      page.push(record);
+      if (page.length >= 100) await flush();
+    }
+  } catch (err) {
+    // Reading the same page forever would drain the API budget every process on this database shares; what
+    // was read is still worth re-sending.
+    if (!(err instanceof RepeatedPageError)) throw err;
+    report.warnings.push(`The delivery history (GET /v1/webhook-events) could not be read to its end: ${PayhooksError.describe(err)}`);
   }
   await flush();
   if (!options.endpointId && endpoints.size > 1) {

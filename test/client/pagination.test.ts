@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ApiResponseValidationError } from '../../src/client/index.js';
 import { invoice, useApiServer, webhookEventRecord } from './support.js';
 
 const { server, client } = useApiServer();
@@ -70,5 +71,41 @@ describe('iterate', () => {
       { take: '100', skip: '0', status: 'failed' },
       { take: '100', skip: '100', status: 'failed' },
     ]);
+  });
+
+  it('throws at the first page that brings nothing new (a service that ignores skip) instead of walking forever', async () => {
+    const first = invoices(100);
+    // Past 20 requests the server gives up, so that a walk that does not stop by itself fails this test rather than hang it.
+    server().route('GET', '/v1/invoices', () =>
+      server().requests.length > 20
+        ? { status: 400, json: { error: { message: 'cut off by the test' } } }
+        : { json: { data: first, total: 100_000 } },
+    );
+    const ids: string[] = [];
+    const error = await (async () => {
+      for await (const item of client().invoices.iterate()) ids.push(item.id);
+    })().catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(ApiResponseValidationError);
+    expect((error as Error).message).toBe(
+      'payhooks: The list page at skip=100 holds only records already read (the first: inv_0): the service seems to ignore skip. ' +
+        'The walk stopped after 2 requests rather than read the same records again.',
+    );
+    expect(ids).toHaveLength(100);
+    expect(server().requests).toHaveLength(2);
+  });
+
+  it('still takes a page that repeats some records (a record deleted mid-walk shifts the next ones back by one)', async () => {
+    const all = invoices(250);
+    server().route('GET', '/v1/invoices', (request) => {
+      const skip = Number(request.query.skip);
+      // The second page starts one record early, as after a deletion before the cursor.
+      const from = skip === 100 ? 99 : skip;
+      return { json: { data: all.slice(from, from + 100) } };
+    });
+    const ids: string[] = [];
+    for await (const item of client().invoices.iterate()) ids.push(item.id);
+    expect(ids).toHaveLength(250);
+    expect(ids.filter((id) => id === 'inv_99')).toHaveLength(2);
+    expect(server().requests).toHaveLength(3);
   });
 });

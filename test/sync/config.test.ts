@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { mirrorRuns } from '../../src/cli/service.js';
-import { ConfigError, loadSyncConfig } from '../../src/sync/config.js';
+import { ConfigError, DURATION_RANGES, loadSyncConfig } from '../../src/sync/config.js';
 import { runCli } from '../helpers/cli.js';
 
 const folder = () => mkdtempSync(join(tmpdir(), 'payhooks-config-'));
@@ -174,5 +174,105 @@ describe('the sync configuration file', () => {
       }),
     );
     await expect(loadSyncConfig({ cwd: dir })).rejects.toThrow(/used more than once: forward:erp/);
+  });
+
+  it('checks the range of every duration: reconcile.every 1m to 24d, lookback 1m to 90d, forward timeout 1s to 10m, duplicateWindow 1s to 7d', async () => {
+    const dir = folder();
+    const path = join(dir, 'payhooks.config.json');
+    const file = (every: string, lookback: string, timeout: string, duplicateWindow: string) =>
+      JSON.stringify({
+        reconcile: { every, lookback },
+        forward: [{ name: 'erp', url: 'https://erp.example.com/in', secret: 's', timeout }],
+        brokers: [{ kind: 'nats', servers: 'nats://127.0.0.1:4222', duplicateWindow }],
+      });
+    // 30d is past Node's 24.8-day timer limit (the interval fired every millisecond); 0s ran reconciles back to back.
+    for (const [every, lookback, timeout, duplicateWindow] of [
+      ['30d', '91d', '30d', '8d'],
+      ['0s', '59s', '0s', '0s'],
+    ] as const) {
+      writeFileSync(path, file(every, lookback, timeout, duplicateWindow));
+      const message = String(await loadSyncConfig({ cwd: dir }).catch((err: unknown) => err));
+      expect(message).toContain(`- reconcile.every: "${every}" is out of range: reconcile.every must be between 1m and 24d`);
+      expect(message).toContain(`- reconcile.lookback: "${lookback}" is out of range: reconcile.lookback must be between 1m and 90d`);
+      expect(message).toContain(`- forward.0.timeout: "${timeout}" is out of range: forward.timeout must be between 1s and 10m`);
+      expect(message).toContain(
+        `- brokers.0.duplicateWindow: "${duplicateWindow}" is out of range: brokers.duplicateWindow must be between 1s and 7d`,
+      );
+    }
+    writeFileSync(path, file('24d', '90d', '10m', '7d'));
+    expect((await loadSyncConfig({ cwd: dir })).forward[0]?.timeoutMs).toBe(600_000);
+    writeFileSync(path, file('1m', '1m', '1s', '1s'));
+    expect((await loadSyncConfig({ cwd: dir })).reconcile).toMatchObject({ every: '1m', lookback: '1m' });
+    // The ranges docs/configuration.md states.
+    expect(DURATION_RANGES).toEqual({
+      'reconcile.every': { minMs: 60_000, maxMs: 24 * 86_400_000 },
+      'reconcile.lookback': { minMs: 60_000, maxMs: 90 * 86_400_000 },
+      'forward.timeout': { minMs: 1000, maxMs: 600_000 },
+      'brokers.duplicateWindow': { minMs: 1000, maxMs: 7 * 86_400_000 },
+    });
+  });
+
+  it('takes a fractional ratePerSecond (0.5: one request every 2 s), and refuses a rate p-queue cannot keep', async () => {
+    const dir = folder();
+    const path = join(dir, 'payhooks.config.json');
+    const withRate = (ratePerSecond: number) =>
+      JSON.stringify({ forward: [{ name: 'erp', url: 'https://erp.example.com/in', secret: 's', ratePerSecond }] });
+    writeFileSync(path, withRate(0.5));
+    expect((await loadSyncConfig({ cwd: dir })).forward[0]?.ratePerSecond).toBe(0.5);
+    for (const rate of [0, -1, 0.001, 20_000]) {
+      writeFileSync(path, withRate(rate));
+      await expect(loadSyncConfig({ cwd: dir })).rejects.toThrow(
+        `- forward.0.ratePerSecond: must be between 0.01 (one request every 100 s) and 10000 requests a second, not ${rate}`,
+      );
+    }
+  });
+
+  it('refuses forward headers a request cannot carry and URLs with credentials, without repeating the secret', async () => {
+    const dir = folder();
+    const path = join(dir, 'payhooks.config.json');
+    writeFileSync(
+      path,
+      JSON.stringify({
+        forward: [
+          {
+            name: 'erp',
+            url: 'https://erp:hunter2pw@erp.example.com/in',
+            secret: 's',
+            headers: {
+              'x-api-key': 'key-hunter2\r\nx-injected: 1',
+              'x bad': 'v',
+              authorization: 'Bearer hunter2\u20ac',
+              'X-Webhook-Signature': 'v1=mine',
+              connection: 'close',
+              'x-fine': 'ok',
+            },
+          },
+        ],
+      }),
+    );
+    const message = String(await loadSyncConfig({ cwd: dir }).catch((err: unknown) => err));
+    expect(message).toMatch(
+      /- forward\.0\.url: the URL holds credentials \(user:password@\), which an HTTP request cannot carry in its URL: give them as a header instead, e\.g\. headers: \{ authorization: "Basic …" \}/,
+    );
+    expect(message).toContain(
+      '- forward.0.headers.x-api-key: its value holds a line break or another character a header cannot carry (value not shown)',
+    );
+    expect(message).toContain('- forward.0.headers.x bad: "x bad" is not a header name');
+    expect(message).toContain('- forward.0.headers.authorization: its value holds a line break or another character');
+    expect(message).toContain('- forward.0.headers.X-Webhook-Signature: set by payhooks on every forwarded request');
+    expect(message).toContain('- forward.0.headers.connection: connection is set by the HTTP client itself and cannot be given');
+    expect(message).not.toContain('x-fine');
+    expect(message).not.toContain('hunter2');
+  });
+
+  it('gives up on a module whose top-level await does not settle, naming the file', { timeout: 30_000 }, async () => {
+    const dir = folder();
+    writeFileSync(join(dir, 'payhooks.config.mjs'), 'await new Promise(() => {});\nexport default { mirror: true };\n');
+    const error = await loadSyncConfig({ cwd: dir, loadTimeoutMs: 300 }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toBe(
+      `payhooks: The configuration file ${join(dir, 'payhooks.config.mjs')} did not finish loading within 300ms: a top-level await in it ` +
+        '(or in a module it imports) has not settled. Export the object itself, and connect to services in connectors, not while the file loads.',
+    );
   });
 });

@@ -8,7 +8,7 @@ import { createDefaultScheme } from '../../src/signature/index.js';
 import { openDatabase } from '../../src/store/database.js';
 import { getEvent } from '../../src/store/inbox.js';
 import type { ForwardDocument } from '../../src/sync/forward-document.js';
-import { registerHttpForward } from '../../src/sync/http-forward.js';
+import { rateLimitSettings, registerHttpForward } from '../../src/sync/http-forward.js';
 import { registerMirror } from '../../src/sync/mirror/mirror-sink.js';
 import { runCli } from '../helpers/cli.js';
 import { pgUrl } from '../helpers/pg.js';
@@ -16,6 +16,7 @@ import { listen } from '../helpers/servers.js';
 import { backends, dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 import { putEvent } from '../helpers/inbox.js';
+import { hugeAnswer } from '../helpers/huge-answer.js';
 
 const silent = pino({ level: 'silent' });
 const TARGET_SECRET = 'whsec_target_only';
@@ -293,6 +294,111 @@ describe('a forward target that does not answer', () => {
       await hooks.stop();
       hanging.closeAllConnections();
       await listening.close();
+    }
+  });
+});
+
+describe('a forward target that answers with a huge body', () => {
+  // Four targets answering 500 MB each took serve to 3.8 GB, for 500 characters kept.
+  const HUGE = 128 * 1024 * 1024;
+
+  it.each([
+    { status: 503, outcome: 'retried, lastError holding the beginning of the answer' },
+    { status: 200, outcome: 'done' },
+  ])('answering $status: $outcome, after reading a few KB of it and closing the connection', { timeout: 60_000 }, async ({ status }) => {
+    const target = await hugeAnswer(status, HUGE);
+    const hooks = createPayhooks<ApiClient>({
+      secret: 'whsec_source',
+      database: await openDatabase({ dataDir: 'memory://' }),
+      logger: silent,
+      worker: { pollIntervalMs: 50, backoff: { baseMs: 60_000 } },
+    });
+    try {
+      await registerHttpForward(hooks, { name: 'huge', url: `${target.url}/in`, secret: TARGET_SECRET });
+      const store = await hooks.ready();
+      const event = exampleEvent('CUSTOMER_CREATED', { eventId: `evt_huge_${status}` });
+      await putEvent(store, event);
+      const heapBefore = process.memoryUsage().heapUsed;
+      await hooks.start();
+      await waitFor(
+        async () => {
+          const now = await getEvent(store, event.eventId);
+          return now?.status === 'done' || now?.lastError != null;
+        },
+        'the first attempt recorded',
+        30_000,
+      );
+      await waitFor(() => target.sent.closed, 'the target to see its connection closed');
+      // It could not write its answer: the sink stopped reading after a few KB and closed the connection.
+      expect(target.sent.finished).toBe(false);
+      expect(target.sent.bytes).toBeLessThan(32 * 1024 * 1024);
+      expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(HUGE / 2);
+      const detail = await getEvent(store, event.eventId);
+      if (status === 200) {
+        expect(detail).toMatchObject({ status: 'done', lastError: null });
+      } else {
+        expect(detail?.status).toBe('pending');
+        expect(detail?.lastError).toMatch(
+          /^HttpStatusError: POST http:\/\/127\.0\.0\.1:\d+\/in answered 503 Service Unavailable: BEGIN-OF-ANSWER x+…$/,
+        );
+        expect(detail!.lastError!.length).toBeLessThan(700);
+      }
+    } finally {
+      await hooks.stop();
+      await target.close();
+    }
+  });
+});
+
+describe('forward target settings', () => {
+  it('are checked when the target is registered, each problem named, no secret repeated', async () => {
+    const hooks = createPayhooks<ApiClient>({ secret: 'whsec_source', database: { dataDir: 'memory://' }, logger: silent });
+    try {
+      const error = await registerHttpForward(hooks, {
+        name: 'bad',
+        url: 'https://erp:hunter2pw@erp.example.com/in',
+        secret: TARGET_SECRET,
+        timeoutMs: 30 * 86_400_000,
+        ratePerSecond: 0,
+        headers: { 'x-api-key': 'key-hunter2\r\nx-injected: 1', 'idempotency-key': 'mine' },
+      }).catch((err: unknown) => err);
+      const message = String(error);
+      expect(message).toContain('The forward target "bad" cannot be used:');
+      expect(message).toMatch(/- url: holds credentials \(user:password@\).*give them as a header instead/);
+      expect(message).toMatch(/- timeout: must be between 100ms and 10m, not 2592000000 ms/);
+      expect(message).toMatch(/- ratePerSecond: must be between 0\.01 \(one request every 100 s\) and 10000 requests a second, not 0/);
+      expect(message).toMatch(/- headers\.x-api-key: its value holds a line break/);
+      expect(message).toMatch(/- headers\.idempotency-key: set by payhooks on every forwarded request/);
+      expect(message).not.toContain('hunter2');
+    } finally {
+      await hooks.stop();
+    }
+  });
+
+  it('take a fractional rate as one request every 1/rate seconds (0.5: one every 2 s)', { timeout: 30_000 }, async () => {
+    expect(rateLimitSettings(20)).toEqual({ intervalCap: 20, interval: 1000 });
+    expect(rateLimitSettings(0.5)).toEqual({ intervalCap: 1, interval: 2000 });
+    expect(rateLimitSettings(2.5)).toEqual({ intervalCap: 1, interval: 400 });
+    const target = await scriptedTarget([]);
+    const hooks = createPayhooks<ApiClient>({
+      secret: 'whsec_source',
+      database: { dataDir: 'memory://' },
+      logger: silent,
+      worker: { pollIntervalMs: 50 },
+    });
+    try {
+      await registerHttpForward(hooks, { name: 'slow', url: target.url, secret: TARGET_SECRET, ratePerSecond: 0.5 });
+      const store = await hooks.ready();
+      await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_rate_1' }));
+      await putEvent(store, exampleEvent('INVOICE_PAID', { eventId: 'evt_rate_2' }));
+      await hooks.start();
+      await waitFor(() => target.received.length === 2, 'both events forwarded', 20_000);
+      const [first, second] = target.received as [Received, Received];
+      // At most one request started in any 2 s.
+      expect(second.at - first.at).toBeGreaterThanOrEqual(1900);
+    } finally {
+      await hooks.stop();
+      await target.close();
     }
   });
 });

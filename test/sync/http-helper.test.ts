@@ -1,9 +1,11 @@
 import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { idempotencyKey } from '../../src/sync/connector.js';
-import { createHttpHelper, HttpConnectionError, HttpStatusError } from '../../src/sync/http-helper.js';
+import { createHttpHelper, HTTP_DEFAULT_MAX_RESPONSE_BYTES, HttpConnectionError, HttpStatusError } from '../../src/sync/http-helper.js';
 import { DeadLetterError, failureVerdict, RetryLaterError } from '../../src/worker/handler-errors.js';
 import { freePort, listen } from '../helpers/servers.js';
+import { waitFor } from '../helpers/wait.js';
+import { hugeAnswer } from '../helpers/huge-answer.js';
 
 /** A loopback server that answers `status` with `headers` and `body`, and records what it was sent. */
 async function answering(status: number, headers: Record<string, string> = {}, body = '') {
@@ -86,6 +88,88 @@ describe('the HTTP helper of connectors and forward targets', () => {
     } finally {
       await silent.close();
     }
+  });
+});
+
+describe('answers and requests the helper must not take whole or send as given', () => {
+  // 128 MB per answer: the four targets of the report answered 500 MB each and took serve to 3.8 GB.
+  const HUGE = 128 * 1024 * 1024;
+
+  it('reads the first part of a huge error answer into the error, then closes the connection instead of reading on', {
+    timeout: 60_000,
+  }, async () => {
+    const target = await hugeAnswer(500, HUGE);
+    try {
+      const error = await createHttpHelper()
+        .request(`${target.url}/in`, { json: {} })
+        .catch((err: unknown) => err);
+      await waitFor(() => target.sent.closed, 'the target to see its connection closed');
+      // The target could not write its whole answer: the client stopped reading after a few KB, and what is in
+      // flight is only what the sockets' buffers took on the way.
+      expect(target.sent.finished).toBe(false);
+      expect(target.sent.bytes).toBeLessThan(32 * 1024 * 1024);
+      expect(error).toBeInstanceOf(HttpStatusError);
+      const message = (error as Error).message;
+      expect(message).toMatch(/^POST http:\/\/127\.0\.0\.1:\d+\/in answered 500 Internal Server Error: BEGIN-OF-ANSWER x+…$/);
+      expect(message.length).toBeLessThan(700);
+    } finally {
+      await target.close();
+    }
+  });
+
+  it('returns at most maxResponseBytes of a huge 2xx answer, marked truncated, and closes the connection', {
+    timeout: 60_000,
+  }, async () => {
+    const target = await hugeAnswer(200, HUGE);
+    try {
+      const answer = await createHttpHelper().request(target.url);
+      await waitFor(() => target.sent.closed, 'the target to see its connection closed');
+      expect(target.sent.finished).toBe(false);
+      expect(target.sent.bytes).toBeLessThan(32 * 1024 * 1024);
+      expect(answer.status).toBe(200);
+      expect(answer.truncated).toBe(true);
+      expect(answer.text).toHaveLength(HTTP_DEFAULT_MAX_RESPONSE_BYTES);
+      expect(answer.text.startsWith('BEGIN-OF-ANSWER x')).toBe(true);
+      expect(() => answer.json()).toThrow(/the answer is longer than \d+ characters read and was not parsed/);
+
+      const small = await createHttpHelper().request(target.url, { maxResponseBytes: 10 });
+      expect(small).toMatchObject({ text: 'BEGIN-OF-A', truncated: true });
+    } finally {
+      await target.close();
+    }
+  });
+
+  it('refuses a URL with credentials and a header that cannot be sent, without repeating either secret', async () => {
+    const server = await answering(200);
+    try {
+      const http = createHttpHelper();
+      const port = new URL(server.url).port;
+      const withCredentials = await http.request(`http://erp:hunter2pw@127.0.0.1:${port}/in`).catch((err: unknown) => err);
+      expect(withCredentials).toBeInstanceOf(DeadLetterError);
+      expect(String(withCredentials)).toMatch(
+        /GET http:\/\/127\.0\.0\.1:\d+\/in was not sent: the URL holds credentials \(user:password@\)/,
+      );
+      expect(String(withCredentials)).not.toContain('hunter2pw');
+      const badHeader = await http
+        .request(server.url, { headers: { 'x-api-key': 'key-hunter2\r\nx-injected: 1' } })
+        .catch((err: unknown) => err);
+      expect(badHeader).toBeInstanceOf(DeadLetterError);
+      expect(String(badHeader)).toMatch(
+        /header "x-api-key": its value holds a line break or another character a header cannot carry \(value not shown\)/,
+      );
+      expect(String(badHeader)).not.toContain('hunter2');
+      expect(server.seen).toHaveLength(0);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses a timeout a timer cannot hold, instead of aborting every request after a millisecond', async () => {
+    const thirtyDays = 30 * 86_400_000;
+    expect(() => createHttpHelper({ timeoutMs: thirtyDays })).toThrow(
+      /The HTTP timeout \(timeoutMs\) must be a number of milliseconds from 1 to 2147483647 .*not 2592000000/,
+    );
+    await expect(createHttpHelper().request('http://127.0.0.1:9/', { timeoutMs: thirtyDays })).rejects.toThrow(RangeError);
   });
 });
 

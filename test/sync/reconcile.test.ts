@@ -12,6 +12,7 @@ import { listEvents } from '../../src/store/inbox.js';
 import { registerMirror } from '../../src/sync/mirror/mirror-sink.js';
 import { startPeriodicReconcile } from '../../src/sync/periodic-reconcile.js';
 import { AmbiguousEndpointError, reconcile } from '../../src/sync/reconcile.js';
+import { startApiServer, type ApiServer } from '../helpers/api-server.js';
 import { runCli } from '../helpers/cli.js';
 import { freePort } from '../helpers/servers.js';
 import { dropMirrorSchema } from '../helpers/mirror.js';
@@ -183,6 +184,83 @@ describe('periodic reconciliation (serve with reconcile.every)', () => {
       await hooks?.stop();
       await new Promise((resolve) => server.close(resolve));
       await simulator.close();
+      await dispose(store);
+    }
+  });
+});
+
+/**
+ * A delivery history served by an API that ignores `skip`: every request gets the same full page of 100 records.
+ * Past `cutOffAfter` requests it answers 400, so that a walk that does not stop by itself ends anyway.
+ */
+async function historyIgnoringSkip(cutOffAfter = 50): Promise<ApiServer> {
+  const server = await startApiServer();
+  const createdAt = new Date(Date.now() - 3_600_000).toISOString();
+  const page = Array.from({ length: 100 }, (_, n) => ({
+    id: `whe_${n}`,
+    endpointId: 'wh_1',
+    eventId: `evt_stuck_${n}`,
+    eventType: 'CUSTOMER_CREATED',
+    status: 'failed',
+    attempts: [],
+    createdAt,
+  }));
+  server.route('GET', '/v1/webhook-events', () =>
+    server.requests.length > cutOffAfter ? { status: 400, json: { error: { message: 'cut off by the test' } } } : { json: { data: page } },
+  );
+  return server;
+}
+
+describe('reconcile against an API that ignores skip (the same page every time)', () => {
+  it('stops at the first page that brings nothing new, with a warning, and still reports what it read', { timeout: 60_000 }, async () => {
+    const server = await historyIgnoringSkip();
+    const store = await backends.find((b) => b.name === 'pglite')!.open();
+    try {
+      const api = createClient({ apiKey: 'sk_test_stuck', environment: server.url, rateLimit: false });
+      const report = await reconcile({ store, api, dryRun: true });
+      // The first page, then the same page again: two list requests, not 1,745 in 45 s.
+      expect(server.requests.filter((r) => r.path === '/v1/webhook-events')).toHaveLength(2);
+      expect(report).toMatchObject({ listed: 100, endpointId: 'wh_1', resent: [] });
+      expect(report.missing).toHaveLength(100);
+      expect(report.warnings).toEqual([
+        'The delivery history (GET /v1/webhook-events) could not be read to its end: The list page at skip=100 holds only records ' +
+          'already read (the first: whe_0): the service seems to ignore skip. The walk stopped after 2 requests rather than read the same records again.',
+      ]);
+    } finally {
+      await server.close();
+      await dispose(store);
+    }
+  });
+
+  it('payhooks reconcile ends by itself, prints the warning on stderr and exits 1', { timeout: 90_000 }, async () => {
+    const server = await historyIgnoringSkip();
+    try {
+      const dir = mkdtempSync(join(tmpdir(), 'payhooks-reconcile-stuck-'));
+      const env = { DATABASE_URL: '', PAYHOOKS_API_KEY: 'sk_test_stuck', PAYHOOKS_API_URL: server.url };
+      const result = await runCli(['reconcile', '--dry-run'], env, dir);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toContain('events the inbox never stored: 100');
+      expect(result.stderr).toMatch(
+        /warning: The delivery history \(GET \/v1\/webhook-events\) could not be read to its end: The list page at skip=100 holds only records already read/,
+      );
+      expect(server.requests.filter((r) => r.path === '/v1/webhook-events')).toHaveLength(2);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('the reconciliation interval', () => {
+  it('is refused when a timer cannot hold it (30 days fired every millisecond)', async () => {
+    const store = await backends.find((b) => b.name === 'pglite')!.open();
+    try {
+      const api = createClient({ apiKey: 'sk_test_interval', environment: 'http://127.0.0.1:9', rateLimit: false });
+      for (const everyMs of [30 * 86_400_000, 0]) {
+        expect(() => startPeriodicReconcile({ store, api, lookbackMs: 86_400_000 }, everyMs, silent)).toThrow(
+          new RegExp(`The reconciliation interval \\(everyMs\\) must be a number of milliseconds from 1 to 2147483647 .*not ${everyMs}\\.`),
+        );
+      }
+    } finally {
       await dispose(store);
     }
   });

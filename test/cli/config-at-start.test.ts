@@ -1,0 +1,92 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
+
+// Each of these configuration files used to pass the check at start and then fail later, silently or at every
+// request: serve must refuse them when it starts, exit 1, and say which key is wrong and why.
+
+const SERVE_ENV = { PAYHOOKS_WEBHOOK_SECRET: 'whsec_sender', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
+
+function folderWith(name: string, content: string): { dir: string; path: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'payhooks-config-start-'));
+  const path = join(dir, name);
+  writeFileSync(path, content);
+  return { dir, path };
+}
+
+describe('payhooks serve refuses at start a configuration that could only fail later', () => {
+  it('a module whose top-level await never settles: exit 1 naming the file after 10 s, not exit 13 without a word', {
+    timeout: 90_000,
+  }, async () => {
+    const { dir, path } = folderWith('payhooks.config.mjs', 'await new Promise(() => {});\nexport default { mirror: true };\n');
+    const result = await runCli(['serve'], SERVE_ENV, dir, 60_000);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`payhooks: The configuration file ${path} did not finish loading within 10s: a top-level await`);
+  });
+
+  it('a forward URL with credentials: exit 1 naming the key, the password never printed', { timeout: 90_000 }, async () => {
+    const { dir } = folderWith(
+      'payhooks.config.json',
+      JSON.stringify({ forward: [{ name: 'erp', url: 'https://erp:hunter2pw@erp.example.com/in', secret: 'whsec_target' }] }),
+    );
+    const result = await runCli(['serve'], SERVE_ENV, dir, 60_000);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/- forward\.0\.url: the URL holds credentials \(user:password@\).*give them as a header instead/);
+    expect(result.stdout + result.stderr).not.toContain('hunter2pw');
+  });
+
+  it('a forward header with a line break, and a reconcile interval past the timer limit: exit 1 naming both', {
+    timeout: 90_000,
+  }, async () => {
+    const { dir } = folderWith(
+      'payhooks.config.json',
+      JSON.stringify({
+        reconcile: { every: '30d' },
+        forward: [
+          { name: 'erp', url: 'https://erp.example.com/in', secret: 'whsec_target', headers: { 'x-api-key': 'k-hunter2\r\nx: 1' } },
+        ],
+      }),
+    );
+    const result = await runCli(
+      ['serve'],
+      { ...SERVE_ENV, PAYHOOKS_API_KEY: 'sk_test_config_start', PAYHOOKS_API_URL: 'http://127.0.0.1:9' },
+      dir,
+      60_000,
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('- reconcile.every: "30d" is out of range: reconcile.every must be between 1m and 24d');
+    expect(result.stderr).toContain('- forward.0.headers.x-api-key: its value holds a line break');
+    expect(result.stdout + result.stderr).not.toContain('hunter2');
+  });
+
+  it('ratePerSecond 0.5 is a rate it keeps (one request every 2 s): serve starts; 0.001 is refused with the range', {
+    timeout: 90_000,
+  }, async () => {
+    const withRate = (ratePerSecond: number) =>
+      folderWith(
+        'payhooks.config.json',
+        JSON.stringify({
+          mirror: false,
+          forward: [{ name: 'erp', url: 'https://erp.example.com/in', secret: 'whsec_target', ratePerSecond }],
+        }),
+      ).dir;
+    const refused = await runCli(['serve'], SERVE_ENV, withRate(0.001), 60_000);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      '- forward.0.ratePerSecond: must be between 0.01 (one request every 100 s) and 10000 requests a second, not 0.001',
+    );
+
+    const serve = spawnCli(['serve'], SERVE_ENV, withRate(0.5));
+    const done = collect(serve, 80_000);
+    try {
+      expect((await waitForLog(serve, /receiving webhooks/, 60_000)).url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/webhooks$/);
+    } finally {
+      serve.kill('SIGTERM');
+    }
+    const served = await done;
+    expect(served.code).toBe(0);
+    expect(served.stderr).not.toMatch(/intervalCap/);
+  });
+});
