@@ -16,6 +16,7 @@ import {
 } from '../client/index.js';
 import { within } from '../internal/within.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
+import { realDataDir } from '../store/real-data-dir.js';
 import { openDatabase, type PayhooksDatabase } from '../store/database.js';
 import { MIRROR_MIGRATIONS_DIR, type MigrationFile, readMigrations } from '../store/migrate.js';
 import { quoteIdent } from '../store/quote-ident.js';
@@ -274,7 +275,20 @@ async function databaseChecks({ env, problems }: DoctorEnv, mirrorSchema: string
       },
     ];
   }
-  const path = resolve(cwd, dataDir);
+  // By its real path, as serve and the other commands open and lock it.
+  let path: string;
+  try {
+    path = realDataDir(dataDir, cwd);
+  } catch (err) {
+    return [
+      {
+        check: 'database',
+        status: 'fail',
+        summary: `embedded (PGlite) at ${dataDir} cannot be reached: ${describeError(err)}; the migrations were not checked`,
+        fix: 'set PAYHOOKS_DATA_DIR to a folder this user may read and write, or DATABASE_URL to a PostgreSQL server',
+      },
+    ];
+  }
   const shown = displayPath(path);
   if (!existsSync(join(path, 'PG_VERSION'))) return notCreatedDatabase(path, shown, files);
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { z } from 'zod';
+import { realDataDir } from '../store/real-data-dir.js';
 
 // `payhooks serve` on the embedded database holds it alone (PGlite admits one process). So that `payhooks events`
 // and `payhooks replay` still work beside it, serve writes where it answers and a token for this machine's
@@ -17,9 +17,9 @@ const sessionSchema = z.object({
 /** Where a running serve can be asked about the embedded database it holds. */
 export type ServeSession = z.infer<typeof sessionSchema>;
 
-/** `<dataDir>.serve.json`, beside `<dataDir>.lock`. */
+/** `<dataDir>.serve.json`, beside `<dataDir>.lock`: by the folder's real path, as the lock, whatever name it is given. */
 export function serveSessionPath(dataDir: string): string {
-  return `${resolve(dataDir).replace(/\/$/, '')}.serve.json`;
+  return `${realDataDir(dataDir)}.serve.json`;
 }
 
 /** A token for the local command line: 256 random bits. */

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { PayhooksError } from '../errors.js';
+import { realDataDir } from './real-data-dir.js';
 
 /** The embedded database is another process's: stop it, or share a PostgreSQL server instead. */
 export class DataDirInUseError extends PayhooksError {
@@ -30,15 +31,19 @@ export type ReleaseLock = () => Promise<void>;
  * first, so that of several processes finding it stale only one removes it. Either way `<dataDir>.lock`
  * names the owner's pid, for the error a second process gets.
  *
+ * The lock is keyed by the folder's real path ({@link realDataDir}), not by the name it is given: through a
+ * symbolic link, or with `..`, the same folder meets the same lock, and {@link DataDirInUseError} names that path.
+ *
  * @example
  * const release = await lockDataDir('/srv/app/.payhooks/pgdata');
  * // … open PGlite …
  * await release();
  */
 export async function lockDataDir(dataDir: string, options: { strategy?: LockStrategy } = {}): Promise<ReleaseLock> {
-  const pidFile = `${dataDir.replace(/\/$/, '')}.lock`;
+  const folder = realDataDir(dataDir);
+  const pidFile = `${folder}.lock`;
   const strategy = options.strategy ?? (process.platform === 'linux' ? 'socket' : 'file');
-  return strategy === 'socket' ? lockWithAbstractSocket(dataDir, pidFile) : lockWithFile(dataDir, pidFile);
+  return strategy === 'socket' ? lockWithAbstractSocket(folder, pidFile) : lockWithFile(folder, pidFile);
 }
 
 /** How the lock is held: `socket` (Linux only, released by the kernel) or `file` (anywhere). Tests pick one. */

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { within } from '../internal/within.js';
-import { dirname, resolve } from 'node:path';
+import { dirname } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
@@ -8,13 +8,17 @@ import { lockDataDir, type ReleaseLock } from './data-dir-lock.js';
 import { EvictingPool } from './evicting-pool.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import { quoteIdent } from './quote-ident.js';
+import { realDataDir } from './real-data-dir.js';
 import type { PayhooksTables } from './schema.js';
 
 /** Options of {@link openDatabase}. Defaults are {@link DATABASE_DEFAULTS}, which the standalone service uses too. */
 export interface DatabaseOptions {
   /** A PostgreSQL connection string. Unset: the embedded PGlite database under `dataDir`. */
   url?: string | undefined;
-  /** Where PGlite keeps its files; `memory://` keeps nothing. Default `./.payhooks/pgdata`. */
+  /**
+   * Where PGlite keeps its files; `memory://` keeps nothing. Default `./.payhooks/pgdata`. Locked by its real path,
+   * so that one folder named two ways (a symbolic link, `..`) is still opened by one process at a time.
+   */
   dataDir?: string | undefined;
   /** The Postgres schema that holds payhooks' tables, so they can share an app's database. Default `payhooks`. */
   schema?: string | undefined;
@@ -170,14 +174,17 @@ async function endWithin(ending: Promise<unknown>, clients: readonly (pg.Client 
 
 async function openPGlite(dataDir: string, schema: string): Promise<PayhooksDatabase> {
   const inMemory = dataDir.startsWith('memory://');
+  // One name for the folder, whichever it was given by (a symbolic link, `..`): the lock is keyed by it, and PGlite
+  // opens the folder the lock was taken for.
+  const folder = inMemory ? dataDir : realDataDir(dataDir);
   let unlock: ReleaseLock = async () => {};
   if (!inMemory) {
-    mkdirSync(dirname(resolve(dataDir)), { recursive: true });
-    unlock = await lockDataDir(resolve(dataDir));
+    mkdirSync(dirname(folder), { recursive: true });
+    unlock = await lockDataDir(folder);
   }
   let pglite: PGlite;
   try {
-    pglite = await PGlite.create(inMemory ? dataDir : resolve(dataDir));
+    pglite = await PGlite.create(folder);
   } catch (err) {
     await unlock();
     throw err;

@@ -47,17 +47,21 @@ export async function replayEvents(store: PayhooksDatabase, which: ReplaySelecti
   if (isEmpty(which)) return [];
   const selected = replayable(store, which);
   return store.db.transaction().execute(async (trx) => {
-    await trx
-      .deleteFrom('handler_runs')
-      .where('event_id', 'in', trx.selectFrom('inbox_events').select('event_id').where('status', '=', 'done').where(selected))
-      .execute();
+    // The events' rows are locked first, oldest first, before anything else of theirs is touched: a prune running
+    // meanwhile (see deletePrunable) then either deleted an event before this lock (it is not re-queued, and not
+    // reported) or skips it. Locking in one order also keeps two replays from deadlocking each other. FOR UPDATE
+    // re-checks the selection on the newest version of each row, so an event that left the state meanwhile is left.
+    const locked = await trx.selectFrom('inbox_events').select(['event_id', 'status']).where(selected).orderBy('seq').forUpdate().execute();
+    if (locked.length === 0) return [];
+    const ids = locked.map((row) => row.event_id);
+    const done = locked.filter((row) => row.status === 'done').map((row) => row.event_id);
+    if (done.length > 0) await trx.deleteFrom('handler_runs').where(sql<boolean>`event_id = any(${done}::text[])`).execute();
     const rows = await trx
       .updateTable('inbox_events')
       .set({ status: 'pending', attempts: 0, next_attempt_at: sql`now()`, processed_at: null })
-      .where(selected)
+      .where(sql<boolean>`event_id = any(${ids}::text[])`)
       .returning(['event_id', 'seq', 'resource_key'])
       .execute();
-    if (rows.length === 0) return [];
     // Back into the queue (or, for one still waiting there, due now with a fresh count).
     await sql`
       insert into ${sql.id(store.schema, 'inbox_queue')} (event_id, seq, resource_key)
@@ -143,11 +147,7 @@ export function assertPruneAge(olderThanMs: number): void {
  */
 export async function pruneEvents(store: PayhooksDatabase, olderThanMs: number): Promise<number> {
   assertPruneAge(olderThanMs);
-  const result = await store.db
-    .deleteFrom('inbox_events')
-    .where(prunable(ago(olderThanMs)))
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+  return deletePrunable(store, ago(olderThanMs), null);
 }
 
 function ago(ms: number) {
@@ -199,9 +199,43 @@ export async function samplePrunable(store: PayhooksDatabase, cutoff: Date, limi
  * while ((await pruneBatch(store, cutoff, 500)) > 0);
  */
 export async function pruneBatch(store: PayhooksDatabase, cutoff: Date, limit: number): Promise<number> {
+  return deletePrunable(store, cutoff, limit);
+}
+
+/**
+ * Deletes up to `limit` (null: all) prunable events, oldest first, with their handler runs and queue rows (by
+ * cascade); resolves to the number deleted.
+ *
+ * A row is deleted only if it is prunable when it is deleted, not merely when the statement started. A replay
+ * (see replayEvents) may turn an old `done` event back into `pending` at any moment, and under READ COMMITTED the
+ * subquery's snapshot can still show it `done`: deleting by id alone would then delete the re-queued event, and
+ * its fresh queue row with it, after the replay reported it re-queued. So the candidates are locked (FOR UPDATE,
+ * which re-checks `prunable` on the newest version of each row and drops those that no longer match), and the
+ * outer DELETE states `prunable` again, so no row in another state can be deleted through this statement,
+ * whatever the plan. SKIP LOCKED: a row another transaction holds (a replay about to re-queue it) is left for
+ * it instead of waited for, so a prune never waits on a replay and the two cannot deadlock; a prune stops
+ * when a batch finds nothing unlocked, and what it skipped is left for the next prune. A replay that comes second
+ * waits for the prune's lock and then finds the row gone, so it neither re-queues nor reports it.
+ */
+async function deletePrunable(store: PayhooksDatabase, cutoff: Date | RawBuilder<Date>, limit: number | null): Promise<number> {
   const result = await store.db
+    // Materialized: taken and locked once. As a plain subquery the plan may scan it again for each row, and a rescan
+    // skips the rows this statement already deleted and takes the next ones, past the limit.
+    .with(
+      (cte) => cte('candidates').materialized(),
+      (db) =>
+        db
+          .selectFrom('inbox_events')
+          .select('event_id')
+          .where(prunable(cutoff))
+          .orderBy('seq')
+          .$if(limit !== null, (query) => query.limit(limit!))
+          .forUpdate()
+          .skipLocked(),
+    )
     .deleteFrom('inbox_events')
-    .where('event_id', 'in', store.db.selectFrom('inbox_events').select('event_id').where(prunable(cutoff)).orderBy('seq').limit(limit))
+    .where('event_id', 'in', (db) => db.selectFrom('candidates').select('candidates.event_id'))
+    .where(prunable(cutoff))
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

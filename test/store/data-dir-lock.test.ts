@@ -1,5 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DataDirInUseError, type LockStrategy, lockDataDir } from '../../src/store/data-dir-lock.js';
+import { realDataDir } from '../../src/store/real-data-dir.js';
 
 const racerEntry = fileURLToPath(new URL('../fixtures/lock-racer.ts', import.meta.url));
 const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
@@ -78,6 +79,34 @@ describe.each(strategies)('the embedded-database lock (%s)', (strategy) => {
     await release(); // twice is harmless
     const again = await lockDataDir(dataDir, { strategy });
     await again();
+  });
+
+  it('one folder by two names (a symbolic link, `..`) is one lock, across processes, named by its real path', {
+    timeout: 30_000,
+  }, async () => {
+    const base = join(dir, `names-${strategy}`);
+    mkdirSync(join(base, 'real', 'inner'), { recursive: true });
+    symlinkSync('real', join(base, 'link'));
+    symlinkSync(join('real', 'inner'), join(base, 'deep'));
+    const real = join(realDataDir(base), 'real', 'pgdata');
+    const throughParentOfLink = `${base}/deep/../pgdata`; // not path.join, which would drop `deep/..` from the text
+    const owner = await startRacer();
+    try {
+      expect(await owner.ask(`lock ${strategy} ${join(base, 'link', 'pgdata')}`)).toBe('got');
+      for (const name of [real, join(base, 'link', 'pgdata'), throughParentOfLink]) {
+        const refusal = await lockDataDir(name, { strategy }).catch((err: unknown) => err);
+        expect(refusal, name).toBeInstanceOf(DataDirInUseError);
+        expect((refusal as DataDirInUseError).dataDir).toBe(real);
+        expect((refusal as DataDirInUseError).holderPid).toBe(owner.child.pid);
+      }
+      expect(Number.parseInt(readFileSync(`${real}.lock`, 'utf8'), 10)).toBe(owner.child.pid);
+      expect(await owner.ask('release')).toBe('released');
+      const release = await lockDataDir(throughParentOfLink, { strategy });
+      expect(await owner.ask(`lock ${strategy} ${real}`)).toBe(`busy ${process.pid}`);
+      await release();
+    } finally {
+      owner.child.kill('SIGKILL');
+    }
   });
 });
 

@@ -1,0 +1,44 @@
+import { sql } from 'kysely';
+import { exampleEvent } from '../../src/events/index.js';
+import type { PayhooksDatabase } from '../../src/store/database.js';
+import { storeEvents } from '../../src/store/inbox.js';
+
+/**
+ * Stores `count` INVOICE_PAID events named `<prefix>_00000`… as a worker leaves them done (out of the queue, their
+ * handler `noop` completed), received and finished `ageDays` ago: what a prune with a shorter age deletes and a
+ * replay of `done` events re-queues. Resolves to their ids.
+ */
+export async function oldDoneEvents(store: PayhooksDatabase, prefix: string, count: number, ageDays = 40): Promise<string[]> {
+  const ids = Array.from({ length: count }, (_, i) => `${prefix}_${String(i).padStart(5, '0')}`);
+  await storeEvents(
+    store,
+    ids.map((eventId) => ({
+      eventId,
+      eventType: 'INVOICE_PAID',
+      resourceKey: null,
+      rawBody: JSON.stringify(exampleEvent('INVOICE_PAID', { eventId })),
+      headers: {},
+    })),
+  );
+  const age = sql`now() - make_interval(days => ${ageDays})`;
+  await sql`update ${sql.id(store.schema, 'inbox_events')} set status = 'done', attempts = 1, received_at = ${age},
+    processed_at = ${age} where event_id = any(${ids}::text[])`.execute(store.db);
+  await sql`delete from ${sql.id(store.schema, 'inbox_queue')} where event_id = any(${ids}::text[])`.execute(store.db);
+  await sql`insert into ${sql.id(store.schema, 'handler_runs')} (event_id, handler)
+    select unnest(${ids}::text[]), 'noop'`.execute(store.db);
+  return ids;
+}
+
+/** How many of `ids` are `pending` with a queue row (re-queued and still waiting), and how many exist at all. */
+export async function queuedOf(store: PayhooksDatabase, ids: readonly string[]): Promise<{ queued: number; existing: number }> {
+  const row = await store.db
+    .selectFrom('inbox_events as e')
+    .leftJoin('inbox_queue as q', 'q.event_id', 'e.event_id')
+    .select([
+      sql<number>`(count(*) filter (where e.status = 'pending' and q.event_id is not null))::int`.as('queued'),
+      sql<number>`count(*)::int`.as('existing'),
+    ])
+    .where(sql<boolean>`e.event_id = any(${ids}::text[])`)
+    .executeTakeFirstOrThrow();
+  return row;
+}
