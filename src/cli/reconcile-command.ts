@@ -60,7 +60,7 @@ export function addReconcileCommand(program: Command, ctx: CommandContext): void
         bind(store);
         return reconcile({ store, api, since, endpointId: opts.endpoint ?? config.reconcile.endpointId, dryRun: opts.dryRun });
       });
-      ctx.out(opts.json ? JSON.stringify(report) : describe(report, opts.dryRun === true).join('\n'));
+      await ctx.out(opts.json ? JSON.stringify(report) : describe(report, opts.dryRun === true).join('\n'));
       if (report.unrecovered.length) throw new SilentFailure();
     });
 }
