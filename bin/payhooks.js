@@ -4,11 +4,13 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const main = new URL('../dist/cli/main.js', import.meta.url);
-if (!existsSync(fileURLToPath(main))) {
+if (existsSync(fileURLToPath(main))) {
+  const { runAndExit } = await import(main.href);
+  // It exits once stdout and stderr are flushed (a pipe's reader may be slower than the command), and no later:
+  // a connection to a database that stopped answering must not keep the process alive.
+  await runAndExit(process.argv.slice(2));
+} else {
   console.error('payhooks: the compiled CLI is missing (dist/). Run `npm run build` in the payhooks folder first.');
-  process.exit(1);
+  // Not process.exit: that could cut the message short when stderr is a pipe.
+  process.exitCode = 1;
 }
-const { run } = await import(main.href);
-// Exit as soon as the command is done: a connection to a database that stopped answering must not keep the
-// process alive after it gave up on a clean stop.
-process.exit(await run(process.argv.slice(2)));

@@ -105,7 +105,7 @@ async function backfill(
     progress?.stop();
     progress = undefined;
     // A second Ctrl-C finds no handler and ends the process at once, which is safe: pages commit atomically.
-    ctx.err(`${signal}: stopping after the page being written (again to stop at once)…`);
+    void ctx.err(`${signal}: stopping after the page being written (again to stop at once)…`);
     controller.abort(new Error(`stopped by ${signal}`));
   };
   process.once('SIGINT', onSignal);
@@ -117,7 +117,7 @@ async function backfill(
     switch (event.kind) {
       case 'start':
         positions.set(event.resource, { position: event.from, total: null });
-        ctx.err(startNote(event, run.since));
+        void ctx.err(startNote(event, run.since));
         return;
       case 'page':
         positions.set(event.resource, { position: event.position, total: event.total });
@@ -133,7 +133,8 @@ async function backfill(
       case 'end':
         progress?.stop();
         progress = undefined;
-        ctx.out(resourceSummary(event.report));
+        // A progress callback cannot wait; the line is written at once, and the process flushes before it exits.
+        void ctx.out(resourceSummary(event.report));
         return;
     }
   };
@@ -151,7 +152,7 @@ async function backfill(
     });
   } catch (err) {
     progress?.stop();
-    ctx.err(`stopped by an error ${whereStopped(run.resources, positions)}; running payhooks backfill again resumes there`);
+    await ctx.err(`stopped by an error ${whereStopped(run.resources, positions)}; running payhooks backfill again resumes there`);
     throw err;
   } finally {
     process.off('SIGINT', onSignal);
@@ -161,14 +162,14 @@ async function backfill(
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   const requests = report.resources.reduce((sum, r) => sum + r.requests, 0);
   if (report.stopped) {
-    ctx.err(
+    await ctx.err(
       `stopped by ${stoppedBy ?? 'a signal'} ${whereStopped(run.resources, positions)} after ${countOf(requests, 'request')} in ${seconds} s; ` +
         `run payhooks backfill again${run.since ? ' with the same --since' : ''} to resume there`,
     );
     throw new SilentFailure();
   }
   const covered = report.resources.map((r) => `${n(r.position)} ${r.resource}`).join(' and ');
-  ctx.out(`backfill of ${covered} into ${run.mirrorSchema} finished: ${countOf(requests, 'request')} in ${seconds} s`);
+  await ctx.out(`backfill of ${covered} into ${run.mirrorSchema} finished: ${countOf(requests, 'request')} in ${seconds} s`);
 }
 
 function startNote(event: Extract<BackfillProgress, { kind: 'start' }>, since: Date | undefined): string {

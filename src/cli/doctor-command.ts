@@ -99,7 +99,7 @@ export function addDoctorCommand(program: Command, ctx: CommandContext): void {
     )
     .action(async (opts: DoctorOptions) => {
       const report = await runDoctor(process.env, { role: opts.role });
-      ctx.out(opts.json ? printableJson(JSON.stringify(report, null, 2)) : formatReport(report.checks));
+      await ctx.out(opts.json ? printableJson(JSON.stringify(report, null, 2)) : formatReport(report.checks));
       if (!report.ok) throw new SilentFailure();
     });
 }

@@ -44,13 +44,13 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
       const total = sum(counts);
       const showing = `showing ${rows.length} of ${total} events`;
       if (opts.json) {
-        ctx.out(printableJson(JSON.stringify(rows, null, 2)));
-        if (rows.length < total) ctx.err(`${showing} (raise --limit to see more)`);
+        await ctx.out(printableJson(JSON.stringify(rows, null, 2)));
+        if (rows.length < total) await ctx.err(`${showing} (raise --limit to see more)`);
         return;
       }
       if (rows.length === 0) return ctx.out('no events');
-      ctx.out(eventsTable(rows));
-      ctx.out(opts.status ? showing : `${showing} (${statusSummary(counts)})`);
+      await ctx.out(eventsTable(rows));
+      await ctx.out(opts.status ? showing : `${showing} (${statusSummary(counts)})`);
     });
   events
     .command('show')
@@ -59,7 +59,7 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
     .action(async (eventId: string) => {
       const event = await withInbox(ctx.env('events'), (inbox) => inbox.getEvent(eventId));
       if (!event) throw new UsageError(`No stored event with eventId ${eventId}.`);
-      ctx.out(printableJson(JSON.stringify(event, null, 2)));
+      await ctx.out(printableJson(JSON.stringify(event, null, 2)));
     });
   events
     .command('stats')
@@ -70,7 +70,7 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
         tally(await inbox.countEventsByTypeAndStatus(), (await inbox.oldestPendingEvent()) ?? null),
       );
       if (opts.json) return ctx.out(printableJson(JSON.stringify(stats, null, 2)));
-      ctx.out(statsText(stats));
+      await ctx.out(statsText(stats));
     });
   return events;
 }

@@ -166,9 +166,9 @@ export function addInitCommand(program: Command, ctx: CommandContext, version: s
       new Option('--template <name>', 'what to start from').choices(Object.keys(INIT_TEMPLATES)).default('minimal' satisfies InitTemplate),
     )
     .addHelpText('after', templatesHelp)
-    .action((dir: string, opts: { template: InitTemplate }) => {
+    .action(async (dir: string, opts: { template: InitTemplate }) => {
       const result = initProject(opts.template, dir, version);
-      ctx.out(
+      await ctx.out(
         [
           `payhooks init (${opts.template}) wrote in ${displayDir(result.dir)}:`,
           ...result.written.map((name) => `  ${name}`),

@@ -16,6 +16,7 @@ import { addPruneCommand } from './prune-command.js';
 import { addBackfillCommand } from './backfill-command.js';
 import { addReconcileCommand } from './reconcile-command.js';
 import { addReplayCommand } from './replay-command.js';
+import { stdio } from './output.js';
 import { startService, type ServiceRole } from './service.js';
 import { loadHandlers } from './load-handlers.js';
 import { runSimulate, simulateOptionParsers, type SimulateCommandOptions } from './simulate-command.js';
@@ -38,13 +39,23 @@ function envCommandOf(command: Command): EnvCommand | undefined {
   return undefined;
 }
 
-function buildProgram(out: (text: string) => void): Command {
+function buildProgram(print: (text: string) => void): Command {
+  // `print` may return a promise (the default does): waited for, so that results go at the reader's pace.
+  const out = async (text: string) => {
+    await print(text);
+  };
+  const err = (text: string) => stdio().err.line(text);
   const program = new Command('payhooks')
     .description("Receive the Payment Collection Service's webhooks, store each event once, run typed handlers.")
     .version(version, '-V, --version', 'print the version of payhooks')
     .addHelpText('after', environmentHelp())
-    // Help and --version go where results go (subcommands inherit this), so `run` can be driven in-process.
-    .configureOutput({ writeOut: (text) => out(text.replace(/\n$/, '')) })
+    // Help and --version go where results go (subcommands inherit this), so `run` can be driven in-process;
+    // commander's own messages go through the same writer as ours. It cannot wait for either: the process
+    // waits for both streams to flush before it exits.
+    .configureOutput({
+      writeOut: (text) => void out(text.replace(/\n$/, '')),
+      writeErr: (text) => void err(text.replace(/\n$/, '')),
+    })
     .exitOverride()
     .showHelpAfterError();
 
@@ -53,7 +64,7 @@ function buildProgram(out: (text: string) => void): Command {
   const envs = new Map<EnvCommand, unknown>();
   const ctx: CommandContext = {
     out,
-    err: (text) => console.error(text),
+    err,
     env(command) {
       if (!envs.has(command)) envs.set(command, readEnv(command));
       return envs.get(command) as EnvOf<typeof command>;
@@ -117,10 +128,10 @@ function buildProgram(out: (text: string) => void): Command {
         migrated,
         appFiles && (await migrateApp(store, appFiles, { appSchema })),
       ]);
-      out(report.applied.length ? `applied: ${report.applied.join(', ')}` : 'the schema is up to date');
+      await out(report.applied.length ? `applied: ${report.applied.join(', ')}` : 'the schema is up to date');
       if (!app) return;
-      out(`app schema ${appSchema}: ${app.applied.length ? `applied: ${app.applied.join(', ')}` : 'up to date'}`);
-      if (app.unknown.length) console.error(`app schema ${appSchema} records migrations not in ${dir}: ${app.unknown.join(', ')}`);
+      await out(`app schema ${appSchema}: ${app.applied.length ? `applied: ${app.applied.join(', ')}` : 'up to date'}`);
+      if (app.unknown.length) await err(`app schema ${appSchema} records migrations not in ${dir}: ${app.unknown.join(', ')}`);
     });
 
   program
@@ -168,8 +179,8 @@ function buildProgram(out: (text: string) => void): Command {
     .addHelpText('after', flowsHelp())
     .action(async (name: string, opts: TriggerCommandOptions) => {
       const result = await runTrigger(name, opts);
-      out(result.lines.join('\n'));
-      if (result.error) console.error(`payhooks: ${result.error}`);
+      await out(result.lines.join('\n'));
+      if (result.error) await err(`payhooks: ${result.error}`);
       if (!result.ok) throw new SilentFailure();
     });
 
@@ -187,20 +198,43 @@ function buildProgram(out: (text: string) => void): Command {
 }
 
 /**
- * Runs the payhooks command line; resolves to the exit code.
+ * Runs the payhooks command line; resolves to the exit code. Results are printed with `print` (default: stdout,
+ * at the pace its reader takes them; a promise it returns is waited for), notes and errors on stderr.
  *
  * @example
  * process.exitCode = await run(['events', 'list', '--status', 'dead']);
  */
-export async function run(argv: string[], out: (text: string) => void = (text) => console.log(text)): Promise<number> {
-  const program = buildProgram(out);
+export async function run(argv: string[], print: (text: string) => void = (text) => stdio().out.line(text)): Promise<number> {
+  const program = buildProgram(print);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode;
     if (err instanceof SilentFailure) return 1;
-    console.error(err instanceof PayhooksError ? err.message : `payhooks: ${err instanceof Error ? err.message : String(err)}`);
+    await stdio().err.line(err instanceof PayhooksError ? err.message : `payhooks: ${err instanceof Error ? err.message : String(err)}`);
     return 1;
   }
+}
+
+/**
+ * Runs the command line as the `payhooks` process (bin/payhooks.js): runs `argv`, waits until the readers of
+ * stdout and stderr have taken everything, then exits with the command's code. A reader that closed early
+ * (`| head -1`) ends the wait quietly; any other failure to write the output makes the exit code 1.
+ *
+ * @example
+ * await runAndExit(process.argv.slice(2));
+ */
+export async function runAndExit(argv: string[]): Promise<never> {
+  // Made first, so that a reader leaving early is handled for every write, progress on stderr included.
+  const { out, err } = stdio();
+  const code = await run(argv);
+  // Not bounded by a timer: a pipe's reader sets the pace (`| less` waits for its user), and this waits for
+  // nothing else. Exiting before it cut piped output at 64 KB.
+  await out.flushed();
+  if (out.failure) await err.line(`payhooks: the output could not be written whole: ${out.failure.message}`);
+  await err.flushed();
+  // Exit now rather than when the event loop empties: a connection to a database that stopped answering must
+  // not keep the process alive after the command is done with it.
+  process.exit(out.failure && code === 0 ? 1 : code);
 }

@@ -37,7 +37,7 @@ async function prune(ctx: CommandContext, store: PayhooksDatabase, olderThanMs: 
   const count = await countPrunable(store, cutoff);
   if (count === 0) return ctx.out(`no finished events ${scope}`);
   const sample = await samplePrunable(store, cutoff, BULK_DEFAULTS.sampleSize);
-  ctx.out(`${countOf(count, 'finished event')} ${scope} to delete: ${sampleOf(sample, count)}`);
+  await ctx.out(`${countOf(count, 'finished event')} ${scope} to delete: ${sampleOf(sample, count)}`);
   if (opts.dryRun) return ctx.out('dry run: nothing changed');
   await confirmBulk({ count, action: `delete ${countOf(count, 'finished event')} older than ${opts.olderThan}`, yes: opts.yes });
 
@@ -51,5 +51,5 @@ async function prune(ctx: CommandContext, store: PayhooksDatabase, olderThanMs: 
   } finally {
     progress.stop();
   }
-  ctx.out(`deleted ${countOf(deleted, 'finished event')} older than ${opts.olderThan}`);
+  await ctx.out(`deleted ${countOf(deleted, 'finished event')} older than ${opts.olderThan}`);
 }

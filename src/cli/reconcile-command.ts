@@ -60,9 +60,9 @@ export function addReconcileCommand(program: Command, ctx: CommandContext): void
         bind(store);
         return reconcile({ store, api, since, endpointId: opts.endpoint ?? config.reconcile.endpointId, dryRun: opts.dryRun });
       });
-      ctx.out(opts.json ? JSON.stringify(report) : describe(report, opts.dryRun === true).join('\n'));
+      await ctx.out(opts.json ? JSON.stringify(report) : describe(report, opts.dryRun === true).join('\n'));
       // An incomplete read is a failed run for a script, although what was found has been dealt with.
-      for (const warning of report.warnings) ctx.err(`warning: ${warning}`);
+      for (const warning of report.warnings) await ctx.err(`warning: ${warning}`);
       if (report.unrecovered.length || report.warnings.length) throw new SilentFailure();
     });
 }

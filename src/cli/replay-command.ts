@@ -44,25 +44,25 @@ async function replay(ctx: CommandContext, inbox: Inbox, which: ReplaySelection,
   const scope = 'eventIds' in which ? '' : ` in state ${which.status}`;
   // Ids named on the command line that will not be re-queued: told at the end, and the exit code says so.
   const named = 'eventIds' in which ? which.eventIds : [];
-  const reportMissing = (requeued: ReadonlySet<string>) => {
+  const reportMissing = async (requeued: ReadonlySet<string>) => {
     const missing = named.filter((id) => !requeued.has(id));
     if (missing.length === 0) return;
-    ctx.err(`not re-queued (unknown, or being processed now): ${sampleOf(missing, missing.length, BULK_DEFAULTS.sampleSize)}`);
+    await ctx.err(`not re-queued (unknown, or being processed now): ${sampleOf(missing, missing.length, BULK_DEFAULTS.sampleSize)}`);
     throw new SilentFailure();
   };
 
   if (count === 0) {
-    ctx.out(`no events to re-queue${scope}`);
+    await ctx.out(`no events to re-queue${scope}`);
     return reportMissing(new Set());
   }
   const sample = await inbox.pageReplayable(which, { limit: BULK_DEFAULTS.sampleSize, through });
   const sampleIds = sample.map((e) => e.eventId);
-  ctx.out(`${countOf(count, 'event')} to re-queue${scope}: ${sampleOf(sampleIds, count)}`);
+  await ctx.out(`${countOf(count, 'event')} to re-queue${scope}: ${sampleOf(sampleIds, count)}`);
   if (opts.dryRun) {
-    ctx.out('dry run: nothing changed');
+    await ctx.out('dry run: nothing changed');
     if (named.length) {
       const replayable = await inbox.pageReplayable(which, { limit: named.length, through });
-      reportMissing(new Set(replayable.map((e) => e.eventId)));
+      await reportMissing(new Set(replayable.map((e) => e.eventId)));
     }
     return;
   }
@@ -86,6 +86,6 @@ async function replay(ctx: CommandContext, inbox: Inbox, which: ReplaySelection,
   } finally {
     progress.stop();
   }
-  ctx.out(`re-queued ${countOf(replayed, 'event')}${opts.status ? ` from state ${opts.status}` : ''}`);
-  reportMissing(requeued);
+  await ctx.out(`re-queued ${countOf(replayed, 'event')}${opts.status ? ` from state ${opts.status}` : ''}`);
+  await reportMissing(requeued);
 }

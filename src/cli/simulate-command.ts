@@ -176,7 +176,7 @@ async function forward(simulator: Simulator, forwardTo: string, events: readonly
 export async function runSimulate(
   options: SimulateCommandOptions,
   logger: Logger,
-  out: (text: string) => void,
+  out: (text: string) => Promise<void>,
   sessionDir: string = DEFAULT_SESSION_DIR,
 ): Promise<void> {
   if (options.events && !options.forwardTo) throw new Error('--events chooses what --forward-to receives: give --forward-to URL too.');
@@ -195,7 +195,9 @@ export async function runSimulate(
     await simulator.close();
     throw err;
   }
-  out(session ? forwardingHowTo(simulator.url, options, session, displayPath(sessionFilePath(sessionDir))) : howTo(simulator.url, options));
+  await out(
+    session ? forwardingHowTo(simulator.url, options, session, displayPath(sessionFilePath(sessionDir))) : howTo(simulator.url, options),
+  );
   await untilSignal(logger, async () => {
     if (session) await removeSimulatorSession(sessionDir, session.endpointId);
     await simulator.close();
