@@ -154,6 +154,8 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     }
     // Off (no token): /admin… falls through to the 404 below, saying nothing about a console.
     if (admin && (path === '/admin' || path?.startsWith('/admin/'))) {
+      // Like the webhook adapter: it answers its own failures, reads a body only once the token is checked, and its
+      // promise never rejects, also when the client resets the connection mid-body.
       void admin(req, res);
       return;
     }

@@ -1,5 +1,14 @@
-import { INBOX_OP_NAMES, type Inbox, localInbox, reviveInboxResult } from '../console/inbox-ops.js';
+import {
+  type Inbox,
+  localInbox,
+  REMOTE_OP_NAMES,
+  type RemoteOpName,
+  type RemotePageRequest,
+  reviveInboxResult,
+} from '../console/inbox-ops.js';
 import { PayhooksError } from '../errors.js';
+import { type EventPage, MAX_EVENT_PAGE } from '../store/console-queries.js';
+import type { StoredEvent } from '../store/inbox.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
 import { readServeSession, type ServeSession } from './serve-session.js';
 import { type DatabaseEnv, withDatabase } from './with-database.js';
@@ -25,7 +34,7 @@ export async function withInbox<T>(env: DatabaseEnv, work: (inbox: Inbox) => Pro
 
 /** The inbox operations, asked of a running serve over its console API with the local token. */
 function remoteInbox(session: ServeSession, inUse: DataDirInUseError): Inbox {
-  const call = async (op: keyof Inbox, args: unknown[]): Promise<unknown> => {
+  const call = async (op: RemoteOpName, args: unknown[]): Promise<unknown> => {
     let response: Response;
     try {
       response = await fetch(`${session.url}/admin/api/inbox`, {
@@ -43,5 +52,22 @@ function remoteInbox(session: ServeSession, inUse: DataDirInUseError): Inbox {
     return (JSON.parse(text, reviveInboxResult) as { result?: unknown }).result;
   };
   // Each operation takes and returns JSON (dates revived): the same calls as the local inbox, by name.
-  return Object.fromEntries(INBOX_OP_NAMES.map((op) => [op, (...args: unknown[]) => call(op, args)])) as unknown as Inbox;
+  const byName = Object.fromEntries(REMOTE_OP_NAMES.map((op) => [op, (...args: unknown[]) => call(op, args)]));
+  // serve answers a page of events at a time: pages from newest to oldest make the list the local call returns.
+  const listEvents: Inbox['listEvents'] = async ({ status, eventType, limit = DEFAULT_LIST_LIMIT } = {}) => {
+    const events: StoredEvent[] = [];
+    let cursor: string | undefined;
+    while (events.length < limit) {
+      const request: RemotePageRequest = { status, eventType, cursor, limit: Math.min(limit - events.length, MAX_EVENT_PAGE) };
+      const page = (await call('pageEvents', [request])) as EventPage;
+      events.push(...page.events);
+      if (page.nextCursor === null) break;
+      cursor = page.nextCursor;
+    }
+    return events;
+  };
+  return { ...byName, listEvents } as unknown as Inbox;
 }
+
+/** listEvents' own default (store/inbox.ts), for a call without a limit. */
+const DEFAULT_LIST_LIMIT = 100;

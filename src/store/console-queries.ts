@@ -15,9 +15,12 @@ export interface EventPageFilter {
   receivedBefore?: Date | undefined;
   /** The `nextCursor` of the page before. */
   cursor?: string | undefined;
-  /** Default 50, at most 500. */
+  /** Default 50, at most {@link MAX_EVENT_PAGE}. */
   limit?: number | undefined;
 }
+
+/** The most events one page holds, whoever asks (the console, or the command line beside serve). */
+export const MAX_EVENT_PAGE = 500;
 
 /** One page of events, newest first; `nextCursor` is null on the last page. */
 export interface EventPage {
@@ -37,7 +40,7 @@ const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${
  * const second = await pageEvents(store, { status: 'dead', limit: 20, cursor: first.nextCursor ?? undefined });
  */
 export async function pageEvents(store: PayhooksDatabase, filter: EventPageFilter = {}): Promise<EventPage> {
-  const limit = Math.min(filter.limit ?? 50, 500);
+  const limit = Math.min(filter.limit ?? 50, MAX_EVENT_PAGE);
   let query = store.db
     .selectFrom('inbox_event_states')
     .select([...summaryColumns, 'seq'])

@@ -1,8 +1,9 @@
+import { randomBytes, randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AdminApi, createAdminApi } from '../../src/console/admin-api.js';
 import { maskPersonalData } from '../../src/console/mask.js';
-import { bearerMatches } from '../../src/console/token.js';
+import { adminTokenWeakness, bearerMatches } from '../../src/console/token.js';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent } from '../../src/store/inbox.js';
@@ -12,9 +13,12 @@ import { backends, dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
 const silent = pino({ level: 'silent' });
-const TOKEN = 'console-token-for-tests-0123456789abcdef';
+// Random (a made-up one with words and runs is refused as too weak).
+const TOKEN = 'qWBBZ-x2YH9DAMO8mkalHSbgtAsdXqHKKnNDfmzh';
 const SECRET = 'admin-api-secret';
 const auth = { authorization: `Bearer ${TOKEN}` };
+const LOCAL_TOKEN = 'Lm0cQ3n-7Rk2VwP9xZe4TbY1uHs8JdF6gAo5CiN';
+const localAuth = { authorization: `Bearer ${LOCAL_TOKEN}` };
 
 /** Every route of the API, as the access checks must cover them. */
 const ROUTES = [
@@ -56,9 +60,89 @@ describe('console access, whatever the database', () => {
     },
   );
 
-  it('refuses a weak token when it is made', () => {
+  it('refuses a weak token when it is made, saying why without quoting it', () => {
     expect(() => createAdminApi({ store, token: 'short' })).toThrow(/too weak: it has 5 characters; use 32 or more/);
     expect(() => createAdminApi({ store, token: 'a'.repeat(40) })).toThrow(/repeats a few characters/);
+    const weak: [string, RegExp][] = [
+      ['changeme-changeme-changeme-changeme', /repeats a few characters \(one short part over and over\)/],
+      ['abcabcabcabcabcabcabcabcabcabcabcab', /repeats a few characters/],
+      ['passwordpasswordpasswordpassword1', /common words, runs \(abcd, 1234\) or repeated parts, about \d+ bits where 100/],
+      ['admin-secret-token-payhooks-webhook-2026', /common words/],
+      ['console-token-for-tests-0123456789abcdef', /common words/],
+      ['abcdefghijklmnopqrstuvwxyz0123456789', /common words/],
+      ['qwertyuiopasdfghjklzxcvbnm1234567890', /common words/],
+      ['Changeme!Secret!Changeme!Secret!Token!', /common words/],
+    ];
+    const uncarriable = [
+      'qWBBZ-x2YH9DAMO8mkalHSb gtAsdXqHKKnNDfmzh',
+      'qWBBZ-x2YH9DAMO8mkalHSb\tgtAsdXqHKKnNDfmzh',
+      'qWBBZ-x2YH9DAMO8mkalHSbgtAsdXqHKKnNDfmzh\n',
+      'qWBBZ-x2YH9DAMO8mkalHSbgtAsdXqHKKnNDfmzhé',
+      '\u0000qWBBZ-x2YH9DAMO8mkalHSbgtAsdXqHKKnNDfmzh',
+    ];
+    for (const [token, reason] of [...weak, ...uncarriable.map((t): [string, RegExp] => [t, /an Authorization header cannot carry/])]) {
+      let message = '';
+      try {
+        createAdminApi({ store, token });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message, JSON.stringify(token)).toMatch(reason);
+      expect(message).not.toContain(token.trim());
+    }
+    // What a generator makes always passes.
+    for (let i = 0; i < 200; i += 1) {
+      for (const token of [
+        randomBytes(32).toString('base64'),
+        randomBytes(16).toString('hex'),
+        randomUUID(),
+        randomBytes(24).toString('base64url'),
+      ])
+        expect(adminTokenWeakness(token), token).toBeNull();
+    }
+  });
+
+  it('asks an adapter for the body only once the token is checked, and only on a route that takes one', async () => {
+    const api = createAdminApi({ store, token: TOKEN });
+    let reads = 0;
+    const body = async () => {
+      reads += 1;
+      return { text: '{"status":"dead"}' };
+    };
+    for (const [method, url] of ROUTES) {
+      for (const headers of [{}, { authorization: 'Bearer wrong-token' }]) {
+        expect((await api.handle({ method, url, headers, body, clientAddress: `198.51.100.${reads}` })).status).toBe(401);
+      }
+      expect((await createAdminApi({ store, token: undefined }).handle({ method, url, headers: auth, body })).status).toBe(404);
+    }
+    expect(reads).toBe(0);
+    // Let in, a body that could not be read is answered as the reader says (a 413 here), before the database.
+    const tooLarge = await api.handle({
+      method: 'POST',
+      url: '/admin/api/replay',
+      headers: auth,
+      body: async () => ({ refusal: { status: 413, headers: { connection: 'close' }, body: '{"error":{"message":"too large"}}' } }),
+    });
+    expect(tooLarge).toMatchObject({ status: 413, headers: { connection: 'close' } });
+  });
+
+  it('answers the Nth wrong token from one address no sooner than the delay for N, and never delays the right one', async () => {
+    const api = createAdminApi({ store, token: TOKEN });
+    const wrong = { authorization: 'Bearer not-the-token-qWBBZ-x2YH9DAMO8mkal' };
+    const timed = async (headers: Record<string, string>, clientAddress: string) => {
+      const started = performance.now();
+      const { status } = await api.handle({ method: 'GET', url: '/admin/api/nothing-here', headers, clientAddress });
+      return { status, ms: performance.now() - started };
+    };
+    const answers = [];
+    for (let i = 0; i < 6; i += 1) answers.push(await timed(wrong, '203.0.113.7'));
+    expect(answers.map((a) => a.status)).toEqual([401, 401, 401, 401, 401, 401]);
+    // 3 free, then 250, 500, 1000 ms (FAILURE_THROTTLE_DEFAULTS): requirement bounds, not a speed measurement.
+    expect(answers[3]!.ms).toBeGreaterThanOrEqual(245);
+    expect(answers[4]!.ms).toBeGreaterThanOrEqual(495);
+    expect(answers[5]!.ms).toBeGreaterThanOrEqual(995);
+    // The right token is let in (404: there is no such route), whatever the address's record.
+    expect((await timed(auth, '203.0.113.7')).status).toBe(404);
   });
 
   it('bearerMatches takes the scheme in any case and nothing but the exact token', () => {
@@ -82,6 +166,7 @@ describe.each(backends)('the console API on $name', (backend) => {
   let store: PayhooksDatabase;
   let hooks: Payhooks;
   let api: AdminApi;
+  let withLocal: AdminApi;
   let handlerFixed = false;
   const call = async (method: string, url: string, body?: unknown) => {
     const response = await api.handle({ method, url, headers: auth, body: body === undefined ? '' : JSON.stringify(body) });
@@ -113,6 +198,7 @@ describe.each(backends)('the console API on $name', (backend) => {
     await waitFor(async () => (await getEvent(store, 'evt_paid_3'))?.status === 'dead', 'the INVOICE_PAID events dead', 20_000);
     await waitFor(async () => (await getEvent(store, 'evt_other_customer'))?.status === 'done', 'the others done', 20_000);
     api = createAdminApi({ store, token: TOKEN, logger: silent });
+    withLocal = createAdminApi({ store, token: TOKEN, localToken: LOCAL_TOKEN, logger: silent });
   }, 60_000);
   afterAll(async () => {
     if (!backend.available) return;
@@ -165,16 +251,123 @@ describe.each(backends)('the console API on $name', (backend) => {
     expect((await call('GET', '/admin/api/events/evt_missing')).status).toBe(404);
     const notJson = await api.handle({ method: 'POST', url: '/admin/api/replay', headers: auth, body: 'status=dead' });
     expect(notJson.status).toBe(400);
-    // The command line's route: only named operations, with arguments that fit them.
-    expect((await call('POST', '/admin/api/inbox', { op: 'dropSchema', args: [] })).body.error.message).toBe(
-      'Unknown operation "dropSchema".',
-    );
-    expect((await call('POST', '/admin/api/inbox', { op: 'getEvent', args: [42] })).status).toBe(400);
-    expect((await call('POST', '/admin/api/inbox', null)).status).toBe(400);
-    expect((await call('GET', '/admin/api/inbox')).status).toBe(405);
-    expect((await call('POST', '/admin/api/inbox', { op: 'getEvent', args: ['evt_done_0'] })).body.result).toMatchObject({
-      eventId: 'evt_done_0',
-    });
+  });
+
+  it.skipIf(!backend.available)(
+    "the command line's route: the local token from loopback only, named operations, the console's page cap",
+    async () => {
+      const cli = async (body: unknown, headers: Record<string, string> = localAuth, fromLoopback = true) => {
+        const response = await withLocal.handle({
+          method: 'POST',
+          url: '/admin/api/inbox',
+          headers,
+          body: JSON.stringify(body),
+          fromLoopback,
+        });
+        return { status: response.status, body: JSON.parse(response.body) };
+      };
+      expect((await cli({ op: 'dropSchema', args: [] })).body.error.message).toBe('Unknown operation "dropSchema".');
+      expect((await cli({ op: 'getEvent', args: [42] })).status).toBe(400);
+      expect((await cli(null)).status).toBe(400);
+      expect((await withLocal.handle({ method: 'GET', url: '/admin/api/inbox', headers: localAuth, fromLoopback: true })).status).toBe(405);
+      expect((await cli({ op: 'getEvent', args: ['evt_done_0'] })).body.result).toMatchObject({ eventId: 'evt_done_0' });
+
+      // Pages of the console's size at most: an unbounded list is refused before the database is asked.
+      for (const limit of [2e9, 501, 0, 1.5]) {
+        const refused = await cli({ op: 'pageEvents', args: [{ limit }] });
+        expect(refused.status, String(limit)).toBe(400);
+        expect(refused.body.error.message).toMatch(/^Invalid arguments of pageEvents: 0\.limit: /);
+      }
+      expect((await cli({ op: 'listEvents', args: [{ limit: 2e9 }] })).body.error.message).toBe('Unknown operation "listEvents".');
+      expect((await cli({ op: 'pageEvents', args: [{ limit: 5, cursor: '99999999999999999999999' }] })).status).toBe(400);
+      expect((await cli({ op: 'getEvent', args: ['evt_\u0000'] })).status).toBe(400);
+      const first = await cli({ op: 'pageEvents', args: [{ limit: 6 }] });
+      const second = await cli({ op: 'pageEvents', args: [{ limit: 6, cursor: first.body.result.nextCursor }] });
+      const ids = [...first.body.result.events, ...second.body.result.events].map((e: { eventId: string }) => e.eventId);
+      expect(ids).toHaveLength(10);
+      expect(new Set(ids).size).toBe(10);
+      expect(second.body.result.nextCursor).toBeNull();
+
+      // The console token never opens it (it would bypass the masking and its log), a wrong one is a 401, and the
+      // local token counts only from loopback and opens nothing else.
+      const withConsoleToken = await cli({ op: 'getEvent', args: ['evt_customer_pii'] }, auth);
+      expect(withConsoleToken.status).toBe(403);
+      expect(JSON.stringify(withConsoleToken.body)).not.toContain('ana.lopez');
+      expect(withConsoleToken.body.error.message).toMatch(/the console token does not open it/);
+      expect((await cli({ op: 'getEvent', args: ['evt_customer_pii'] }, { authorization: 'Bearer nope' })).status).toBe(401);
+      expect((await cli({ op: 'getEvent', args: ['evt_customer_pii'] }, localAuth, false)).status).toBe(401);
+      for (const [i, [method, url]] of ROUTES.entries()) {
+        // An address each, so that these refusals are not slowed as a guesser's would be.
+        const clientAddress = `192.0.2.${i}`;
+        const response = await withLocal.handle({
+          method,
+          url,
+          headers: localAuth,
+          body: '{"status":"dead"}',
+          fromLoopback: true,
+          clientAddress,
+        });
+        expect(response.status, `${method} ${url} with the local token`).toBe(401);
+      }
+      const consoleOff = createAdminApi({ store, token: undefined, localToken: LOCAL_TOKEN });
+      expect((await consoleOff.handle({ method: 'GET', url: '/admin/api/events', headers: localAuth, fromLoopback: true })).status).toBe(
+        404,
+      );
+      expect((await consoleOff.handle({ method: 'GET', url: '/admin', headers: localAuth, fromLoopback: true })).status).toBe(404);
+    },
+  );
+
+  it.skipIf(!backend.available)('bad input answers 400 with the reason and the error shape, never a 500, and logs no error', async () => {
+    const lines: { level: number; msg: string }[] = [];
+    const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const logged = createAdminApi({ store, token: TOKEN, logger });
+    const long = 'x'.repeat(400);
+    const requests: [string, string, string?][] = [
+      ['GET', '/admin/api/events/%E0%A4%A'],
+      ['GET', '/admin/api/events/%ZZ'],
+      ['POST', '/admin/api/events/%E0%A4%A/replay'],
+      ['GET', '/admin/api/events/evt_%00'],
+      ['POST', '/admin/api/events/evt_%00/replay'],
+      ['GET', `/admin/api/events/${long}`],
+      ['GET', '/admin/api/events?cursor=99999999999999999999999'],
+      ['GET', '/admin/api/events?cursor=9223372036854775808'],
+      ['GET', '/admin/api/events?cursor=-1'],
+      ['GET', '/admin/api/events?cursor=12abc'],
+      ['GET', '/admin/api/events?from=2026-13-01T00:00:00Z'],
+      ['GET', '/admin/api/events?from=2026-02-30T00:00:00Z'],
+      ['GET', '/admin/api/events?to=yesterday'],
+      ['GET', '/admin/api/events?from=1e400'],
+      ['GET', '/admin/api/events?from=0000-01-01T00:00:00Z'],
+      ['GET', '/admin/api/events?to=9999-12-31T23:59:59.999999999-23:59'],
+      ['GET', '//[/admin/api/events'],
+      ['GET', '/admin/api/events?limit=2e9'],
+      ['GET', '/admin/api/events?limit=1e400'],
+      ['GET', '/admin/api/events?limit=-1'],
+      ['GET', '/admin/api/events?limit=ten'],
+      ['GET', '/admin/api/events?type=%00'],
+      ['GET', '/admin/api/events?id=evt_%00'],
+      ['GET', '/admin/api/events?resource=invoice%3A%00'],
+      ['GET', `/admin/api/events?type=${long}`],
+      ['GET', '/admin/api/stats?hours=1e10'],
+      ['GET', '/admin/api/stats?hours=two'],
+      ['POST', '/admin/api/replay', '{"status":"dead","type":"INVOICE_\u0000"}'],
+      ['POST', '/admin/api/replay', `{"status":"dead","type":"${long}"}`],
+      ['POST', '/admin/api/replay', '{"status":"dead"'],
+    ];
+    for (const [method, url, body] of requests) {
+      const response = await logged.handle({ method, url, headers: auth, body });
+      expect(response.status, `${method} ${url} ${body ?? ''}`).toBe(400);
+      expect(JSON.parse(response.body), url).toEqual({ error: { message: expect.any(String) } });
+    }
+    expect(lines.filter((line) => line.level >= 50)).toEqual([]);
+    // The largest position there can be is a cursor like any other.
+    expect(
+      (await logged.handle({ method: 'GET', url: '/admin/api/events?cursor=9223372036854775807&limit=1', headers: auth })).status,
+    ).toBe(200);
+    const cursor = await call('GET', '/admin/api/events?cursor=99999999999999999999999');
+    expect(cursor.body.error.message).toMatch(/^Invalid query: cursor: expected the nextCursor of a page/);
+    const encoded = await call('GET', '/admin/api/events/%E0%A4%A');
+    expect(encoded.body.error.message).toBe('The eventId in the path is not valid percent-encoded UTF-8.');
   });
 
   it.skipIf(!backend.available)(

@@ -15,7 +15,7 @@ import { listen } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const TOKEN = 'browser-console-token-0123456789abcdefghij';
+const TOKEN = 'Kc5Khp-5T-08sa41x3vuO2dG9liU0Spms9DJtMqv';
 const SECRET = 'browser-secret';
 const output = fileURLToPath(new URL('../../test-output/', import.meta.url));
 const available = existsSync(CHROMIUM);
