@@ -124,7 +124,7 @@ export interface Payhooks<Api = unknown> {
   /**
    * The operator console's JSON API (docs/admin.md) over this inbox, for requests to `/admin/api/…`: events with
    * filters and pages, one event in full, replay, counts. Off (404) without a token; a request without the token
-   * as `Authorization: Bearer …` gets 401. A token under 32 characters throws a RangeError here.
+   * as `Authorization: Bearer …` gets 401. A weak token (under 32 characters, not random enough: see docs/admin.md) throws a RangeError here.
    *
    * @example
    * const admin = hooks.admin({ token: process.env.PAYHOOKS_ADMIN_TOKEN });

@@ -140,7 +140,7 @@ const VARIABLES = {
   PAYHOOKS_ADMIN_TOKEN: variable(blankIsUnset(z.string().trim().optional()), {
     readBy: ['serve'],
     description:
-      'turns on the operator console (/admin, /admin/api/): the bearer token it asks for, 32 characters or more; unset: off (404)',
+      'turns on the operator console (/admin, /admin/api/): the bearer token it asks for: 32 or more random, visible ASCII characters (weak ones refused); unset: off (404)',
     secret: true,
   }),
   PAYHOOKS_LOG_LEVEL: variable(
