@@ -1,7 +1,8 @@
 // The root entry of payhooks (`import … from 'payhooks'`): what most apps need, each export by name, so that
 // growing the public surface is a visible decision (test/public-surface.snapshot.json lists the run-time
-// exports). The API client, the simulator and the test helpers have their own entries (`payhooks/client`,
-// `payhooks/simulator`, `payhooks/testing`); nothing else is public (src/internal/README.md).
+// exports). The API client, the sync service, the simulator and the test helpers have their own entries
+// (`payhooks/client`, `payhooks/sync`, `payhooks/simulator`, `payhooks/testing`); nothing else is public
+// (src/internal/README.md).
 
 // The library in one call
 export {
@@ -121,7 +122,10 @@ export { createPayhooksMetrics, type PayhooksMetrics } from './metrics/payhooks-
 export type { AdminApi, AdminRequest } from './console/admin-api.js';
 export { DeadLetterError, RetryLaterError } from './worker/handler-errors.js';
 
-// The sync service's building blocks: the Postgres mirror, connectors, HTTP forward and broker sinks, the configuration file
+// The sync service's building blocks: the Postgres mirror, connectors, HTTP forward and broker sinks, the configuration
+// file. Their home is `payhooks/sync` (src/sync/index.ts), which also holds backfill and reconciliation; they stay
+// here, as the same objects, so that imports from 'payhooks' written before that entry keep working. None of them
+// loads a broker client until a RabbitMQ or NATS publisher opens.
 export { MIRROR_DEFAULTS, registerMirror, type MirrorOptions } from './sync/mirror/mirror-sink.js';
 export { MIRROR_TABLES, type MirrorTable } from './sync/mirror/states.js';
 export { migrateMirror } from './store/migrate.js';

@@ -14,6 +14,7 @@ const snapshot = JSON.parse(readFileSync(new URL('public-surface.snapshot.json',
 const specifiers = {
   '.': 'payhooks',
   './client': 'payhooks/client',
+  './sync': 'payhooks/sync',
   './simulator': 'payhooks/simulator',
   './testing': 'payhooks/testing',
   './handlers/direct-debit': 'payhooks/handlers/direct-debit',
@@ -105,6 +106,35 @@ describe('import from an ES module', () => {
     const { hook: hookSays, ...entries } = keys as Record<string, unknown>;
     expect(hookSays).toMatch(/^express was imported at run time/);
     expect(entries).toEqual(Object.fromEntries(Object.keys(specifiers).map((subpath) => [subpath, snapshot[subpath]])));
+  });
+
+  it.each([
+    // The broker clients load only when a RabbitMQ or NATS publisher opens; the API client needs no database layer.
+    {
+      title: 'payhooks and payhooks/sync load no broker client',
+      imports: ['payhooks', 'payhooks/sync'],
+      refused: ['amqplib', '@nats-io/transport-node', '@nats-io/jetstream'],
+    },
+    { title: 'payhooks/client does not load kysely', imports: ['payhooks/client'], refused: ['kysely'] },
+  ])('$title', async ({ imports, refused }) => {
+    const hook = `const refused = ${JSON.stringify(refused)};
+    export async function resolve(specifier, context, next) {
+      if (refused.some((name) => specifier === name || specifier.startsWith(name + '/'))) throw new Error(specifier + ' was imported by ' + context.parentURL);
+      return next(specifier, context);
+    }`;
+    const register = `import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)});`;
+    const result = await node(
+      `const out = { entries: {} };
+      for (const specifier of ${JSON.stringify(imports)}) out.entries[specifier] = Object.keys(await import(specifier)).length > 0;
+      out.hook = [];
+      for (const name of ${JSON.stringify(refused)}) out.hook.push(await import(name).then(() => name + ' loaded', (err) => err.message));
+      console.log(JSON.stringify(out));`,
+      ['--import', `data:text/javascript,${encodeURIComponent(register)}`, '--input-type=module'],
+    );
+    const { entries, hook: hookSays } = result as { entries: Record<string, boolean>; hook: string[] };
+    expect(entries).toEqual(Object.fromEntries(imports.map((specifier) => [specifier, true])));
+    // The hook does refuse each of them (so the entries' loading above would have failed had they imported one).
+    expect(hookSays).toEqual(refused.map((name) => expect.stringContaining(`${name} was imported by `)));
   });
 });
 

@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { sleep } from '../internal/sleep.js';
 import type { PayhooksDatabase } from './database.js';
 
@@ -41,11 +40,13 @@ export async function takeFromBudget(
     .withTables<{ api_rate_budget: ApiRateBudgetTable }>()
     .insertInto('api_rate_budget')
     .values({ budget, window_start: windowStart, used: 1 })
+    // Built with the query builder rather than kysely's `sql` tag: this module is part of `payhooks/client`
+    // (createPostgresRateLimiter), which must not load kysely itself; the store it is given already has.
     .onConflict((conflict) =>
       conflict
         .columns(['budget', 'window_start'])
-        .doUpdateSet({ used: sql`api_rate_budget.used + 1` })
-        .where(sql<boolean>`api_rate_budget.used < ${limit}`),
+        .doUpdateSet((eb) => ({ used: eb('api_rate_budget.used', '+', 1) }))
+        .where('api_rate_budget.used', '<', limit),
     )
     .returning('used')
     .executeTakeFirst();

@@ -37,6 +37,18 @@ import type {
   Worker,
 } from '../../src/index.js';
 import type { Simulator, SimulatorOptions, TriggerOptions, TriggerResult } from '../../src/simulator/index.js';
+import type {
+  BackfillApi,
+  BackfillOptions,
+  BackfillReport,
+  Connector,
+  ReconcileOptions,
+  ReconcileReport,
+  RegisteredSinks,
+  SyncConfig,
+} from '../../src/sync/index.js';
+import type * as rootEntry from '../../src/index.js';
+import type * as syncEntry from '../../src/sync/index.js';
 import { signedRequest, type SignedRequest, type SignedRequestOptions } from '../../src/testing/index.js';
 
 // RegisterHandlers (moved out of cli/) is the handlers-module contract: the instance with the API client.
@@ -67,6 +79,20 @@ expectTypeOf<SimulatorOptions['timeScale']>().toEqualTypeOf<number | undefined>(
 expectTypeOf<Simulator['url']>().toEqualTypeOf<string>();
 expectTypeOf<TriggerOptions>().toBeObject();
 expectTypeOf<TriggerResult>().toBeObject();
+
+// payhooks/sync: the sync service's parts fit the library's instance, store and client; the names it shares with
+// the root entry are the same types there.
+expectTypeOf<syncEntry.Connector>().toEqualTypeOf<rootEntry.Connector>();
+expectTypeOf<syncEntry.SyncConfig>().toEqualTypeOf<rootEntry.SyncConfig>();
+expectTypeOf<typeof syncEntry.registerSinks>().parameter(0).toEqualTypeOf<Payhooks<ApiClient>>();
+expectTypeOf<typeof syncEntry.registerSinks>().returns.resolves.toEqualTypeOf<RegisteredSinks>();
+expectTypeOf<SyncConfig['connectors']>().toEqualTypeOf<Connector[]>();
+expectTypeOf<BackfillOptions['store']>().toEqualTypeOf<PayhooksDatabase>();
+expectTypeOf<ApiClient>().toMatchTypeOf<BackfillApi>();
+expectTypeOf<typeof syncEntry.runBackfill>().returns.resolves.toEqualTypeOf<BackfillReport>();
+expectTypeOf<ReconcileOptions['store']>().toEqualTypeOf<PayhooksDatabase>();
+expectTypeOf<ApiClient>().toMatchTypeOf<ReconcileOptions['api']>();
+expectTypeOf<typeof syncEntry.reconcile>().returns.resolves.toEqualTypeOf<ReconcileReport>();
 
 // payhooks/testing: one signed request fits both hooks.receive() and fetch().
 expectTypeOf(signedRequest).returns.toEqualTypeOf<SignedRequest>();

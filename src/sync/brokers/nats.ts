@@ -1,5 +1,6 @@
-import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
-import { connect, headers, nanos, type NatsConnection } from '@nats-io/transport-node';
+// The client is loaded when a publisher first opens (open() below), so that `import 'payhooks'` does not load it.
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { abortableWait, type BrokerMessage, type BrokerPublisher } from './broker-sink.js';
 import { LINK_END_TIMEOUT_MS, lazyLink } from './lazy-link.js';
@@ -54,6 +55,8 @@ const OPEN_TIMEOUT_MS = 5000;
 interface Link {
   connection: NatsConnection;
   js: JetStreamClient;
+  /** The client's `headers()`, from the module open() loaded. */
+  headers: () => MsgHdrs;
 }
 
 /**
@@ -79,6 +82,10 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
   });
 
   async function open(lost: () => void): Promise<Link> {
+    const [{ jetstream, jetstreamManager }, { connect, headers, nanos }] = await Promise.all([
+      import('@nats-io/jetstream'),
+      import('@nats-io/transport-node'),
+    ]);
     const connection = await connect({
       servers,
       user: options.user,
@@ -112,7 +119,7 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
         }
       })().catch(() => undefined);
       void connection.closed().then(lost);
-      return { connection, js: jetstream(connection) };
+      return { connection, js: jetstream(connection), headers };
     } catch (err) {
       await within(
         connection.close().catch(() => undefined),
@@ -127,7 +134,7 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
     async publish(message: BrokerMessage, signal: AbortSignal) {
       // Connecting is bounded by the client's own timeouts; the signal still ends the wait at shutdown.
       const current = await abortableWait(link.current(), signal, OPEN_TIMEOUT_MS + 3 * ackTimeoutMs, `NATS connection to ${where}`);
-      const messageHeaders = headers();
+      const messageHeaders = current.headers();
       messageHeaders.set('Payhooks-Event-Type', message.eventType);
       messageHeaders.set('Content-Type', 'application/json');
       // A type newer than this payhooks may hold characters a subject cannot.

@@ -1,4 +1,5 @@
-import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
+// The client is loaded when a publisher first opens (open() below), so that `import 'payhooks'` does not load it.
+import type { ChannelModel, ConfirmChannel } from 'amqplib';
 import type { Logger } from 'pino';
 import { abortableWait, type BrokerMessage, type BrokerPublisher } from './broker-sink.js';
 import { BrokerSetupError, LINK_END_TIMEOUT_MS, lazyLink } from './lazy-link.js';
@@ -54,6 +55,7 @@ export function rabbitMqPublisher(options: RabbitMqOptions): BrokerPublisher {
   const link = lazyLink('RabbitMQ', where, open, { end: ({ connection }) => connection.close() });
 
   async function open(lost: () => void): Promise<Link> {
+    const { default: amqp } = await import('amqplib');
     const connection = await amqp.connect(options.url, { timeout: 5000 });
     let step: RabbitMqStep = 'open a channel';
     let ready = false;

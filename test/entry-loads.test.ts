@@ -1,0 +1,63 @@
+// Which packages each entry loads (issue 23, item 4): an app that imports `payhooks` for a receiver and a handler
+// must not load the RabbitMQ and NATS clients, which only a broker sink uses, and one that imports the API client
+// must not load the database layer (kysely). Checked in child processes that record every ES module they load
+// (test/helpers/record-module-loads.mjs), from the sources, since the package's own entries resolve to dist/. Each
+// test also shows that the recording sees the package once something does need it, so that "not loaded" is not
+// merely "not seen".
+import { describe, expect, it } from 'vitest';
+import { packagesLoadedBy } from './helpers/module-loads.js';
+
+const brokerClients = (packages: string[]) => packages.filter((name) => name === 'amqplib' || name.startsWith('@nats-io/'));
+
+// A publish to a port nothing listens on: it fails at connect, after the publisher has loaded its client.
+const publishOnce = `
+  const publishOnce = async (publisher) => {
+    const message = { eventId: 'evt_1', eventType: 'INVOICE_PAID', body: Buffer.from('{}') };
+    const failure = await publisher.publish(message, AbortSignal.timeout(10_000)).then(() => 'published', (err) => err.message);
+    await publisher.close();
+    return failure;
+  };
+`;
+
+describe('import of payhooks and payhooks/sync', () => {
+  it.each([
+    ['payhooks', './src/index.ts'],
+    ['payhooks/sync', './src/sync/index.ts'],
+  ])('%s loads neither amqplib nor @nats-io/*; a broker publisher loads its client when it first opens', async (_entry, source) => {
+    const marks = await packagesLoadedBy(`
+      ${publishOnce}
+      const entry = await import('${source}');
+      mark('imported');
+      entry.rabbitMqPublisher({ url: 'amqp://guest:guest@127.0.0.1:1' });
+      entry.natsPublisher({ servers: 'nats://127.0.0.1:1' });
+      mark('made');
+      await publishOnce(entry.rabbitMqPublisher({ url: 'amqp://guest:guest@127.0.0.1:1' }));
+      mark('rabbitmq');
+      await publishOnce(entry.natsPublisher({ servers: 'nats://127.0.0.1:1' }));
+      mark('nats');
+    `);
+    // The entry itself, and publishers that never publish (a configuration that names brokers), load no client.
+    expect(marks.imported).toContain('zod');
+    expect(brokerClients(marks.imported!)).toEqual([]);
+    expect(brokerClients(marks.made!)).toEqual([]);
+    // Opened: the RabbitMQ client, then the NATS client, are loaded (and seen being loaded).
+    expect(brokerClients(marks.rabbitmq!)).toEqual(['amqplib']);
+    expect(brokerClients(marks.nats!)).toEqual(expect.arrayContaining(['amqplib', '@nats-io/jetstream', '@nats-io/transport-node']));
+  });
+});
+
+describe('import of payhooks/client', () => {
+  it('does not load kysely (the database layer); the root entry, which holds the store, does', async () => {
+    const marks = await packagesLoadedBy(`
+      const client = await import('./src/client/index.ts');
+      client.createClient({ apiKey: 'sk_test_x', baseUrl: 'http://127.0.0.1:1' });
+      mark('client');
+      await import('./src/index.ts');
+      mark('root');
+    `);
+    expect(marks.client).toContain('zod');
+    expect(marks.client).not.toContain('kysely');
+    expect(brokerClients(marks.client!)).toEqual([]);
+    expect(marks.root).toContain('kysely');
+  });
+});
