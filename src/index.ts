@@ -117,9 +117,8 @@ export { UnknownEventTypeError } from './worker/unknown-event-type.js';
 export { WORKER_DEFAULTS } from './worker/defaults.js';
 export type { HandlerRunObservation, Worker } from './worker/worker.js';
 export type { BackoffOptions } from './worker/retry-delay.js';
-export type { AdminHandlers } from './console/admin-adapters.js';
 export { createPayhooksMetrics, type PayhooksMetrics } from './metrics/payhooks-metrics.js';
-export type { AdminApi, AdminRequest } from './console/admin-api.js';
+export type { AdminApi, AdminHandlers, AdminRequest } from './console/admin-api.js';
 export { DeadLetterError, RetryLaterError } from './worker/handler-errors.js';
 
 // The sync service's building blocks: the Postgres mirror, connectors, HTTP forward and broker sinks, the configuration

@@ -3,10 +3,10 @@ import { BodyBudget } from './internal/limited-body.js';
 import type { Kysely } from 'kysely';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { expressMiddleware } from './adapters/express.js';
+import { expressAdapter, expressMiddleware } from './adapters/express.js';
 import type { ApiClient } from './client/api-client.js';
-import { fetchHandler } from './adapters/fetch.js';
-import { nodeHandler } from './adapters/node-http.js';
+import { fetchAdapter, fetchHandler } from './adapters/fetch.js';
+import { nodeAdapter, nodeHandler } from './adapters/node-http.js';
 import { errorResponse } from './internal/error-response.js';
 import { createLogger } from './logger.js';
 import {
@@ -42,8 +42,7 @@ import {
   type UnknownTypeHandlerOptions,
 } from './worker/handlers.js';
 import { createWorker, type HandlerRunObservation, type Worker, type WorkerOptions, workerSettings } from './worker/worker.js';
-import { type AdminHandlers, adminExpressHandler, adminFetchHandler, adminNodeHandler } from './console/admin-adapters.js';
-import { createAdminApi } from './console/admin-api.js';
+import { type AdminHandlers, createAdminApi } from './console/admin-api.js';
 
 /** Worker settings of {@link PayhooksOptions}; see {@link WorkerOptions} for each default. */
 export type PayhooksWorkerOptions = Pick<
@@ -319,7 +318,8 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     },
     admin({ token }) {
       const api = createAdminApi({ store: ready, token, logger: logger.child({ component: 'console' }) });
-      return { api, node: () => adminNodeHandler(api), express: () => adminExpressHandler(api), fetch: () => adminFetchHandler(api) };
+      // The same three adapters as the receiver's: one body reader, one way of answering.
+      return { api, node: () => nodeAdapter(api), express: () => expressAdapter(api), fetch: () => fetchAdapter(api) };
     },
     on(types: string | readonly string[], handler: AnyEventHandler<Api>, handlerOptions?: HandlerOptions) {
       // Both overloads end here; the registry checks the types against the catalog at run time either way.

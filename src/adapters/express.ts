@@ -1,6 +1,8 @@
 import type { Request, RequestHandler } from 'express';
 import type { Receiver } from '../receiver/receiver.js';
-import { receiveNode, writeNodeResponse } from './node-http.js';
+import type { HttpHandler, RequestBody } from './http-handler.js';
+import { nodeRequest, writeNodeResponse } from './node-http.js';
+import { receiverHandler } from './receiver-handler.js';
 
 /**
  * Express 5 middleware around a receiver. Mount it before any JSON body parser (or give the webhook path
@@ -11,20 +13,33 @@ import { receiveNode, writeNodeResponse } from './node-http.js';
  * app.post('/webhooks', expressMiddleware(receiver));
  */
 export function expressMiddleware(receiver: Receiver): RequestHandler {
+  return expressAdapter(receiverHandler(receiver));
+}
+
+/**
+ * Express 5 middleware around any {@link HttpHandler}, mounted at any path (the handler sees the original URL).
+ * What a body parser mounted earlier left in `req.body` is handed to the handler as `parsed`; otherwise the body is
+ * read when the handler asks for it. A `handle` that throws goes to `next(err)`.
+ *
+ * @example
+ * app.use('/admin/api', expressAdapter(createAdminApi({ store, token })));
+ */
+export function expressAdapter(handler: HttpHandler): RequestHandler {
   return (req, res, next) => {
-    receiveNode(receiver, req, consumedBody(req))
+    handler
+      .handle(nodeRequest(handler, req, req.originalUrl, () => consumedBody(req)))
       .then((response) => writeNodeResponse(res, response))
       .catch(next);
   };
 }
 
 /**
- * What an earlier middleware left of the body: express.raw() leaves the bytes, which are fine; any other
- * parser leaves an object or a string, which the receiver refuses with a message on how to mount it.
+ * What an earlier middleware left of the body: express.raw() leaves the bytes, a JSON or text parser an object or a
+ * string; undefined when the stream is still unread.
  */
-function consumedBody(req: Request): unknown {
-  if (req.body !== undefined) return req.body;
+function consumedBody(req: Request): RequestBody | undefined {
+  if (req.body !== undefined) return { parsed: req.body };
   // Something read the stream without setting req.body: the bytes are gone just the same.
-  if (req.readableEnded) return { bodyAlreadyRead: true };
+  if (req.readableEnded) return { consumed: true };
   return undefined;
 }

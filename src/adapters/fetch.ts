@@ -1,6 +1,8 @@
-import type { ReceiveResponse, Receiver } from '../receiver/receiver.js';
+import type { Receiver } from '../receiver/receiver.js';
+import { type HttpHandler, type HttpRequest, type HttpResponse, readOnce } from './http-handler.js';
 import { internalError } from './internal-error.js';
 import { readRequestBody } from './read-body.js';
+import { receiverHandler } from './receiver-handler.js';
 
 /**
  * A Fetch-API handler around a receiver, for Next.js route handlers, Hono, Bun and Deno. It always resolves to a
@@ -12,35 +14,52 @@ import { readRequestBody } from './read-body.js';
  * export const POST = fetchHandler(receiver);
  */
 export function fetchHandler(receiver: Receiver): (request: Request) => Promise<Response> {
+  return fetchAdapter(receiverHandler(receiver));
+}
+
+/**
+ * A Fetch-API handler around any {@link HttpHandler}. It always resolves to a Response (500 when `handle` throws,
+ * the error logged). The body stream is read, to the handler's limit, only when the handler asks for it.
+ *
+ * @example
+ * app.all('/admin/api/*', (c) => fetchAdapter(createAdminApi({ store, token }))(c.req.raw));
+ */
+export function fetchAdapter(handler: HttpHandler): (request: Request) => Promise<Response> {
   return async (request) => {
-    let response: ReceiveResponse;
+    const url = pathAndQuery(request.url);
+    let response: HttpResponse;
     try {
-      response = await receiveFetch(receiver, request);
+      response = await handler.handle(fetchRequest(handler, request, url));
     } catch (err) {
-      response = internalError(receiver, err, { method: request.method, url: pathOf(request.url) });
+      response = internalError(handler, err, { method: request.method, url });
     }
     return new Response(response.body, { status: response.status, headers: response.headers });
   };
 }
 
-async function receiveFetch(receiver: Receiver, request: Request): Promise<ReceiveResponse> {
+function fetchRequest(handler: HttpHandler, request: Request, url: string): HttpRequest {
   const headers: Record<string, string> = {};
   request.headers.forEach((value, name) => {
     headers[name] = value;
   });
-  if (request.method !== 'POST') return receiver.receive({ method: request.method, headers, rawBody: new Uint8Array() });
-  // A middleware read the body first (Hono's c.req.json(), say): the bytes are gone, and the receiver's answer
-  // says how to mount the route, as it does for Express, instead of a 400 that blames the sender.
-  if (request.bodyUsed) return receiver.receive({ method: request.method, headers, rawBody: { bodyAlreadyRead: true } });
-  const read = await readRequestBody(request, receiver.maxBodyBytes, receiver.bodyBudget);
-  if ('refusal' in read) return read.refusal;
-  return receiver.receive({ method: request.method, headers, rawBody: read.body });
+  return {
+    method: request.method,
+    url,
+    headers,
+    // A middleware read the body first (Hono's c.req.json(), say): the bytes are gone.
+    body: readOnce(async () =>
+      request.bodyUsed ? { consumed: true } : readRequestBody(request, handler.maxBodyBytes, handler.bodyBudget),
+    ),
+    clientAddress: undefined,
+  };
 }
 
-function pathOf(url: string): string | undefined {
+/** The path and query of a request's absolute URL, as a server's request line has them. */
+function pathAndQuery(url: string): string {
   try {
-    return new URL(url).pathname;
+    const parsed = new URL(url);
+    return `${parsed.pathname}${parsed.search}`;
   } catch {
-    return undefined;
+    return url;
   }
 }

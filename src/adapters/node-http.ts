@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Receiver, ReceiveResponse } from '../receiver/receiver.js';
+import type { Receiver } from '../receiver/receiver.js';
+import { type HttpHandler, type HttpRequest, type HttpResponse, readOnce, type RequestBody } from './http-handler.js';
 import { internalError } from './internal-error.js';
 import { readNodeBody } from './read-body.js';
+import { receiverHandler } from './receiver-handler.js';
 
 /**
  * A `node:http` request handler around a receiver. It always answers, and its promise never rejects: when the
@@ -12,32 +14,54 @@ import { readNodeBody } from './read-body.js';
  * http.createServer(nodeHandler(receiver)).listen(8787);
  */
 export function nodeHandler(receiver: Receiver): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  return nodeAdapter(receiverHandler(receiver));
+}
+
+/**
+ * A `node:http` request handler around any {@link HttpHandler} (the receiver's, the console's API). It always
+ * answers, and its promise never rejects, also when the client resets the connection mid-body: a `handle` that
+ * throws is answered 500 and logged.
+ *
+ * @example
+ * http.createServer(nodeAdapter(createAdminApi({ store, token })));
+ */
+export function nodeAdapter(handler: HttpHandler): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   return async (req, res) => {
-    let response: ReceiveResponse;
+    let response: HttpResponse;
     try {
-      response = await receiveNode(receiver, req);
+      response = await handler.handle(nodeRequest(handler, req, req.url));
     } catch (err) {
-      response = internalError(receiver, err, req);
+      response = internalError(handler, err, req);
     }
     writeNodeResponse(res, response);
   };
 }
 
-/** Reads the body of a Node request (unless it is not a POST) and runs the receiver on it. */
-export async function receiveNode(receiver: Receiver, req: IncomingMessage, parsedBody?: unknown): Promise<ReceiveResponse> {
-  const method = req.method ?? 'GET';
-  if (method !== 'POST') return receiver.receive({ method, headers: req.headers, rawBody: new Uint8Array() });
-  let rawBody = parsedBody;
-  if (rawBody === undefined) {
-    const read = await readNodeBody(req, receiver.maxBodyBytes, receiver.bodyBudget);
-    if ('refusal' in read) return read.refusal;
-    rawBody = read.body;
-  }
-  return receiver.receive({ method, headers: req.headers, rawBody });
+/**
+ * A Node request as a handler sees it: the body is read (raw-body, to the handler's limit, inside its budget) only
+ * when the handler asks for it; `alreadyRead` is what an earlier middleware left of it, if anything.
+ */
+export function nodeRequest(
+  handler: HttpHandler,
+  req: IncomingMessage,
+  url: string | undefined,
+  alreadyRead?: () => RequestBody | undefined,
+): HttpRequest {
+  return {
+    method: req.method ?? 'GET',
+    url: url ?? '/',
+    headers: req.headers,
+    body: readOnce(async () => alreadyRead?.() ?? readNodeBody(req, handler.maxBodyBytes, handler.bodyBudget)),
+    clientAddress: req.socket.remoteAddress,
+  };
 }
 
-/** Writes a receiver's answer; a 413 also closes the connection, so the rest of the body is not awaited. */
-export function writeNodeResponse(res: ServerResponse, response: ReceiveResponse): void {
+/**
+ * Writes an answer; a 413 also closes the connection, so the rest of the body is not awaited. An answer to a client
+ * that is gone, or to a request something else already answered, is dropped.
+ */
+export function writeNodeResponse(res: ServerResponse, response: HttpResponse): void {
+  if (res.headersSent || res.destroyed) return;
   res.statusCode = response.status;
   for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value);
   if (response.status === 413) res.setHeader('connection', 'close');

@@ -1,14 +1,14 @@
 import type { IncomingMessage } from 'node:http';
 import { errorResponse } from '../internal/error-response.js';
 import { type BodyBudget, type BodyRead, bodyReadRefusal, readNodeStream, readWebStream } from '../internal/limited-body.js';
-import type { ReceiveResponse } from '../receiver/receiver.js';
+import type { HttpResponse } from './http-handler.js';
 
 /** The bytes of a body, or the answer to give when they could not be read. */
-export type BodyOrRefusal = { body: Buffer } | { refusal: ReceiveResponse };
+export type BodyOrRefusal = { bytes: Buffer } | { refusal: HttpResponse };
 
 /**
- * Reads a Node request body up to `limit` bytes. Over the limit it stops at once (before reading anything
- * when Content-Length already says so) with the 413 answer, so a huge body is never buffered whole.
+ * Reads a Node request body up to `limit` bytes (raw-body, inside `budget`). Over the limit it stops at once (before
+ * reading anything when Content-Length already says so) with the 413 answer, so a huge body is never buffered whole.
  */
 export async function readNodeBody(req: IncomingMessage, limit: number, budget?: BodyBudget): Promise<BodyOrRefusal> {
   return refusalOrBody(await readNodeStream(req, limit, req.headers['content-length'], budget), limit);
@@ -20,7 +20,7 @@ export async function readRequestBody(request: Request, limit: number, budget?: 
 }
 
 function refusalOrBody(read: BodyRead, limit: number): BodyOrRefusal {
-  if (read.ok) return { body: read.body };
+  if (read.ok) return { bytes: read.body };
   const { status, message } = bodyReadRefusal(read.failure, limit);
   const refusal = errorResponse(status, message);
   // The rest of the body is not read: close the connection rather than wait for the client to finish sending it.

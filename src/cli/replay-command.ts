@@ -1,11 +1,11 @@
 import { type Command, Option } from 'commander';
-import type { Inbox } from '../console/inbox-ops.js';
 import type { ReplayableStatus, ReplaySelection } from '../store/maintenance.js';
 import { addBulkOptions, BULK_DEFAULTS, type BulkOptions } from './bulk.js';
 import { SilentFailure, UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { confirmBulk } from './confirm-bulk.js';
 import { countOf, sampleOf } from './format.js';
+import type { Inbox } from './inbox.js';
 import { startProgress } from './progress.js';
 import { withInbox } from './with-inbox.js';
 
@@ -39,8 +39,6 @@ export function addReplayCommand(program: Command, ctx: CommandContext): void {
 }
 
 async function replay(ctx: CommandContext, inbox: Inbox, which: ReplaySelection, opts: ReplayCommandOptions): Promise<void> {
-  const through = (await inbox.newestArrival()) ?? undefined;
-  const count = await inbox.countReplayable(which);
   const scope = 'eventIds' in which ? '' : ` in state ${which.status}`;
   // Ids named on the command line that will not be re-queued: told at the end, and the exit code says so.
   const named = 'eventIds' in which ? which.eventIds : [];
@@ -51,19 +49,16 @@ async function replay(ctx: CommandContext, inbox: Inbox, which: ReplaySelection,
     throw new SilentFailure();
   };
 
+  // The sample holds every named id that would be re-queued, for a dry run to tell which would not.
+  const { count, sample, through } = await inbox.previewReplay(which, Math.max(BULK_DEFAULTS.sampleSize, named.length));
   if (count === 0) {
     await ctx.out(`no events to re-queue${scope}`);
     return reportMissing(new Set());
   }
-  const sample = await inbox.pageReplayable(which, { limit: BULK_DEFAULTS.sampleSize, through });
-  const sampleIds = sample.map((e) => e.eventId);
-  await ctx.out(`${countOf(count, 'event')} to re-queue${scope}: ${sampleOf(sampleIds, count)}`);
+  await ctx.out(`${countOf(count, 'event')} to re-queue${scope}: ${sampleOf(sample.slice(0, BULK_DEFAULTS.sampleSize), count)}`);
   if (opts.dryRun) {
     await ctx.out('dry run: nothing changed');
-    if (named.length) {
-      const replayable = await inbox.pageReplayable(which, { limit: named.length, through });
-      await reportMissing(new Set(replayable.map((e) => e.eventId)));
-    }
+    await reportMissing(new Set(sample));
     return;
   }
   await confirmBulk({ count, action: `re-queue ${countOf(count, 'event')}${scope}`, yes: opts.yes });
@@ -74,14 +69,13 @@ async function replay(ctx: CommandContext, inbox: Inbox, which: ReplaySelection,
   let after: string | undefined;
   try {
     for (;;) {
-      const page = await inbox.pageReplayable(which, { limit: opts.batchSize, after, through });
-      if (page.length === 0) break;
-      // The state is checked again as each batch is written: an event that left it meanwhile stays as it is.
-      const ids = await inbox.replayEvents({ eventIds: page.map((e) => e.eventId), status: opts.status });
-      replayed += ids.length;
-      if (named.length) for (const id of ids) requeued.add(id);
-      after = page[page.length - 1]!.position;
-      progress.advance(page.length);
+      // Each batch checks the state again as it is written: an event that left it meanwhile stays as it is.
+      const batch = await inbox.replayBatch(which, { limit: opts.batchSize, after, through: through ?? undefined });
+      if (batch.visited === 0) break;
+      replayed += batch.eventIds.length;
+      if (named.length) for (const id of batch.eventIds) requeued.add(id);
+      after = batch.last ?? undefined;
+      progress.advance(batch.visited);
     }
   } finally {
     progress.stop();

@@ -1,4 +1,4 @@
-import { adminNodeHandler } from '../console/admin-adapters.js';
+import { nodeAdapter } from '../adapters/node-http.js';
 import { createAdminApi } from '../console/admin-api.js';
 import { adminTokenWeakness } from '../console/token.js';
 import { PayhooksError } from '../errors.js';
@@ -138,9 +138,7 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
   const localToken = store.kind === 'pglite' ? newLocalToken() : undefined;
   const admin =
     env.PAYHOOKS_ADMIN_TOKEN !== undefined || localToken !== undefined
-      ? adminNodeHandler(
-          createAdminApi({ store, token: env.PAYHOOKS_ADMIN_TOKEN, localToken, logger: logger.child({ component: 'console' }) }),
-        )
+      ? nodeAdapter(createAdminApi({ store, token: env.PAYHOOKS_ADMIN_TOKEN, localToken, logger: logger.child({ component: 'console' }) }))
       : undefined;
 
   // Node checks the header and request timeouts only every 30 s by default; check each second, so they hold.

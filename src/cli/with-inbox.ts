@@ -1,22 +1,16 @@
-import {
-  type Inbox,
-  localInbox,
-  REMOTE_OP_NAMES,
-  type RemoteOpName,
-  type RemotePageRequest,
-  reviveInboxResult,
-} from '../console/inbox-ops.js';
+import { AdminApiError, type AdminClient, createAdminClient } from '../console/admin-client.js';
 import { PayhooksError } from '../errors.js';
-import { type EventPage, MAX_EVENT_PAGE } from '../store/console-queries.js';
-import type { StoredEvent } from '../store/inbox.js';
+import { MAX_EVENT_PAGE } from '../store/console-queries.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
+import type { StatusCounts, StoredEvent } from '../store/inbox.js';
+import { type Inbox, localInbox } from './inbox.js';
 import { readServeSession, type ServeSession } from './serve-session.js';
 import { type DatabaseEnv, withDatabase } from './with-database.js';
 
 /**
  * Runs `work` on the inbox the environment names: on the database itself, or, when a running `payhooks serve`
- * holds the embedded database, through that serve (its session file says where and with which token). The same
- * operations run either way, so commands print the same.
+ * holds the embedded database, through that serve's console API (its session file says where, and gives the
+ * session token). The same answers either way, so commands print the same.
  *
  * @example
  * const rows = await withInbox(ctx.env('events'), (inbox) => inbox.listEvents({ status: 'dead' }));
@@ -28,46 +22,56 @@ export async function withInbox<T>(env: DatabaseEnv, work: (inbox: Inbox) => Pro
     if (!(err instanceof DataDirInUseError)) throw err;
     const session = readServeSession(err.dataDir);
     if (!session || (err.holderPid !== undefined && session.pid !== err.holderPid)) throw err;
-    return work(remoteInbox(session, err));
+    return work(serveInbox(session, err));
   }
-}
-
-/** The inbox operations, asked of a running serve over its console API with the local token. */
-function remoteInbox(session: ServeSession, inUse: DataDirInUseError): Inbox {
-  const call = async (op: RemoteOpName, args: unknown[]): Promise<unknown> => {
-    let response: Response;
-    try {
-      response = await fetch(`${session.url}/admin/api/inbox`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${session.token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ op, args }),
-        signal: AbortSignal.timeout(60_000),
-      });
-    } catch (cause) {
-      throw new PayhooksError(`${inUse.message} It does not answer at ${session.url} either.`, { cause });
-    }
-    const text = await response.text();
-    if (!response.ok)
-      throw new PayhooksError(`payhooks serve (process ${session.pid}) at ${session.url} answered ${response.status}: ${text}`);
-    return (JSON.parse(text, reviveInboxResult) as { result?: unknown }).result;
-  };
-  // Each operation takes and returns JSON (dates revived): the same calls as the local inbox, by name.
-  const byName = Object.fromEntries(REMOTE_OP_NAMES.map((op) => [op, (...args: unknown[]) => call(op, args)]));
-  // serve answers a page of events at a time: pages from newest to oldest make the list the local call returns.
-  const listEvents: Inbox['listEvents'] = async ({ status, eventType, limit = DEFAULT_LIST_LIMIT } = {}) => {
-    const events: StoredEvent[] = [];
-    let cursor: string | undefined;
-    while (events.length < limit) {
-      const request: RemotePageRequest = { status, eventType, cursor, limit: Math.min(limit - events.length, MAX_EVENT_PAGE) };
-      const page = (await call('pageEvents', [request])) as EventPage;
-      events.push(...page.events);
-      if (page.nextCursor === null) break;
-      cursor = page.nextCursor;
-    }
-    return events;
-  };
-  return { ...byName, listEvents } as unknown as Inbox;
 }
 
 /** listEvents' own default (store/inbox.ts), for a call without a limit. */
 const DEFAULT_LIST_LIMIT = 100;
+
+/** The inbox through a running serve's console API, with the session token; personal data as stored (revealed). */
+function serveInbox(session: ServeSession, inUse: DataDirInUseError): Inbox {
+  const admin = createAdminClient({ url: session.url, token: session.token });
+  // Said as the command line has always said it: which serve, and that it did not answer or what it answered.
+  const asked = async <T>(work: (api: AdminClient) => Promise<T>): Promise<T> => {
+    try {
+      return await work(admin);
+    } catch (err) {
+      if (!(err instanceof AdminApiError)) throw err;
+      if (err.status === undefined)
+        throw new PayhooksError(`${inUse.message} It does not answer at ${session.url} either.`, { cause: err });
+      throw new PayhooksError(`payhooks serve (process ${session.pid}) at ${session.url}: ${PayhooksError.describe(err)}`, { cause: err });
+    }
+  };
+  const stats = () => asked((api) => api.stats());
+  return {
+    // serve answers a page of events at a time: pages from newest to oldest make the list the local call returns.
+    listEvents: ({ status, eventType, limit = DEFAULT_LIST_LIMIT }) =>
+      asked(async (api) => {
+        const events: StoredEvent[] = [];
+        let cursor: string | undefined;
+        while (events.length < limit) {
+          const pageSize = Math.min(limit - events.length, MAX_EVENT_PAGE);
+          const page = await api.listEvents({ status, type: eventType, cursor, limit: pageSize, reveal: true });
+          events.push(...page.events);
+          if (page.nextCursor === null) break;
+          cursor = page.nextCursor;
+        }
+        return events;
+      }),
+    // The counts per type and state hold those of any filter by type and state.
+    async countEventsByStatus({ status, eventType }) {
+      const counts: StatusCounts = {};
+      for (const row of (await stats()).byTypeAndStatus) {
+        if ((status === undefined || row.status === status) && (eventType === undefined || row.eventType === eventType))
+          counts[row.status] = (counts[row.status] ?? 0) + row.count;
+      }
+      return counts;
+    },
+    getEvent: (eventId) => asked((api) => api.getEvent(eventId, { reveal: true })),
+    countEventsByTypeAndStatus: async () => (await stats()).byTypeAndStatus,
+    oldestPendingEvent: async () => (await stats()).oldestPending ?? undefined,
+    previewReplay: (which, sampleSize) => asked((api) => api.previewReplay(which, sampleSize)),
+    replayBatch: (which, batch) => asked((api) => api.replayBatch(which, batch)),
+  };
+}

@@ -1,15 +1,18 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { errorResponse, JSON_CONTENT_TYPE, type JsonResponse } from '../internal/error-response.js';
+import type { HttpHandler, HttpResponse, RequestBody } from '../adapters/http-handler.js';
+import { errorResponse, JSON_CONTENT_TYPE } from '../internal/error-response.js';
+import { BodyBudget } from '../internal/limited-body.js';
+import { sleep } from '../internal/sleep.js';
 import { activityByMinute, MAX_EVENT_PAGE, pageEvents } from '../store/console-queries.js';
 import type { PayhooksDatabase } from '../store/database.js';
-import { countEventsByStatus, getEvent, oldestPendingEvent, type StoredEvent } from '../store/inbox.js';
-import { countReplayable, replayEvents } from '../store/maintenance.js';
-import { EVENT_STATUSES } from '../store/schema.js';
-import { sleep } from '../internal/sleep.js';
+import { countEventsByTypeAndStatus, getEvent, oldestPendingEvent, type StoredEvent } from '../store/inbox.js';
+import { countReplayable, previewReplay, type ReplaySelection, replayBatch, replayEvents } from '../store/maintenance.js';
+import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
 import { consoleAsset } from './console-page.js';
 import { FailureThrottle } from './failure-throttle.js';
-import { InboxOpError, runInboxOp } from './inbox-ops.js';
 import { arrivalPosition, filterText, identifierText } from './inputs.js';
 import { maskPersonalData } from './mask.js';
 import { adminTokenWeakness, bearerMatches } from './token.js';
@@ -17,10 +20,7 @@ import { adminTokenWeakness, bearerMatches } from './token.js';
 /** The path under which the console's JSON API answers. */
 export const ADMIN_API_PATH = '/admin/api';
 
-/** A request body, read only once the request is let in: its text, or the answer that refuses it (413, 400). */
-export type AdminBodyReader = () => Promise<{ text: string } | { refusal: JsonResponse }>;
-
-/** A request as any HTTP framework can describe it; header names lower-case. */
+/** A request as any HTTP framework can describe it (the adapters' `HttpRequest` is one); header names lower-case. */
 export interface AdminRequest {
   method: string;
   /** The path and query, e.g. `/admin/api/events?status=dead`. */
@@ -30,10 +30,11 @@ export interface AdminRequest {
    * The body (POSTs only): its text, or a function that reads it, which the API calls only after the token is
    * checked and only on a route that takes a body, so that no unauthenticated request has its body read.
    */
-  body?: string | AdminBodyReader | undefined;
-  /** Whether the connection came from this machine (127.0.0.1 or ::1): only then does `localToken` count. */
-  fromLoopback?: boolean | undefined;
-  /** The client's address, under which failed authentications are counted and slowed; unknown ones share one count. */
+  body?: string | (() => Promise<RequestBody>) | undefined;
+  /**
+   * The address of the connection's other end: failed authentications are counted and slowed per address (unknown
+   * ones share one count), and the session token counts only from 127.0.0.1 or ::1.
+   */
   clientAddress?: string | undefined;
 }
 
@@ -43,19 +44,37 @@ export interface AdminApiOptions {
   /** The bearer token every request must carry; undefined turns the console off (every path answers 404). */
   token: string | undefined;
   /**
-   * A second token, for this machine's command line only (requests with `fromLoopback`), that `payhooks serve`
-   * writes to a file only its user can read, so `payhooks events` can reach the embedded database it holds. It
-   * opens `POST /admin/api/inbox` and nothing else, whether or not the console is on; that route takes no other
-   * token.
+   * A second token, for this machine's command line only (requests from 127.0.0.1 or ::1), that `payhooks serve`
+   * writes to a file only its user can read, so that `payhooks events` and `payhooks replay` can reach the embedded
+   * database it holds. It opens the routes those commands use (GET events, GET one event, POST replay, GET stats) and
+   * nothing else, whether or not the console is on.
    */
   localToken?: string | undefined;
   logger?: Logger | undefined;
 }
 
-/** The console's JSON API, framework-free: adapters turn requests into {@link AdminRequest}s. */
-export interface AdminApi {
-  handle(request: AdminRequest): Promise<JsonResponse>;
+/** The console's JSON API, framework-free: the adapters of `adapters/` (node:http, Express, Fetch) serve it. */
+export interface AdminApi extends HttpHandler {
+  handle(request: AdminRequest): Promise<HttpResponse>;
 }
+
+/** The console's API with an adapter for each framework (those of `adapters/`), as `hooks.admin()` returns it. */
+export interface AdminHandlers {
+  api: AdminApi;
+  /** `http.createServer((req, res) => req.url?.startsWith('/admin/') ? admin.node()(req, res) : …)`. */
+  node(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  /** `app.use('/admin/api', admin.express())`, before or after `express.json()`. */
+  express(): RequestHandler;
+  /** `app.all('/admin/api/*', (c) => admin.fetch()(c.req.raw))`. */
+  fetch(): (request: Request) => Promise<Response>;
+}
+
+/** The console's requests are small JSON documents; anything larger is refused unread. */
+const MAX_ADMIN_BODY_BYTES = 64 * 1024;
+/** The bytes of unfinished console request bodies held at once (only requests with a token get this far). */
+const ADMIN_IN_FLIGHT_BODY_BYTES = 4 * 1024 * 1024;
+/** The most ids one replay request names, and the largest sample or batch it asks for. */
+const MAX_REPLAY_IDS = 10_000;
 
 const REPLAYABLE = ['dead', 'invalid', 'ignored', 'done'] as const;
 // Years 1 to 9999 in UTC: outside them a JavaScript date is written as `0000-…` or `+010000-…`, which the database
@@ -66,6 +85,7 @@ const isoDate = z.iso
   .datetime({ offset: true })
   .transform((text) => new Date(text))
   .refine((date) => date.getTime() >= EARLIEST && date.getTime() <= LATEST, 'must be between the years 0001 and 9999 (UTC)');
+const revealFlag = z.enum(['true', 'false']).transform((value) => value === 'true');
 
 const listQuery = z.strictObject({
   status: z.enum(EVENT_STATUSES).optional(),
@@ -76,11 +96,38 @@ const listQuery = z.strictObject({
   to: isoDate.optional(),
   cursor: arrivalPosition.optional(),
   limit: z.coerce.number().int().min(1).max(MAX_EVENT_PAGE).optional(),
+  reveal: revealFlag.optional(),
 });
-const bulkReplayBody = z.strictObject({ status: z.enum(REPLAYABLE), type: identifierText.optional() });
 const statsQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(168).default(3) });
 
-const ok = (value: unknown, status = 200): JsonResponse => ({
+/**
+ * `POST /admin/api/replay`: which events (every event in a state, of a type or not; or named ids, optionally only
+ * while still in a state), and how: all at once (the console's button), only a preview (`dryRun`), or one batch
+ * of a replay that works through them in order of arrival (`limit`, `after`, `through`; the command line's way).
+ */
+const replayBody = z
+  .strictObject({
+    status: z.enum(REPLAYABLE).optional(),
+    type: identifierText.optional(),
+    eventIds: z.array(identifierText).min(1).max(MAX_REPLAY_IDS).optional(),
+    dryRun: z.boolean().optional(),
+    sample: z.number().int().min(1).max(MAX_REPLAY_IDS).optional(),
+    limit: z.number().int().min(1).max(MAX_REPLAY_IDS).optional(),
+    after: arrivalPosition.optional(),
+    through: arrivalPosition.optional(),
+  })
+  .superRefine((body, ctx) => {
+    const problem = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+    if (body.eventIds === undefined && body.status === undefined) problem('status', 'give a status, or eventIds');
+    if (body.eventIds !== undefined && body.type !== undefined)
+      problem('type', 'selects by type within a status; leave it out with eventIds');
+    if (body.dryRun && body.limit !== undefined) problem('limit', 'is for a batch of a replay, not for a dry run');
+    if (body.sample !== undefined && !body.dryRun) problem('sample', 'is for a dry run only');
+    for (const bound of ['after', 'through'] as const)
+      if (body[bound] !== undefined && body.limit === undefined) problem(bound, 'is for a batch of a replay: give limit too');
+  });
+
+const ok = (value: unknown, status = 200): HttpResponse => ({
   status,
   // Event bodies are customers' data: never kept by a browser or a proxy.
   headers: { 'content-type': JSON_CONTENT_TYPE, 'cache-control': 'no-store' },
@@ -99,7 +146,7 @@ class BadRequest extends Error {
 
 /** A request refused with a ready answer (a body too large to read, say). */
 class Refused extends Error {
-  constructor(readonly response: JsonResponse) {
+  constructor(readonly response: HttpResponse) {
     super(response.body);
   }
 }
@@ -117,8 +164,6 @@ const summary = (event: StoredEvent) => ({
   lastError: event.lastError === null ? null : maskPersonalData(event.lastError),
 });
 
-/** The command line's route (`payhooks events` beside serve): the local token's only route, and its only token. */
-const INBOX_PATH = `${ADMIN_API_PATH}/inbox`;
 const NOWHERE = 'http://console.invalid';
 
 /** A request's path (without trailing slashes) and query as the router reads them; `valid` false when unparseable. */
@@ -137,13 +182,130 @@ function targetOf(url: string): Target {
   }
 }
 
+/** Which token let a request in: the console's, or the command line's session token. */
+type Via = 'console token' | 'session token';
+
+/** What a route's answer is made from. */
+interface RouteCall {
+  request: AdminRequest;
+  store: PayhooksDatabase;
+  query: Record<string, string>;
+  /** The path's parameter (an eventId), still percent-encoded. */
+  param: string | undefined;
+  via: Via;
+}
+
+/** One route of the API. */
+interface AdminRoute {
+  method: 'GET' | 'POST';
+  /** Matches the path (trailing slashes removed); its one group, if any, is the eventId. */
+  pattern: RegExp;
+  /** Whether the session token opens it: the routes `payhooks events` and `payhooks replay` use beside serve. */
+  commandLine: boolean;
+  answer(call: RouteCall, logger: Logger | undefined): Promise<HttpResponse>;
+}
+
+// The routes marked `commandLine` are all the session token opens: those `payhooks events` and `payhooks replay` use
+// beside a running serve (docs/cli.md). Everything else needs the console token.
+const ROUTES: readonly AdminRoute[] = [
+  {
+    method: 'GET',
+    pattern: /^\/admin\/api\/events$/,
+    commandLine: true,
+    async answer({ store, query, via }, logger) {
+      const filter = parse(listQuery, query, 'query');
+      const page = await pageEvents(store, {
+        status: filter.status,
+        eventType: filter.type,
+        resourceKey: filter.resource,
+        eventIdPrefix: filter.id,
+        receivedFrom: filter.from,
+        receivedBefore: filter.to,
+        cursor: filter.cursor,
+        limit: filter.limit,
+      });
+      const reveal = filter.reveal === true;
+      if (reveal && page.events.length > 0)
+        logger?.info({ count: page.events.length, via }, 'console: personal data of a page of events revealed');
+      return ok({ events: reveal ? page.events : page.events.map(summary), nextCursor: page.nextCursor, masked: !reveal });
+    },
+  },
+  {
+    method: 'GET',
+    pattern: /^\/admin\/api\/events\/([^/]+)$/,
+    commandLine: true,
+    async answer({ store, query, param, via }, logger) {
+      const reveal = query.reveal === 'true';
+      const eventId = eventIdOf(param!);
+      const event = await getEvent(store, eventId);
+      if (!event) throw new BadRequest(404, `No event ${eventId} is stored.`);
+      if (reveal) logger?.info({ eventId, via }, 'console: personal data of an event revealed');
+      const rawBody = reveal ? event.rawBody : maskPersonalData(event.rawBody);
+      return ok({ ...(reveal ? event : summary(event)), rawBody, masked: !reveal });
+    },
+  },
+  {
+    method: 'POST',
+    pattern: /^\/admin\/api\/events\/([^/]+)\/replay$/,
+    commandLine: false,
+    async answer({ store, param }, logger) {
+      const eventId = eventIdOf(param!);
+      const event = await getEvent(store, eventId);
+      if (!event) throw new BadRequest(404, `No event ${eventId} is stored.`);
+      const replayed = await replayEvents(store, { eventIds: [eventId] });
+      if (replayed.length === 0)
+        throw new BadRequest(409, `Event ${eventId} is ${event.status}: only a finished or failed event is replayed.`);
+      logger?.info({ eventId, was: event.status }, 'console: event replayed');
+      return ok({ replayed });
+    },
+  },
+  {
+    method: 'POST',
+    pattern: /^\/admin\/api\/replay$/,
+    commandLine: true,
+    async answer({ request, store, via }, logger) {
+      const body = parse(replayBody, jsonBody(await bodyText(request)), 'body');
+      const which: ReplaySelection = body.eventIds
+        ? { eventIds: [...new Set(body.eventIds)], status: body.status }
+        : { status: body.status!, eventType: body.type };
+      const described = { status: body.status, eventType: body.type, named: body.eventIds?.length, via };
+      if (body.dryRun) return ok(await previewReplay(store, which, body.sample ?? 10));
+      if (body.limit !== undefined) {
+        const batch = await replayBatch(store, which, { limit: body.limit, after: body.after, through: body.through });
+        if (batch.eventIds.length > 0) logger?.info({ ...described, count: batch.eventIds.length }, 'console: a batch of events replayed');
+        return ok({ replayed: batch.eventIds.length, eventIds: batch.eventIds, visited: batch.visited, last: batch.last });
+      }
+      const replayed = await replayEvents(store, which);
+      logger?.info({ ...described, count: replayed.length }, 'console: events replayed');
+      return ok({ replayed: replayed.length, eventIds: replayed, left: await countReplayable(store, which) });
+    },
+  },
+  {
+    method: 'GET',
+    pattern: /^\/admin\/api\/stats$/,
+    commandLine: true,
+    async answer({ store, query }) {
+      const { hours } = parse(statsQuery, query, 'query');
+      const [byTypeAndStatus, oldest, activity] = await Promise.all([
+        countEventsByTypeAndStatus(store),
+        oldestPendingEvent(store),
+        activityByMinute(store, hours),
+      ]);
+      const byStatus = Object.fromEntries(EVENT_STATUSES.map((status) => [status, 0])) as Record<EventStatus, number>;
+      for (const { status, count } of byTypeAndStatus) byStatus[status] += count;
+      return ok({ byStatus, byTypeAndStatus, oldestPending: oldest ?? null, hours, activity });
+    },
+  },
+];
+
 /**
  * The operator console's API under `/admin/api/`: events with filters and cursor pages, one event in full (personal
- * data masked unless `?reveal=true`), replay of one event or of every event in a state (and of a type), and counts
- * over time. Every request needs `Authorization: Bearer <token>`, compared in constant time; without a token the
- * console is off and every path answers 404. Failed tokens from one address are answered more and more slowly
- * ({@link FailureThrottle}). `handle` never rejects: a bad request is a 4xx with its reason, anything else a 500
- * that is logged.
+ * data masked unless `?reveal=true`, which is logged), replay of one event, of named events or of every event in a
+ * state (and of a type), at once or in batches, and counts. Every request needs `Authorization: Bearer <token>`,
+ * compared in constant time; without a token the console is off and every path answers 404. The session token of
+ * `payhooks serve` opens the command line's routes from loopback, console on or off. Failed tokens from one address
+ * are answered more and more slowly ({@link FailureThrottle}). `handle` never rejects: a bad request is a 4xx with
+ * its reason, anything else a 500 that is logged. Mount it with the adapters of `adapters/`.
  *
  * @example
  * const admin = createAdminApi({ store, token: process.env.PAYHOOKS_ADMIN_TOKEN });
@@ -158,115 +320,45 @@ export function createAdminApi(options: AdminApiOptions): AdminApi {
   const storeOf = typeof options.store === 'function' ? options.store : () => Promise.resolve(options.store as PayhooksDatabase);
   const throttle = new FailureThrottle(logger);
 
-  async function route(request: AdminRequest, target: Target, store: PayhooksDatabase): Promise<JsonResponse> {
-    if (!target.valid) throw new BadRequest(400, 'The request target is not a valid path and query.');
-    const { path, query } = target;
-    const method = request.method.toUpperCase();
-    const eventPath = /^\/admin\/api\/events\/([^/]+)(\/replay)?$/.exec(path);
-
-    if (path === `${ADMIN_API_PATH}/events` && method === 'GET') {
-      const filter = parse(listQuery, query, 'query');
-      const page = await pageEvents(store, {
-        status: filter.status,
-        eventType: filter.type,
-        resourceKey: filter.resource,
-        eventIdPrefix: filter.id,
-        receivedFrom: filter.from,
-        receivedBefore: filter.to,
-        cursor: filter.cursor,
-        limit: filter.limit,
-      });
-      return ok({ events: page.events.map(summary), nextCursor: page.nextCursor });
-    }
-    if (eventPath && !eventPath[2] && method === 'GET') {
-      const eventId = eventIdOf(eventPath[1]!);
-      const event = await getEvent(store, eventId);
-      if (!event) throw new BadRequest(404, `No event ${eventId} is stored.`);
-      const reveal = query.reveal === 'true';
-      if (reveal) logger?.info({ eventId }, 'console: personal data of an event revealed');
-      const rawBody = reveal ? event.rawBody : maskPersonalData(event.rawBody);
-      return ok({ ...(reveal ? event : summary(event)), rawBody, masked: !reveal });
-    }
-    if (eventPath?.[2] && method === 'POST') {
-      const eventId = eventIdOf(eventPath[1]!);
-      const event = await getEvent(store, eventId);
-      if (!event) throw new BadRequest(404, `No event ${eventId} is stored.`);
-      const replayed = await replayEvents(store, { eventIds: [eventId] });
-      if (replayed.length === 0)
-        throw new BadRequest(409, `Event ${eventId} is ${event.status}: only a finished or failed event is replayed.`);
-      logger?.info({ eventId, was: event.status }, 'console: event replayed');
-      return ok({ replayed });
-    }
-    if (path === `${ADMIN_API_PATH}/replay` && method === 'POST') {
-      const selection = parse(bulkReplayBody, jsonBody(await bodyText(request)), 'body');
-      const which = { status: selection.status, eventType: selection.type };
-      const replayed = await replayEvents(store, which);
-      logger?.info({ ...which, count: replayed.length }, 'console: events replayed');
-      return ok({ replayed: replayed.length, eventIds: replayed, left: await countReplayable(store, which) });
-    }
-    if (path === INBOX_PATH && method === 'POST') {
-      const call = jsonBody(await bodyText(request));
-      if (typeof call !== 'object' || call === null) throw new BadRequest(400, 'The body must be {"op": …, "args": […]}.');
-      try {
-        const { op, args } = call as { op?: unknown; args?: unknown };
-        const result = await runInboxOp(store, op, args);
-        // No `result` member for undefined (an event not found), so the client gets undefined back, not null.
-        return ok(result === undefined ? {} : { result });
-      } catch (err) {
-        if (err instanceof InboxOpError) throw new BadRequest(400, err.message);
-        throw err;
-      }
-    }
-    if (path === `${ADMIN_API_PATH}/stats` && method === 'GET') {
-      const { hours } = parse(statsQuery, query, 'query');
-      const [byStatus, oldest, activity] = await Promise.all([
-        countEventsByStatus(store),
-        oldestPendingEvent(store),
-        activityByMinute(store, hours),
-      ]);
-      const counts = Object.fromEntries(EVENT_STATUSES.map((status) => [status, byStatus[status] ?? 0]));
-      return ok({ byStatus: counts, oldestPending: oldest ?? null, hours, activity });
-    }
-    const known = ['events', 'replay', 'stats', 'inbox'].some((name) => path === `${ADMIN_API_PATH}/${name}`) || eventPath;
-    throw new BadRequest(known ? 405 : 404, known ? `${method} is not allowed on ${path}.` : `Nothing at ${path}.`);
-  }
-
   /** The answer to a request whose token does not open what it asks for; failures from one address are slowed. */
-  async function unauthorized(request: AdminRequest, authorization: string | undefined): Promise<JsonResponse> {
+  async function unauthorized(request: AdminRequest, authorization: string | undefined): Promise<HttpResponse> {
     // Only a request that offers a token is a guess; one without (a health checker, a curious browser) is not counted.
     if (authorization !== undefined) await sleep(throttle.failed(request.clientAddress));
     const refused = errorResponse(401, 'Unauthorized: send the console token as Authorization: Bearer <PAYHOOKS_ADMIN_TOKEN>.');
     return { ...refused, headers: { ...refused.headers, 'www-authenticate': 'Bearer realm="payhooks"' } };
   }
 
-  /** Who gets in, decided before any body is read or the database is asked anything; undefined lets the request in. */
-  async function refusal(request: AdminRequest, target: Target): Promise<JsonResponse | undefined> {
+  /** Who gets in, decided before any body is read or the database is asked anything: the token that did, or the refusal. */
+  async function admission(request: AdminRequest, target: Target, route: AdminRoute | undefined): Promise<Via | HttpResponse> {
     const authorization = headerOf(request.headers.authorization);
-    const off = () => errorResponse(404, `Nothing at ${target.path || '/'}.`);
-    if (target.path === INBOX_PATH) {
-      if (localToken !== undefined && request.fromLoopback === true && bearerMatches(authorization, localToken)) return undefined;
-      if (token === undefined) return off();
-      if (bearerMatches(authorization, token))
-        return errorResponse(
-          403,
-          `${INBOX_PATH} is the command line's route on this machine: the console token does not open it. Use ${ADMIN_API_PATH}/events.`,
-        );
-      return unauthorized(request, authorization);
-    }
-    if (token === undefined) return off();
-    return bearerMatches(authorization, token) ? undefined : unauthorized(request, authorization);
+    if (route?.commandLine && localToken !== undefined && isLoopback(request.clientAddress) && bearerMatches(authorization, localToken))
+      return 'session token';
+    if (token === undefined) return errorResponse(404, `Nothing at ${target.path || '/'}.`);
+    return bearerMatches(authorization, token) ? 'console token' : unauthorized(request, authorization);
   }
 
   return {
+    maxBodyBytes: MAX_ADMIN_BODY_BYTES,
+    bodyBudget: new BodyBudget(ADMIN_IN_FLIGHT_BODY_BYTES),
+    name: 'console',
+    logger,
     async handle(request) {
       try {
         const target = targetOf(request.url);
+        const method = request.method.toUpperCase();
         // The page itself is public and holds no data (it asks for the token); only when the console is on.
-        const page = token !== undefined && request.method.toUpperCase() === 'GET' ? consoleAsset(target.path) : undefined;
+        const page = token !== undefined && method === 'GET' ? consoleAsset(target.path) : undefined;
         if (page) return page;
-        const refused = await refusal(request, target);
-        if (refused) return refused;
-        return await route(request, target, await storeOf());
+        const match = routeOf(method, target.path);
+        const via = await admission(request, target, match?.route);
+        if (typeof via !== 'string') return via;
+        if (!target.valid) throw new BadRequest(400, 'The request target is not a valid path and query.');
+        if (!match) {
+          const known = ROUTES.some((route) => route.pattern.test(target.path));
+          throw new BadRequest(known ? 405 : 404, known ? `${method} is not allowed on ${target.path}.` : `Nothing at ${target.path}.`);
+        }
+        const call = { request, store: await storeOf(), query: target.query, param: match.param, via };
+        return await match.route.answer(call, logger);
       } catch (err) {
         if (err instanceof BadRequest) return errorResponse(err.status, err.message);
         if (err instanceof Refused) return err.response;
@@ -275,6 +367,20 @@ export function createAdminApi(options: AdminApiOptions): AdminApi {
       }
     },
   };
+}
+
+/** The route that answers `method` on `path`, with its path parameter. */
+function routeOf(method: string, path: string): { route: AdminRoute; param: string | undefined } | undefined {
+  for (const route of ROUTES) {
+    const match = route.method === method ? route.pattern.exec(path) : null;
+    if (match) return { route, param: match[1] };
+  }
+  return undefined;
+}
+
+/** Whether an address is this machine's own (IPv4 or IPv6 loopback, or IPv4 loopback mapped to IPv6). */
+function isLoopback(address: string | undefined): boolean {
+  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
 }
 
 function headerOf(value: string | string[] | undefined): string | undefined {
@@ -297,7 +403,15 @@ async function bodyText(request: AdminRequest): Promise<string> {
   if (typeof request.body !== 'function') return request.body ?? '';
   const read = await request.body();
   if ('refusal' in read) throw new Refused(read.refusal);
-  return read.text;
+  if ('consumed' in read)
+    throw new Refused(errorResponse(500, 'The request body was read by an earlier middleware before the console could read it.'));
+  if ('bytes' in read) return read.bytes.toString('utf8');
+  // What a body parser of the app made of it: a JSON parser's object, a text parser's string, express.raw()'s bytes.
+  const { parsed } = read;
+  if (parsed === undefined) return '';
+  if (typeof parsed === 'string') return parsed;
+  if (parsed instanceof Uint8Array) return Buffer.from(parsed).toString('utf8');
+  return JSON.stringify(parsed);
 }
 
 function jsonBody(text: string): unknown {

@@ -1,9 +1,11 @@
 import type { Readable } from 'node:stream';
+import getRawBody from 'raw-body';
 
-// Reading a request body up to a limit, for every HTTP surface of payhooks (the receiver's adapters and the
-// simulator): refuse before reading a byte when Content-Length already says too much, stop reading as soon as
-// the bytes pass the limit (so a huge upload is neither buffered nor drained), and check the length declared.
-// A Node-stream and a web-stream variant share the counting below and the outcome type.
+// Reading a request body up to a limit, for every HTTP surface of payhooks (the adapters of the receiver and of
+// the console, and the simulator): refuse before reading a byte when Content-Length already says too much, stop
+// reading as soon as the bytes pass the limit (so a huge upload is neither buffered nor drained), check the length
+// declared, and hold the bytes of all unfinished bodies under one budget. Node streams are read by raw-body; a
+// Fetch-API body (a web stream) by the loop below, to the same limit. Both give the outcome type below.
 
 /** Why a body could not be read whole. */
 export type BodyReadFailure = 'too_large' | 'length_mismatch' | 'aborted' | 'unreadable' | 'busy';
@@ -98,7 +100,12 @@ export class BodyBudget {
   }
 }
 
-/** Counts bytes against the limit and the declared length; keeps the chunks while they fit. */
+/** The length a Content-Length header declares; Node's parser and fetch runtimes have already refused a malformed one. */
+function declaredLength(contentLength: string | null | undefined): number | undefined {
+  return contentLength != null && /^\d+$/.test(contentLength) ? Number(contentLength) : undefined;
+}
+
+/** Counts bytes against the limit and the declared length; keeps the chunks while they fit (the web-stream reader's). */
 class LimitedBody {
   readonly #limit: number;
   readonly #declared: number | undefined;
@@ -107,8 +114,7 @@ class LimitedBody {
 
   constructor(limit: number, contentLength: string | null | undefined) {
     this.#limit = limit;
-    // Node's parser and fetch runtimes have already refused a malformed Content-Length; anything else is ignored.
-    this.#declared = contentLength != null && /^\d+$/.test(contentLength) ? Number(contentLength) : undefined;
+    this.#declared = declaredLength(contentLength);
   }
 
   /** Content-Length alone says the body is over the limit: refuse without reading it. */
@@ -133,46 +139,62 @@ class LimitedBody {
   }
 }
 
+/** What raw-body's error means for the request, by its `type` (and Node's code for a reset connection). */
+function failureOf(err: unknown): BodyReadFailure {
+  const { type, code } = (err ?? {}) as { type?: unknown; code?: unknown };
+  if (type === 'entity.too.large') return 'too_large';
+  if (type === 'request.size.invalid') return 'length_mismatch';
+  if (type === 'request.aborted' || code === 'ECONNRESET') return 'aborted';
+  return 'unreadable';
+}
+
 /**
- * Reads a Node stream (an `IncomingMessage`) up to `limit` bytes. Past the limit it stops listening and pauses
- * the stream, leaving the rest unread: answer with `connection: close` so the client stops sending.
+ * Reads a Node stream (an `IncomingMessage`) up to `limit` bytes with raw-body, inside `budget`. Past the limit
+ * raw-body stops listening and pauses the stream, leaving the rest unread: answer with `connection: close` so the
+ * client stops sending. It always settles: raw-body answers an abort, an error, the end or the limit, and a stream
+ * that closes without any of those (destroyed here when the budget evicts it, say) is settled here.
  *
  * @example
  * const read = await readNodeStream(req, 1024 * 1024, req.headers['content-length']);
  * if (!read.ok) return bodyReadRefusal(read.failure, 1024 * 1024);
  */
 export function readNodeStream(stream: Readable, limit: number, contentLength?: string | null, budget?: BodyBudget): Promise<BodyRead> {
-  const body = new LimitedBody(limit, contentLength);
-  if (body.declaredTooLarge) return Promise.resolve(failed('too_large'));
+  const declared = declaredLength(contentLength);
+  // Refused before a byte is read, and before the budget is asked for room.
+  if (declared !== undefined && declared > limit) return Promise.resolve(failed('too_large'));
   // Someone else read it first; waiting for 'end' would hang.
   if (stream.readableEnded || stream.destroyed) return Promise.resolve(failed('unreadable'));
   return new Promise((resolve) => {
-    const stopReading = (outcome: BodyRead) => {
-      settle(outcome);
-      stream.unpipe();
-      stream.pause();
-    };
-    // Evicted: the connection is cut at once rather than answered, since answering would keep reading its bytes;
-    // to the sender that is a failed delivery like a 503, and it retries.
-    const held = budget?.hold(() => {
-      stopReading(failed('busy'));
-      stream.destroy();
-    });
+    let settled = false;
     const settle = (outcome: BodyRead) => {
-      stream.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+      if (settled) return;
+      settled = true;
+      stream.off('data', count).off('close', onClose);
       held?.release();
       resolve(outcome);
     };
-    const onData = (chunk: Buffer | string) => {
-      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-      if (held && !held.add(bytes.byteLength)) return stopReading(failed('busy'));
-      if (!body.add(bytes)) stopReading(failed('too_large'));
+    // Evicted: the connection is cut at once rather than answered, since answering would keep reading its bytes;
+    // to the sender that is a failed delivery like a 503, and it retries. raw-body then hears only 'close', which it
+    // takes as the end of its listening without settling: the outcome is settled here.
+    const held = budget?.hold(() => {
+      settle(failed('busy'));
+      stream.destroy();
+    });
+    // Beside raw-body's own listener: the same chunks, counted against the bytes all requests hold at once.
+    const count = (chunk: Buffer | string) => {
+      if (held && !held.add(typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength)) {
+        settle(failed('busy'));
+        stream.unpipe();
+        stream.pause();
+      }
     };
-    const onEnd = () => settle(body.finish());
-    // An IncomingMessage reports a client that went away as ECONNRESET ("aborted"), or closes before its end.
-    const onError = (err: NodeJS.ErrnoException) => settle(failed(err.code === 'ECONNRESET' ? 'aborted' : 'unreadable'));
     const onClose = () => settle(failed('aborted'));
-    stream.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+    stream.on('data', count).on('close', onClose);
+    // The callback, not the promise: it runs inside the stream's 'end' (or 'aborted') event, before the 'close' that
+    // follows it, which would otherwise be taken for an abort.
+    getRawBody(stream, { limit, length: declared ?? null }, (err: getRawBody.RawBodyError | null, body: Buffer) =>
+      settle(err ? failed(failureOf(err)) : { ok: true, body }),
+    );
   });
 }
 

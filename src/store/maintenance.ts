@@ -128,6 +128,61 @@ export async function pageReplayable(
   return rows.map((row) => ({ eventId: row.event_id, position: row.position }));
 }
 
+/** What a replay would do, asked before it runs: see {@link previewReplay}. */
+export interface ReplayPreview {
+  /** How many events {@link replayEvents} would re-queue now. */
+  count: number;
+  /** The first of them in order of arrival, at most the sample size asked for. */
+  sample: string[];
+  /** The newest arrival position now ({@link newestArrival}): the bound to give each {@link replayBatch}. */
+  through: ArrivalPosition | null;
+}
+
+/**
+ * How many events a replay of `which` would re-queue, a sample of their ids, and the bound that keeps a replay in
+ * batches from chasing the events it re-queues (what `payhooks replay` shows before it asks).
+ *
+ * @example
+ * const { count, sample, through } = await previewReplay(store, { status: 'dead' }, 10);
+ */
+export async function previewReplay(store: PayhooksDatabase, which: ReplaySelection, sampleSize: number): Promise<ReplayPreview> {
+  const through = await newestArrival(store);
+  const count = await countReplayable(store, which);
+  if (count === 0) return { count, sample: [], through };
+  const page = await pageReplayable(store, which, { limit: sampleSize, through: through ?? undefined });
+  return { count, sample: page.map((event) => event.eventId), through };
+}
+
+/** One batch of a replay: see {@link replayBatch}. */
+export interface ReplayBatch {
+  /** The events of the selection the batch looked at; 0 when the replay has visited them all. */
+  visited: number;
+  /** The ids it re-queued (those still in the selection as the batch was written). */
+  eventIds: string[];
+  /** The arrival position of the last event visited, to pass as `after` to the next batch; null when none was. */
+  last: ArrivalPosition | null;
+}
+
+/**
+ * Re-queues the next `limit` events of `which` after `after` and up to `through`, oldest first, in one transaction:
+ * how `payhooks replay` works through many events. An event that left the selection since it was paged is left as
+ * it is; paging by position visits each event at most once.
+ *
+ * @example
+ * const { through } = await previewReplay(store, which, 10);
+ * for (let after, batch; (batch = await replayBatch(store, which, { limit: 500, after, through })).visited > 0; ) after = batch.last;
+ */
+export async function replayBatch(
+  store: PayhooksDatabase,
+  which: ReplaySelection,
+  batch: { limit: number; after?: ArrivalPosition | undefined; through?: ArrivalPosition | undefined },
+): Promise<ReplayBatch> {
+  const page = await pageReplayable(store, which, batch);
+  if (page.length === 0) return { visited: 0, eventIds: [], last: null };
+  const eventIds = await replayEvents(store, { eventIds: page.map((event) => event.eventId), status: which.status });
+  return { visited: page.length, eventIds, last: page.at(-1)!.position };
+}
+
 /** The sender retries for 2 s + 10 s + 5 min + 20 min + 1 h + 5 h + 1 d + 3 d (about 4 d 6.5 h) plus timeouts. */
 export const SENDER_RETRY_HORIZON_MS = (4 * 24 + 7) * 3600 * 1000;
 

@@ -107,7 +107,7 @@ describe('console access, whatever the database', () => {
     let reads = 0;
     const body = async () => {
       reads += 1;
-      return { text: '{"status":"dead"}' };
+      return { bytes: Buffer.from('{"status":"dead"}') };
     };
     for (const [method, url] of ROUTES) {
       for (const headers of [{}, { authorization: 'Bearer wrong-token' }]) {
@@ -254,68 +254,88 @@ describe.each(backends)('the console API on $name', (backend) => {
   });
 
   it.skipIf(!backend.available)(
-    "the command line's route: the local token from loopback only, named operations, the console's page cap",
+    "the session token opens the command line's routes, from loopback only, with the console on or off",
     async () => {
-      const cli = async (body: unknown, headers: Record<string, string> = localAuth, fromLoopback = true) => {
-        const response = await withLocal.handle({
-          method: 'POST',
-          url: '/admin/api/inbox',
-          headers,
-          body: JSON.stringify(body),
-          fromLoopback,
-        });
-        return { status: response.status, body: JSON.parse(response.body) };
-      };
-      expect((await cli({ op: 'dropSchema', args: [] })).body.error.message).toBe('Unknown operation "dropSchema".');
-      expect((await cli({ op: 'getEvent', args: [42] })).status).toBe(400);
-      expect((await cli(null)).status).toBe(400);
-      expect((await withLocal.handle({ method: 'GET', url: '/admin/api/inbox', headers: localAuth, fromLoopback: true })).status).toBe(405);
-      expect((await cli({ op: 'getEvent', args: ['evt_done_0'] })).body.result).toMatchObject({ eventId: 'evt_done_0' });
-
-      // Pages of the console's size at most: an unbounded list is refused before the database is asked.
-      for (const limit of [2e9, 501, 0, 1.5]) {
-        const refused = await cli({ op: 'pageEvents', args: [{ limit }] });
-        expect(refused.status, String(limit)).toBe(400);
-        expect(refused.body.error.message).toMatch(/^Invalid arguments of pageEvents: 0\.limit: /);
-      }
-      expect((await cli({ op: 'listEvents', args: [{ limit: 2e9 }] })).body.error.message).toBe('Unknown operation "listEvents".');
-      expect((await cli({ op: 'pageEvents', args: [{ limit: 5, cursor: '99999999999999999999999' }] })).status).toBe(400);
-      expect((await cli({ op: 'getEvent', args: ['evt_\u0000'] })).status).toBe(400);
-      const first = await cli({ op: 'pageEvents', args: [{ limit: 6 }] });
-      const second = await cli({ op: 'pageEvents', args: [{ limit: 6, cursor: first.body.result.nextCursor }] });
-      const ids = [...first.body.result.events, ...second.body.result.events].map((e: { eventId: string }) => e.eventId);
-      expect(ids).toHaveLength(10);
-      expect(new Set(ids).size).toBe(10);
-      expect(second.body.result.nextCursor).toBeNull();
-
-      // The console token never opens it (it would bypass the masking and its log), a wrong one is a 401, and the
-      // local token counts only from loopback and opens nothing else.
-      const withConsoleToken = await cli({ op: 'getEvent', args: ['evt_customer_pii'] }, auth);
-      expect(withConsoleToken.status).toBe(403);
-      expect(JSON.stringify(withConsoleToken.body)).not.toContain('ana.lopez');
-      expect(withConsoleToken.body.error.message).toMatch(/the console token does not open it/);
-      expect((await cli({ op: 'getEvent', args: ['evt_customer_pii'] }, { authorization: 'Bearer nope' })).status).toBe(401);
-      expect((await cli({ op: 'getEvent', args: ['evt_customer_pii'] }, localAuth, false)).status).toBe(401);
+      const asCli = (method: string, url: string, clientAddress = '127.0.0.1', body?: string, headers = localAuth) =>
+        withLocal.handle({ method, url, headers, body, clientAddress }).then((response) => response.status);
+      const dryRun = '{"status":"dead","type":"PAYMENT_COMPLETED","dryRun":true}';
+      expect(await asCli('GET', '/admin/api/events?limit=2')).toBe(200);
+      expect(await asCli('GET', '/admin/api/events/evt_done_0', '::1')).toBe(200);
+      expect(await asCli('GET', '/admin/api/stats', '::ffff:127.0.0.1')).toBe(200);
+      expect(await asCli('POST', '/admin/api/replay', '127.0.0.1', dryRun)).toBe(200);
+      // Nothing else: not the one-event replay (the command line replays through /admin/api/replay), no other path.
+      // An address each, so that these refusals are not slowed as a guesser's would be.
+      expect(await asCli('POST', '/admin/api/events/evt_done_0/replay', '::1')).toBe(401);
+      expect(await asCli('DELETE', '/admin/api/events', '::ffff:127.0.0.1')).toBe(401);
+      // Not from another machine, nor from an address the adapter does not know (Fetch).
       for (const [i, [method, url]] of ROUTES.entries()) {
-        // An address each, so that these refusals are not slowed as a guesser's would be.
-        const clientAddress = `192.0.2.${i}`;
-        const response = await withLocal.handle({
-          method,
-          url,
-          headers: localAuth,
-          body: '{"status":"dead"}',
-          fromLoopback: true,
-          clientAddress,
-        });
-        expect(response.status, `${method} ${url} with the local token`).toBe(401);
+        const status = await withLocal.handle({ method, url, headers: localAuth, body: dryRun, clientAddress: `192.0.2.${i}` });
+        expect(status.status, `${method} ${url} from 192.0.2.${i}`).toBe(401);
       }
+      expect((await withLocal.handle({ method: 'GET', url: '/admin/api/events', headers: localAuth })).status).toBe(401);
+
+      // With the console off, the session token opens the same routes, and every other request gets a 404.
       const consoleOff = createAdminApi({ store, token: undefined, localToken: LOCAL_TOKEN });
-      expect((await consoleOff.handle({ method: 'GET', url: '/admin/api/events', headers: localAuth, fromLoopback: true })).status).toBe(
-        404,
-      );
-      expect((await consoleOff.handle({ method: 'GET', url: '/admin', headers: localAuth, fromLoopback: true })).status).toBe(404);
+      const offStatus = (method: string, url: string, clientAddress: string, headers = localAuth) =>
+        consoleOff.handle({ method, url, headers, clientAddress, body: dryRun }).then((response) => response.status);
+      expect(await offStatus('GET', '/admin/api/events', '127.0.0.1')).toBe(200);
+      expect(await offStatus('POST', '/admin/api/replay', '::1')).toBe(200);
+      expect(await offStatus('GET', '/admin/api/events', '192.0.2.9')).toBe(404);
+      expect(await offStatus('GET', '/admin/api/events', '127.0.0.1', auth)).toBe(404);
+      expect(await offStatus('POST', '/admin/api/events/evt_done_0/replay', '127.0.0.1')).toBe(404);
+      expect(await offStatus('GET', '/admin', '127.0.0.1')).toBe(404);
+      expect(await offStatus('POST', '/admin/api/inbox', '127.0.0.1')).toBe(404);
     },
   );
+
+  it.skipIf(!backend.available)('reveals on request only, list or event, and logs by which token', async () => {
+    const lines: { msg: string; count?: number; eventId?: string; via?: string }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const logged = createAdminApi({ store, token: TOKEN, localToken: LOCAL_TOKEN, logger });
+    const list = async (query: string, headers = auth) =>
+      JSON.parse((await logged.handle({ method: 'GET', url: `/admin/api/events?${query}`, headers, clientAddress: '127.0.0.1' })).body);
+    const masked = await list('id=evt_paid_&status=dead');
+    expect(masked.masked).toBe(true);
+    expect(lines).toEqual([]);
+    const revealed = await list('id=evt_paid_&status=dead&reveal=true', localAuth);
+    expect(revealed.masked).toBe(false);
+    expect(revealed.events.map((e: { eventId: string }) => e.eventId)).toEqual(masked.events.map((e: { eventId: string }) => e.eventId));
+    expect(revealed.events[0].lastError).toBe((await getEvent(store, revealed.events[0].eventId))!.lastError);
+    expect(lines).toEqual([
+      expect.objectContaining({ msg: 'console: personal data of a page of events revealed', count: 4, via: 'session token' }),
+    ]);
+    await logged.handle({ method: 'GET', url: '/admin/api/events/evt_customer_pii?reveal=true', headers: auth });
+    expect(lines[1]).toMatchObject({
+      msg: 'console: personal data of an event revealed',
+      eventId: 'evt_customer_pii',
+      via: 'console token',
+    });
+  });
+
+  it.skipIf(!backend.available)('previews a replay, and replays named events or a state in batches, in order of arrival', async () => {
+    const replay = (body: unknown) => call('POST', '/admin/api/replay', body);
+    const ids = ['evt_done_3', 'evt_done_1', 'evt_missing', 'evt_done_2'];
+    // The set-up waits for others; these may still be on their way to done on a busy machine.
+    for (const eventId of ids.filter((id) => id !== 'evt_missing'))
+      await waitFor(async () => (await getEvent(store, eventId))?.status === 'done', `${eventId} done`, 20_000);
+    const preview = await replay({ eventIds: ids, dryRun: true, sample: 2 });
+    expect(preview.body).toEqual({ count: 3, sample: ['evt_done_1', 'evt_done_2'], through: expect.stringMatching(/^\d+$/) });
+    expect((await replay({ status: 'dead', type: 'INVOICE_PAID', dryRun: true })).body).toMatchObject({ count: 4 });
+    expect((await getEvent(store, 'evt_done_1'))!.status).toBe('done');
+
+    const { through } = preview.body as { through: string };
+    const first = await replay({ eventIds: ids, status: 'done', limit: 2, through });
+    expect(first.body).toEqual({ replayed: 2, eventIds: ['evt_done_1', 'evt_done_2'], visited: 2, last: expect.any(String) });
+    const second = await replay({ eventIds: ids, status: 'done', limit: 2, after: first.body.last, through });
+    expect(second.body).toMatchObject({ replayed: 1, eventIds: ['evt_done_3'], visited: 1 });
+    expect((await replay({ eventIds: ids, status: 'done', limit: 2, after: second.body.last, through })).body).toEqual({
+      replayed: 0,
+      eventIds: [],
+      visited: 0,
+      last: null,
+    });
+    await waitFor(async () => (await getEvent(store, 'evt_done_3'))?.status === 'done', 'the replayed events done again', 20_000);
+  });
 
   it.skipIf(!backend.available)('bad input answers 400 with the reason and the error shape, never a 500, and logs no error', async () => {
     const lines: { level: number; msg: string }[] = [];
@@ -353,6 +373,15 @@ describe.each(backends)('the console API on $name', (backend) => {
       ['POST', '/admin/api/replay', '{"status":"dead","type":"INVOICE_\u0000"}'],
       ['POST', '/admin/api/replay', `{"status":"dead","type":"${long}"}`],
       ['POST', '/admin/api/replay', '{"status":"dead"'],
+      ['POST', '/admin/api/replay', '{}'],
+      ['POST', '/admin/api/replay', '{"eventIds":[]}'],
+      ['POST', '/admin/api/replay', '{"eventIds":["evt_1"],"type":"INVOICE_PAID"}'],
+      ['POST', '/admin/api/replay', '{"status":"dead","sample":5}'],
+      ['POST', '/admin/api/replay', '{"status":"dead","dryRun":true,"limit":5}'],
+      ['POST', '/admin/api/replay', '{"status":"dead","after":"12"}'],
+      ['POST', '/admin/api/replay', '{"status":"dead","limit":0}'],
+      ['POST', '/admin/api/replay', '{"status":"dead","limit":10,"through":"99999999999999999999999"}'],
+      ['GET', '/admin/api/events?reveal=yes'],
     ];
     for (const [method, url, body] of requests) {
       const response = await logged.handle({ method, url, headers: auth, body });
@@ -417,6 +446,15 @@ describe.each(backends)('the console API on $name', (backend) => {
     expect(stats.body.byStatus).toMatchObject({ pending: expect.any(Number), dead: expect.any(Number), done: expect.any(Number) });
     const total = Object.values(stats.body.byStatus as Record<string, number>).reduce((a, b) => a + b, 0);
     expect(total).toBe(10);
+    // Per type and state as well (what `payhooks events stats` prints beside serve), adding up to byStatus.
+    const rows = stats.body.byTypeAndStatus as { eventType: string; status: string; count: number }[];
+    expect(rows.map((row) => row.eventType)).toEqual([...rows.map((row) => row.eventType)].sort());
+    for (const [status, count] of Object.entries(stats.body.byStatus as Record<string, number>))
+      expect(
+        rows.filter((row) => row.status === status).reduce((sum, row) => sum + row.count, 0),
+        status,
+      ).toBe(count);
+    expect(rows.filter((row) => row.eventType === 'CUSTOMER_CREATED').reduce((sum, row) => sum + row.count, 0)).toBe(2);
     const activity = stats.body.activity as { events: number; deliveries: number; failures: number }[];
     expect(activity.reduce((sum, minute) => sum + minute.events, 0)).toBe(10);
     expect(activity.reduce((sum, minute) => sum + minute.deliveries, 0)).toBe(12);

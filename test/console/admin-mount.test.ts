@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import { exampleEvent, signedRequest } from '../../src/testing/index.js';
 import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
 import { listen } from '../helpers/servers.js';
+import { waitFor } from '../helpers/wait.js';
 
 const TOKEN = '2cxLq1SMOreRAkf9Im0RSs4zShah98pxTJXFZBQ3';
 const SECRET = 'mount-secret';
@@ -106,6 +107,38 @@ describe('hooks.admin() mounted in an app', () => {
     } finally {
       await servers.node.close();
       await servers.express.close();
+    }
+  });
+
+  it('holds unfinished console bodies under a budget of their own: past 4 MiB the largest give way, and the API answers on', {
+    timeout: 60_000,
+  }, async () => {
+    const node = hooks.admin({ token: TOKEN }).node();
+    const server = await listen(createServer((req, res) => void node(req, res)));
+    const port = Number(new URL(server.url).port);
+    const sockets: Socket[] = [];
+    let cut = 0;
+    try {
+      // 80 connections, each with 60 of its 64 KiB sent and the rest held back: 4.7 MiB if all were kept.
+      const part = '{"status":"dead","padding":"'.padEnd(60 * 1024, 'x');
+      for (let i = 0; i < 80; i += 1) {
+        const socket = connect(port, '127.0.0.1');
+        socket.on('error', () => undefined);
+        socket.on('close', () => (cut += 1));
+        // Read what the server says (a 503 with connection: close, or nothing as it cuts), so its close is seen.
+        socket.resume();
+        socket.write(
+          `POST /admin/api/replay HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${64 * 1024}\r\n\r\n${part}`,
+        );
+        sockets.push(socket);
+      }
+      // 4 MiB holds 68 of them: at least 12 give way (503 and closed, as the receiver's do), the rest wait.
+      await waitFor(() => cut >= 12, 'the largest unfinished bodies to give way', 30_000);
+      expect(cut).toBeLessThan(80);
+      expect((await fetch(`${server.url}/admin/api/events`, { headers: bearer })).status).toBe(200);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await server.close();
     }
   });
 
@@ -207,7 +240,7 @@ describe('payhooks serve and PAYHOOKS_ADMIN_TOKEN', () => {
     }
   });
 
-  it('slows and logs repeated wrong tokens from one address; bad input is a 400; the command line route takes only its own token', {
+  it("slows and logs repeated wrong tokens from one address; bad input is a 400; the session token opens the command line's routes", {
     timeout: 90_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-admin-serve-'));
@@ -238,24 +271,23 @@ describe('payhooks serve and PAYHOOKS_ADMIN_TOKEN', () => {
         expect(await response.json()).toEqual({ error: { message: expect.any(String) } });
       }
 
-      // The command line's route: the session token only, with the console's caps; the console token gets nothing.
+      // The session token (the command line's beside serve) opens the command line's routes, the console token all;
+      // the second API the command line once had is gone.
       const session = readServeSession(join(dir, '.payhooks', 'pgdata'))!;
-      const inbox = (authorization: string, call: unknown) =>
-        fetch(`${base}/admin/api/inbox`, {
+      const sessionBearer = { authorization: `Bearer ${session.token}` };
+      const page = await fetch(`${base}/admin/api/events?limit=10&reveal=true`, { headers: sessionBearer });
+      expect(page.status).toBe(200);
+      expect(((await page.json()) as { events: { eventId: string }[] }).events.map((e) => e.eventId)).toEqual(['evt_mount_pii']);
+      expect((await fetch(`${base}/admin/api/events?limit=2e9`, { headers: sessionBearer })).status).toBe(400);
+      expect((await fetch(`${base}/admin/api/events/evt_mount_pii/replay`, { method: 'POST', headers: sessionBearer })).status).toBe(401);
+      for (const authorization of [session.token, TOKEN]) {
+        const inbox = await fetch(`${base}/admin/api/inbox`, {
           method: 'POST',
-          headers: { authorization, 'content-type': 'application/json' },
-          body: JSON.stringify(call),
+          headers: { authorization: `Bearer ${authorization}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ op: 'getEvent', args: ['evt_mount_pii'] }),
         });
-      const withConsoleToken = await inbox(`Bearer ${TOKEN}`, { op: 'getEvent', args: ['evt_mount_pii'] });
-      expect(withConsoleToken.status).toBe(403);
-      expect(await withConsoleToken.text()).not.toContain('evt_mount_pii"');
-      expect((await inbox(`Bearer ${session.token}`, { op: 'pageEvents', args: [{ limit: 2e9 }] })).status).toBe(400);
-      const page = await inbox(`Bearer ${session.token}`, { op: 'pageEvents', args: [{ limit: 10 }] });
-      expect(((await page.json()) as { result: { events: { eventId: string }[] } }).result.events.map((e) => e.eventId)).toEqual([
-        'evt_mount_pii',
-      ]);
-      // …and the session token opens nothing else.
-      expect((await fetch(`${base}/admin/api/events`, { headers: { authorization: `Bearer ${session.token}` } })).status).toBe(401);
+        expect(inbox.status).toBe(authorization === TOKEN ? 404 : 401);
+      }
     } finally {
       serve.kill('SIGTERM');
     }
@@ -277,7 +309,7 @@ describe('payhooks serve and PAYHOOKS_ADMIN_TOKEN', () => {
   });
 });
 
-describe('payhooks events list beside serve, through the command line route', () => {
+describe("payhooks events list beside serve, through serve's console API", () => {
   it('pages through serve (500 events a request at most) and prints what it prints once serve has stopped', {
     timeout: 180_000,
   }, async () => {

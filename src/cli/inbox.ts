@@ -1,0 +1,57 @@
+import type { PayhooksDatabase } from '../store/database.js';
+import {
+  countEventsByStatus,
+  countEventsByTypeAndStatus,
+  type EventsFilter,
+  getEvent,
+  type ListEventsFilter,
+  listEvents,
+  type OldestPending,
+  oldestPendingEvent,
+  type StatusCounts,
+  type StoredEvent,
+  type StoredEventDetail,
+  type TypeStatusCount,
+} from '../store/inbox.js';
+import {
+  type ArrivalPosition,
+  previewReplay,
+  type ReplayBatch,
+  type ReplayPreview,
+  type ReplaySelection,
+  replayBatch,
+} from '../store/maintenance.js';
+
+/**
+ * What `payhooks events` and `payhooks replay` ask of the inbox: the store's operations on a database this process
+ * opened ({@link localInbox}), or the console's REST API of a `serve` that holds the embedded database
+ * (with-inbox.ts). Either way the same answers, so the commands print the same.
+ */
+export interface Inbox {
+  /** Events newest first, at most `limit` (default 100). */
+  listEvents(filter: ListEventsFilter): Promise<StoredEvent[]>;
+  /** How many events match, per state. */
+  countEventsByStatus(filter: EventsFilter): Promise<StatusCounts>;
+  /** One event as stored, personal data included; undefined when there is none. */
+  getEvent(eventId: string): Promise<StoredEventDetail | undefined>;
+  countEventsByTypeAndStatus(): Promise<TypeStatusCount[]>;
+  oldestPendingEvent(): Promise<OldestPending | undefined>;
+  previewReplay(which: ReplaySelection, sampleSize: number): Promise<ReplayPreview>;
+  replayBatch(
+    which: ReplaySelection,
+    batch: { limit: number; after?: ArrivalPosition | undefined; through?: ArrivalPosition | undefined },
+  ): Promise<ReplayBatch>;
+}
+
+/** The inbox of a database this process opened. */
+export function localInbox(store: PayhooksDatabase): Inbox {
+  return {
+    listEvents: (filter) => listEvents(store, filter),
+    countEventsByStatus: (filter) => countEventsByStatus(store, filter),
+    getEvent: (eventId) => getEvent(store, eventId),
+    countEventsByTypeAndStatus: () => countEventsByTypeAndStatus(store),
+    oldestPendingEvent: () => oldestPendingEvent(store),
+    previewReplay: (which, sampleSize) => previewReplay(store, which, sampleSize),
+    replayBatch: (which, batch) => replayBatch(store, which, batch),
+  };
+}

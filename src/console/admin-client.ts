@@ -1,0 +1,163 @@
+// A typed client of the console's REST API (docs/admin.md), for the command line beside a running serve: each
+// method is one route, and each answer is checked against the shape the route documents (dates revived), so what
+// the command line prints from it is what it prints from the database itself.
+import { z } from 'zod';
+import { PayhooksError } from '../errors.js';
+import type { EventPage } from '../store/console-queries.js';
+import type { OldestPending, StoredEventDetail, TypeStatusCount } from '../store/inbox.js';
+import type { ReplayBatch, ReplayPreview, ReplaySelection } from '../store/maintenance.js';
+import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
+
+/** A request the console's API answered with an error, or did not answer at all (`status` undefined). */
+export class AdminApiError extends PayhooksError {
+  constructor(
+    message: string,
+    /** The HTTP status, or undefined when no answer came. */
+    readonly status: number | undefined,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+const date = z.iso.datetime({ offset: true }).transform((text) => new Date(text));
+// In the order of store/inbox.ts's objects, so that JSON printed from an answer is byte for byte the same.
+const storedEvent = z.object({
+  eventId: z.string(),
+  eventType: z.string(),
+  resourceKey: z.string().nullable(),
+  status: z.enum(EVENT_STATUSES),
+  attempts: z.number(),
+  deliveries: z.number(),
+  lastError: z.string().nullable(),
+  receivedAt: date,
+  nextAttemptAt: date,
+  processedAt: date.nullable(),
+});
+const eventPage = z.object({ events: z.array(storedEvent), nextCursor: z.string().nullable() });
+const eventDetail = storedEvent.extend({
+  rawBody: z.string(),
+  headers: z.record(z.string(), z.string()),
+  completedHandlers: z.array(z.string()),
+});
+const stats = z.object({
+  byTypeAndStatus: z.array(z.object({ eventType: z.string(), status: z.enum(EVENT_STATUSES), count: z.number() })),
+  oldestPending: z.object({ eventId: z.string(), receivedAt: date, ageMs: z.number() }).nullable(),
+});
+const preview = z.object({ count: z.number(), sample: z.array(z.string()), through: z.string().nullable() });
+const batch = z.object({ eventIds: z.array(z.string()), visited: z.number(), last: z.string().nullable() });
+
+/** Counts of `GET /admin/api/stats` the command line reads. */
+export interface AdminStats {
+  byTypeAndStatus: TypeStatusCount[];
+  oldestPending: OldestPending | null;
+}
+
+/** Filters and page of `GET /admin/api/events`. */
+export interface AdminEventQuery {
+  status?: EventStatus | undefined;
+  type?: string | undefined;
+  cursor?: string | undefined;
+  /** 1 to 500. */
+  limit?: number | undefined;
+  /** Personal data unmasked (and the reveal logged by the console). */
+  reveal?: boolean | undefined;
+}
+
+/** Options of {@link createAdminClient}. */
+export interface AdminClientOptions {
+  /** Where the service answers, e.g. `http://127.0.0.1:8787` (without `/admin/api`). */
+  url: string;
+  /** The console token, or the session token of `payhooks serve` for this machine's command line. */
+  token: string;
+  /** How long one request may take. Default 60 s. */
+  timeoutMs?: number | undefined;
+}
+
+/** The console's REST API, one method a route (docs/admin.md). */
+export interface AdminClient {
+  /** `GET /admin/api/events`: one page, newest first. */
+  listEvents(query: AdminEventQuery): Promise<EventPage>;
+  /** `GET /admin/api/events/{eventId}`; undefined when no such event is stored (404). */
+  getEvent(eventId: string, options: { reveal: boolean }): Promise<StoredEventDetail | undefined>;
+  /** `GET /admin/api/stats`: the counts per type and state, and the oldest pending event. */
+  stats(): Promise<AdminStats>;
+  /** `POST /admin/api/replay` with `dryRun`: how many events a replay would re-queue, a sample, and its bound. */
+  previewReplay(which: ReplaySelection, sampleSize: number): Promise<ReplayPreview>;
+  /** `POST /admin/api/replay` with `limit`: one batch of a replay in order of arrival. */
+  replayBatch(
+    which: ReplaySelection,
+    page: { limit: number; after?: string | undefined; through?: string | undefined },
+  ): Promise<ReplayBatch>;
+}
+
+/**
+ * A client of the console's API at `url`, with a bearer token.
+ *
+ * @example
+ * const admin = createAdminClient({ url: 'http://127.0.0.1:8787', token: process.env.PAYHOOKS_ADMIN_TOKEN! });
+ * const { events } = await admin.listEvents({ status: 'dead', limit: 50 });
+ */
+export function createAdminClient(options: AdminClientOptions): AdminClient {
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const base = options.url.replace(/\/+$/, '');
+
+  /** One request; an answer of any status comes back, no answer at all is an AdminApiError without a status. */
+  async function send(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; text: string }> {
+    try {
+      const response = await fetch(`${base}/admin/api${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${options.token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      return { status: response.status, text: await response.text() };
+    } catch (cause) {
+      throw new AdminApiError(`The console API at ${base} does not answer: ${PayhooksError.describe(cause)}`, undefined, { cause });
+    }
+  }
+
+  /** A 2xx answer read with `schema`; anything else an AdminApiError that quotes the answer. */
+  async function call<T>(schema: z.ZodType<T>, method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    return decode(schema, method, path, await send(method, path, body));
+  }
+
+  function decode<T>(schema: z.ZodType<T>, method: string, path: string, answer: { status: number; text: string }): T {
+    const route = `${method} /admin/api${path.split('?', 1)[0]}`;
+    if (answer.status < 200 || answer.status > 299)
+      throw new AdminApiError(`${route} answered ${answer.status}: ${answer.text}`, answer.status);
+    let json: unknown;
+    try {
+      json = JSON.parse(answer.text);
+    } catch {
+      throw new AdminApiError(`${route} answered ${answer.status} with a body that is not JSON.`, answer.status);
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success)
+      throw new AdminApiError(`${route} answered in a shape this payhooks does not read: ${parsed.error.message}`, answer.status);
+    return parsed.data;
+  }
+
+  const selection = (which: ReplaySelection) =>
+    'eventIds' in which ? { eventIds: which.eventIds, status: which.status } : { status: which.status, type: which.eventType };
+
+  return {
+    listEvents({ status, type, cursor, limit, reveal }) {
+      const query = new URLSearchParams();
+      for (const [name, value] of Object.entries({ status, type, cursor, limit, reveal }))
+        if (value !== undefined) query.set(name, String(value));
+      return call(eventPage, 'GET', `/events?${query}`);
+    },
+    async getEvent(eventId, { reveal }) {
+      const path = `/events/${encodeURIComponent(eventId)}${reveal ? '?reveal=true' : ''}`;
+      const answer = await send('GET', path);
+      return answer.status === 404 ? undefined : decode(eventDetail, 'GET', path, answer);
+    },
+    stats: () => call(stats, 'GET', '/stats'),
+    previewReplay: (which, sampleSize) => call(preview, 'POST', '/replay', { ...selection(which), dryRun: true, sample: sampleSize }),
+    replayBatch: (which, page) => call(batch, 'POST', '/replay', { ...selection(which), ...page }),
+  };
+}
