@@ -36,7 +36,8 @@ function isEmpty(which: ReplaySelection): boolean {
  * completed (only the rest run), except for events already `done`, whose completion marks are cleared so
  * that a replay runs them again. Events being processed are left alone. One transaction; resolves to the
  * ids re-queued. With both `eventIds` and `status`, only those of the ids still in that state are re-queued
- * (how the CLI replays a state in batches without touching an event that left it meanwhile).
+ * (how the CLI replays a state in batches without touching an event that left it meanwhile). Handlers that gave up
+ * on an event (its dead letters) run again.
  *
  * @example
  * await replayEvents(store, { eventIds: ['evt_123'] });
@@ -47,9 +48,17 @@ export async function replayEvents(store: PayhooksDatabase, which: ReplaySelecti
   if (isEmpty(which)) return [];
   const selected = replayable(store, which);
   return store.db.transaction().execute(async (trx) => {
+    // Completion marks go for events that were done (every handler runs again); given-up marks go for every replayed
+    // event (the handlers that gave up run again; those that completed do not).
     await trx
       .deleteFrom('handler_runs')
-      .where('event_id', 'in', trx.selectFrom('inbox_events').select('event_id').where('status', '=', 'done').where(selected))
+      .where('event_id', 'in', trx.selectFrom('inbox_events').select('event_id').where(selected))
+      .where((runs) =>
+        runs.or([
+          runs('outcome', '=', 'dead'),
+          runs('event_id', 'in', trx.selectFrom('inbox_events').select('event_id').where('status', '=', 'done').where(selected)),
+        ]),
+      )
       .execute();
     const rows = await trx
       .updateTable('inbox_events')
@@ -63,7 +72,7 @@ export async function replayEvents(store: PayhooksDatabase, which: ReplaySelecti
       insert into ${sql.id(store.schema, 'inbox_queue')} (event_id, seq, resource_key)
       select * from unnest(${rows.map((r) => r.event_id)}::text[], ${rows.map((r) => String(r.seq))}::bigint[],
                            ${rows.map((r) => r.resource_key)}::text[])
-      on conflict (event_id) do update set run_at = now(), attempts = 0 where inbox_queue.lease_owner is null
+      on conflict (event_id) do update set run_at = now(), attempts = 0, owed = null, parked = false where inbox_queue.lease_owner is null
     `.execute(trx);
     await sql`select pg_notify(${newEventChannel(store.schema)}, '')`.execute(trx);
     return rows.map((row) => row.event_id);
