@@ -19,3 +19,8 @@ ALTER TABLE handler_runs
 ALTER TABLE inbox_queue
   ADD COLUMN owed text[],
   ADD COLUMN parked boolean NOT NULL DEFAULT false;
+
+-- The events that owe something (waiting for a retry, or parked): few at any time. A claim looks here for what the
+-- earlier events of its resource owe, and an outcome for the parked events behind it; for the usual event, with
+-- nothing owed before or after it, both look at an index that is all but empty.
+CREATE INDEX inbox_queue_owing_idx ON inbox_queue (resource_key, seq) WHERE owed IS NOT NULL;

@@ -129,7 +129,7 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
            -- Earlier queued events of the key are all waiting (the claim's condition): what they owe waits for them.
            case when l.resource_key is not null then
              array(select distinct h from ${queue} o cross join unnest(o.owed) h
-                    where o.resource_key = l.resource_key and o.seq < l.seq) end as blocked
+                    where o.resource_key = l.resource_key and o.seq < l.seq and o.owed is not null) end as blocked
       from leased l join ${events} e on e.event_id = l.event_id
     union all
     select event_id, event_type, null, null, attempts, null, seq, true, null, null from buried

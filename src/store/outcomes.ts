@@ -145,7 +145,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
          set run_at = case when s.progress then least(p.run_at, now()) else greatest(p.run_at, s.next_run) end,
              parked = not s.progress
         from settled s
-       where p.resource_key = s.resource_key and p.seq > s.seq and p.parked and p.lease_owner is null
+       where p.resource_key = s.resource_key and p.seq > s.seq and p.owed is not null and p.parked and p.lease_owner is null
     )
     select event_id, 'finished' as kind from recorded
     union all
