@@ -256,6 +256,13 @@ describe.skipIf(!pgUrl)('dead letters per target, and replay', () => {
       );
       expect(await handlersCompleted(hooks, event.eventId)).toEqual(['forward:healthy']);
       expect(dead?.givenUpHandlers).toEqual(['forward:broken']);
+      // What the operator reads: which sink gave up, beside those that completed.
+      const shown = await runCli(['events', 'show', event.eventId], { DATABASE_URL: pgUrl!, PAYHOOKS_SCHEMA: store.schema });
+      expect(JSON.parse(shown.stdout)).toMatchObject({
+        status: 'dead',
+        completedHandlers: ['forward:healthy'],
+        givenUpHandlers: ['forward:broken'],
+      });
 
       broken.answer({ status: 204 });
       const replay = await runCli(['replay', event.eventId], { DATABASE_URL: pgUrl!, PAYHOOKS_SCHEMA: store.schema });
