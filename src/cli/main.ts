@@ -86,17 +86,15 @@ function buildProgram(print: (text: string) => void): Command {
     .option('--handlers <module>', 'a module whose default export registers handlers: export default (hooks) => hooks.on(…)')
     .option(
       '--single-process',
-      'with --role all on PostgreSQL, run the handlers in this process instead of a worker child process (a CPU-bound handler then delays acknowledgements)',
+      'with --role all on PostgreSQL, run the handlers, the mirror and the sinks in this process instead of a worker child process (a CPU-bound handler or a stalled sink then delays acknowledgements)',
     )
     .action(async (opts: { role: ServiceRole; handlers?: string; singleProcess?: boolean }) => {
       const env = ctx.env('serve');
       const logger = createLogger({ level: env.PAYHOOKS_LOG_LEVEL });
       const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
-      // On a server, handlers run in a child process of their own, so that acknowledgements never wait for them.
-      // The embedded database belongs to one process, so there the worker stays in this one.
-      const split = opts.role === 'all' && env.DATABASE_URL !== undefined && opts.handlers !== undefined && !opts.singleProcess;
+      const split = splitsWorker(opts, env.DATABASE_URL !== undefined);
       const service = await startService(env, logger, { role: split ? 'receiver' : opts.role, register });
-      const worker = split && opts.handlers ? startWorkerProcess(['--handlers', opts.handlers], logger) : undefined;
+      const worker = split ? startWorkerProcess(opts.handlers ? ['--handlers', opts.handlers] : [], logger) : undefined;
       const close = async () => {
         await Promise.all([service.close(), worker?.stop(WORKER_DEFAULTS.stopTimeoutMs)]);
       };
@@ -195,6 +193,17 @@ function buildProgram(print: (text: string) => void): Command {
     if (key) command.addHelpText('after', environmentHelp(key));
   }
   return program;
+}
+
+/**
+ * Whether `serve` runs its worker in a child process (`serve --role worker`) and only receives in its own. On a
+ * server it does with `--role all`, whatever the worker runs (your handlers, the mirror, sinks): the process that
+ * acknowledges runs no handler, so a handler or sink that hangs, spins, eats memory or crashes cannot delay or stop
+ * acknowledgements. `--single-process` keeps them together. The embedded database belongs to one process, so there
+ * the worker stays in this one.
+ */
+function splitsWorker(opts: { role: ServiceRole; singleProcess?: boolean | undefined }, onServer: boolean): boolean {
+  return opts.role === 'all' && onServer && !opts.singleProcess;
 }
 
 /**

@@ -11,8 +11,9 @@ export interface WorkerProcess {
 const MAX_RESTART_DELAY_MS = 30_000;
 
 /**
- * Runs the worker beside this process's receiver, as a child process of the same command: handlers then have
- * an event loop of their own, so a CPU-bound handler cannot hold back acknowledgements (the sender allows 10 s).
+ * Runs the worker beside this process's receiver, as a child process of the same command: handlers, the mirror and
+ * the sinks then have an event loop and a heap of their own, so a CPU-bound handler cannot hold back acknowledgements
+ * (the sender allows 10 s), and a sink that hangs, leaks or crashes its process cannot stop them.
  * The child listens on a free loopback port for its own /healthz and /metrics, inherits stdout and stderr, and
  * is restarted with a growing delay (1 s doubling, at most 30 s) whenever it exits without being asked to.
  *

@@ -39,6 +39,7 @@ const eventDetail = storedEvent.extend({
   rawBody: z.string(),
   headers: z.record(z.string(), z.string()),
   completedHandlers: z.array(z.string()),
+  givenUpHandlers: z.array(z.string()),
 });
 const stats = z.object({
   byTypeAndStatus: z.array(z.object({ eventType: z.string(), status: z.enum(EVENT_STATUSES), count: z.number() })),

@@ -1,5 +1,13 @@
 import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
+import type { HandlerOutcome } from './schema.js';
+
+/** A handler that gave up on an event (a dead letter): it does not run again for it until a replay. */
+export interface GivenUpHandler {
+  handler: string;
+  /** Why, as recorded when it gave up. */
+  error: string;
+}
 
 /** An event a worker holds a lease on. */
 export interface ClaimedEvent {
@@ -12,6 +20,13 @@ export interface ClaimedEvent {
   receivedAt: Date;
   /** Handlers already completed for this event (an earlier attempt, or before a replay): they do not run again. */
   completedHandlers: string[];
+  /** Handlers that gave up on this event on an earlier attempt: they do not run again either; the event ends `dead`. */
+  givenUp: GivenUpHandler[];
+  /**
+   * Handlers an earlier event of the same resource still owes (it waits for a retry of them): they must not run for
+   * this event yet, or they would see the resource's events out of order. The others may.
+   */
+  blockedHandlers: string[];
 }
 
 /** Options of {@link claimEvents}. */
@@ -35,12 +50,16 @@ export interface ClaimOptions {
  *
  * Due: waiting and past its due time, or leased with the lease run out (its worker died). An expired one that has
  * had `maxAttempts` claims already leaves the queue as `dead` instead, with the reason.
- * Ordering: only the earliest queued event of each resource key can be claimed, and none while another event of
- * that key holds a live lease, so events of one resource never run at once and run in the order received. (The
- * second rule matters when deliveries of one resource commit out of `seq` order: a later one may already run when
- * an earlier one becomes visible; the earlier one then waits for it.) A key whose head waits for a retry waits with it: later events of
- * that resource do not overtake. `SKIP LOCKED` lets workers claim side by side. Each claimed event comes with the
- * handlers that already completed for it, so a run needs no further query before its handlers start.
+ *
+ * Ordering is per (resource, handler). An event is claimed only while no event of its resource key holds a live
+ * lease (so events of one resource never run at once; this also covers deliveries of one resource that commit out of
+ * `seq` order: a later one may already run when an earlier one becomes visible, and the earlier one then waits for
+ * it), and only if every earlier queued event of its key is waiting for a retry, not due, with a known set of owed
+ * handlers (`owed`). Such an event comes with the union of those sets as `blockedHandlers`: the worker runs its other
+ * handlers now and leaves those for when the earlier events have settled them (completed, or given up). An earlier
+ * event that is due, or whose owed handlers are unknown (not run yet, or failed outside any handler), holds the whole
+ * key back, as before. `SKIP LOCKED` lets workers claim side by side. Each claimed event comes with the handlers that
+ * already settled it, so a run needs no further query before its handlers start.
  *
  * @example
  * const events = await claimEvents(store, { workerId: 'host:123', limit: 10, leaseMs: 60_000 });
@@ -62,7 +81,8 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
     received_at: Date | null;
     seq: string | number | bigint;
     buried: boolean;
-    completed: string[] | null;
+    runs: [handler: string, outcome: HandlerOutcome, error: string | null][] | null;
+    blocked: string[] | null;
   }>`
     with due as (
       select q.event_id, (q.lease_owner is not null and q.attempts >= ${maxAttempts}) as buried
@@ -72,7 +92,8 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
                select 1 from ${queue} other
                 where other.resource_key = q.resource_key
                   and other.event_id <> q.event_id
-                  and (other.seq < q.seq or (other.lease_owner is not null and other.run_at > now()))))
+                  and ((other.lease_owner is not null and other.run_at > now())
+                       or (other.seq < q.seq and (other.run_at <= now() or other.owed is null)))))
        order by q.run_at, q.seq
        limit ${options.limit}
        for update skip locked
@@ -81,10 +102,11 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
       update ${queue} q
          set lease_owner = ${options.workerId},
              attempts = q.attempts + 1,
+             parked = false,
              run_at = now() + make_interval(secs => ${options.leaseMs / 1000})
         from due
        where q.event_id = due.event_id and not due.buried
-      returning q.event_id, q.attempts, q.seq
+      returning q.event_id, q.attempts, q.seq, q.resource_key
     ),
     unqueued as (
       delete from ${queue} q using due where q.event_id = due.event_id and due.buried
@@ -102,10 +124,15 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
       returning e.event_id, e.event_type, e.attempts, e.seq
     )
     select e.event_id, e.event_type, e.resource_key, e.raw_body, l.attempts, e.received_at, l.seq, false as buried,
-           array(select r.handler from ${runs} r where r.event_id = e.event_id) as completed
+           -- Null for most events, which no handler has settled yet: one probe of the primary key.
+           (select json_agg(json_build_array(r.handler, r.outcome, r.error)) from ${runs} r where r.event_id = e.event_id) as runs,
+           -- Earlier queued events of the key are all waiting (the claim's condition): what they owe waits for them.
+           case when l.resource_key is not null then
+             array(select distinct h from ${queue} o cross join unnest(o.owed) h
+                    where o.resource_key = l.resource_key and o.seq < l.seq and o.owed is not null) end as blocked
       from leased l join ${events} e on e.event_id = l.event_id
     union all
-    select event_id, event_type, null, null, attempts, null, seq, true, null from buried
+    select event_id, event_type, null, null, attempts, null, seq, true, null, null from buried
   `.execute(store.db);
   const claimed: (ClaimedEvent & { seq: bigint })[] = [];
   for (const row of rows) {
@@ -118,7 +145,11 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
         rawBody: row.raw_body ?? '',
         attempt: row.attempts,
         receivedAt: row.received_at ?? new Date(0),
-        completedHandlers: row.completed ?? [],
+        completedHandlers: (row.runs ?? []).filter(([, outcome]) => outcome === 'done').map(([handler]) => handler),
+        givenUp: (row.runs ?? [])
+          .filter(([, outcome]) => outcome === 'dead')
+          .map(([handler, , error]) => ({ handler, error: error ?? 'gave up' })),
+        blockedHandlers: row.blocked ?? [],
         seq: BigInt(row.seq),
       });
   }

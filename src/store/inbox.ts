@@ -135,7 +135,10 @@ export interface StoredEvent {
 export interface StoredEventDetail extends StoredEvent {
   rawBody: string;
   headers: Record<string, string>;
+  /** Handlers that completed for it. */
   completedHandlers: string[];
+  /** Handlers that gave up on it (dead-lettered, or ran out of attempts): why the event is `dead`; replay runs them again. */
+  givenUpHandlers: string[];
 }
 
 /** Which events {@link countEventsByStatus} counts: all, or those of a state and/or a type. */
@@ -206,7 +209,7 @@ export async function listEvents(store: PayhooksDatabase, filter: ListEventsFilt
   return rows.map(toStoredEvent);
 }
 
-/** One stored event with its body, headers and the handlers that completed for it; undefined if absent. */
+/** One stored event with its body, headers and the handlers that completed for it or gave up; undefined if absent. */
 export async function getEvent(store: PayhooksDatabase, eventId: string): Promise<StoredEventDetail | undefined> {
   const row = await store.db
     .selectFrom('inbox_event_states')
@@ -216,12 +219,14 @@ export async function getEvent(store: PayhooksDatabase, eventId: string): Promis
   if (!row) return undefined;
   const runs = await store.db
     .selectFrom('handler_runs')
-    .select('handler')
+    .select(['handler', 'outcome'])
     .where('event_id', '=', eventId)
     .orderBy('completed_at')
+    .orderBy('handler')
     .execute();
   const rawBody = store.kind === 'pglite' && row.raw_body.startsWith('{') ? await exactRawBody(store, eventId, row.raw_body) : row.raw_body;
-  return { ...toStoredEvent(row), rawBody, headers: row.headers, completedHandlers: runs.map((run) => run.handler) };
+  const handlers = (outcome: string) => runs.filter((run) => run.outcome === outcome).map((run) => run.handler);
+  return { ...toStoredEvent(row), rawBody, headers: row.headers, completedHandlers: handlers('done'), givenUpHandlers: handlers('dead') };
 }
 
 const keepingBom = new TextDecoder('utf-8', { ignoreBOM: true });

@@ -36,7 +36,8 @@ function isEmpty(which: ReplaySelection): boolean {
  * completed (only the rest run), except for events already `done`, whose completion marks are cleared so
  * that a replay runs them again. Events being processed are left alone. One transaction; resolves to the
  * ids re-queued. With both `eventIds` and `status`, only those of the ids still in that state are re-queued
- * (how the CLI replays a state in batches without touching an event that left it meanwhile).
+ * (how the CLI replays a state in batches without touching an event that left it meanwhile). Handlers that gave up
+ * on an event (its dead letters) run again.
  *
  * @example
  * await replayEvents(store, { eventIds: ['evt_123'] });
@@ -55,7 +56,13 @@ export async function replayEvents(store: PayhooksDatabase, which: ReplaySelecti
     if (locked.length === 0) return [];
     const ids = locked.map((row) => row.event_id);
     const done = locked.filter((row) => row.status === 'done').map((row) => row.event_id);
-    if (done.length > 0) await trx.deleteFrom('handler_runs').where(sql<boolean>`event_id = any(${done}::text[])`).execute();
+    // Completion marks go for events that were done (every handler runs again); given-up marks go for every replayed
+    // event (the handlers that gave up run again; those that completed do not).
+    await trx
+      .deleteFrom('handler_runs')
+      .where(sql<boolean>`event_id = any(${ids}::text[])`)
+      .where((runs) => runs.or([runs('outcome', '=', 'dead'), sql<boolean>`event_id = any(${done}::text[])`]))
+      .execute();
     const rows = await trx
       .updateTable('inbox_events')
       .set({ status: 'pending', attempts: 0, next_attempt_at: sql`now()`, processed_at: null })
@@ -67,7 +74,7 @@ export async function replayEvents(store: PayhooksDatabase, which: ReplaySelecti
       insert into ${sql.id(store.schema, 'inbox_queue')} (event_id, seq, resource_key)
       select * from unnest(${rows.map((r) => r.event_id)}::text[], ${rows.map((r) => String(r.seq))}::bigint[],
                            ${rows.map((r) => r.resource_key)}::text[])
-      on conflict (event_id) do update set run_at = now(), attempts = 0 where inbox_queue.lease_owner is null
+      on conflict (event_id) do update set run_at = now(), attempts = 0, owed = null, parked = false where inbox_queue.lease_owner is null
     `.execute(trx);
     await sql`select pg_notify(${newEventChannel(store.schema)}, '')`.execute(trx);
     return rows.map((row) => row.event_id);

@@ -25,34 +25,56 @@ export type FinalStatus = 'done' | 'ignored' | 'invalid' | 'dead';
 export type Outcome =
   /** A handler completed: it will not run again for this event (also recorded without a lease). */
   | { kind: 'completed'; eventId: string; handler: string }
+  /**
+   * A handler gave up on the event (a dead letter, or the event's last attempt): it will not run again for it until a
+   * replay, whatever happens to the other handlers (also recorded without a lease).
+   */
+  | { kind: 'gaveUp'; eventId: string; handler: string; error: string }
   /** The event is finished: it leaves the queue in `status`. */
   | { kind: 'finished'; eventId: string; status: FinalStatus; lastError: string | null }
-  /** The event goes back to waiting, due after `delayMs`. */
-  | { kind: 'retry'; eventId: string; delayMs: number; lastError: string };
+  /**
+   * Handlers failed and will be retried: the event goes back to waiting, due after `delayMs`, owing `owed` (the
+   * failed handlers and those it could not run yet; null: every handler, when the failure was outside them).
+   */
+  | { kind: 'retry'; eventId: string; delayMs: number; lastError: string; owed: string[] | null }
+  /**
+   * Nothing failed, but `owed` could not run yet: an earlier event of the resource still owes them. The event goes
+   * back to waiting with its attempt given back, due when the earliest of those earlier events is, and at once when
+   * one of them settles a handler.
+   */
+  | { kind: 'park'; eventId: string; owed: string[]; lastError: string | null };
 
 /**
- * Records a batch of outcomes for `workerId` in one statement: completion marks, finished events (out of the queue,
- * their state, attempts and error onto the inbox row) and retries (back to waiting, with the error). A finish or
- * retry counts only while the event's lease is still this worker's: resolves to one boolean per outcome, false
- * where the lease had been lost (another worker took the event after it ran out). Marks are always recorded.
+ * Records a batch of outcomes for `workerId` in one statement: handler marks (completed or given up), finished events
+ * (out of the queue, their state, attempts and error onto the inbox row), retries and parks (back to waiting, with
+ * what they owe and the error). A finish, retry or park counts only while the event's lease is still this worker's:
+ * resolves to one boolean per outcome, false where the lease had been lost (another worker took the event after it
+ * ran out). Marks are always recorded.
+ *
+ * The later events of a resource that wait on an earlier one (parked) follow its outcome in the same statement: when it
+ * finishes, or settles one of the handlers it owed, they are due at once; when it is only retried, they wait for its
+ * next run rather than wake to find nothing they may run.
  *
  * @example
  * await recordOutcomes(store, 'host:1', [{ kind: 'finished', eventId: 'evt_1', status: 'done', lastError: null }]); // [true]
  */
 export async function recordOutcomes(store: PayhooksDatabase, workerId: string, outcomes: readonly Outcome[]): Promise<boolean[]> {
-  const marks = outcomes.filter((o) => o.kind === 'completed');
+  const marks = outcomes.filter((o) => o.kind === 'completed' || o.kind === 'gaveUp');
   const finished = outcomes.filter((o) => o.kind === 'finished');
-  const retries = outcomes.filter((o) => o.kind === 'retry');
+  const requeues = outcomes.filter((o) => o.kind === 'retry' || o.kind === 'park');
   const queue = sql.id(store.schema, 'inbox_queue');
   const events = sql.id(store.schema, 'inbox_events');
   const runs = sql.id(store.schema, 'handler_runs');
   const texts = (values: (string | null)[]) => sql`${values}::text[]`;
   // One statement whatever the mix, with its rows passed as arrays: the cost per event is a few rows, not a round trip.
-  const { rows } = await sql<{ event_id: string; kind: 'finished' | 'retry' }>`
+  // A requeue's owed set travels as a JSON array (arrays of arrays must be rectangular).
+  const { rows } = await sql<{ event_id: string; kind: 'finished' | 'requeued' }>`
     with marks as (
-      insert into ${runs} (event_id, handler)
-      select m.event_id, m.handler
-        from unnest(${texts(marks.map((m) => m.eventId))}, ${texts(marks.map((m) => m.handler))}) as m(event_id, handler)
+      insert into ${runs} (event_id, handler, outcome, error)
+      select m.event_id, m.handler, m.outcome, m.error
+        from unnest(${texts(marks.map((m) => m.eventId))}, ${texts(marks.map((m) => m.handler))},
+                    ${texts(marks.map((m) => (m.kind === 'gaveUp' ? 'dead' : 'done')))},
+                    ${texts(marks.map((m) => (m.kind === 'gaveUp' ? m.error : null)))}) as m(event_id, handler, outcome, error)
        where exists (select 1 from ${events} e where e.event_id = m.event_id)
       on conflict do nothing
     ),
@@ -63,7 +85,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
     released as (
       delete from ${queue} q using finished f
        where q.event_id = f.event_id and q.lease_owner = ${workerId}
-      returning q.event_id, q.attempts
+      returning q.event_id, q.attempts, q.resource_key, q.seq
     ),
     recorded as (
       update ${events} e
@@ -72,30 +94,68 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
        where e.event_id = r.event_id
       returning e.event_id
     ),
-    retries as (
-      select * from unnest(${texts(retries.map((r) => r.eventId))}, ${sql`${retries.map((r) => r.delayMs / 1000)}::float8[]`},
-                           ${texts(retries.map((r) => r.lastError))}) as r(event_id, delay_s, last_error)
+    requeues as (
+      select r.event_id, r.delay_s, r.last_error, r.parked,
+             case when r.owed is not null then array(select jsonb_array_elements_text(r.owed::jsonb)) end as owed
+        from unnest(${texts(requeues.map((r) => r.eventId))},
+                    ${sql`${requeues.map((r) => (r.kind === 'retry' ? r.delayMs / 1000 : 0))}::float8[]`},
+                    ${texts(requeues.map((r) => r.lastError))},
+                    ${sql`${requeues.map((r) => r.kind === 'park')}::boolean[]`},
+                    ${texts(requeues.map((r) => (r.owed === null ? null : JSON.stringify(r.owed))))})
+             as r(event_id, delay_s, last_error, parked, owed)
+    ),
+    -- What each requeued event owed before this run (the statement's snapshot): whether it settled a handler.
+    owed_before as (
+      select q.event_id, q.owed from ${queue} q join requeues r on r.event_id = q.event_id where q.lease_owner = ${workerId}
     ),
     requeued as (
       update ${queue} q
-         set lease_owner = null, run_at = now() + make_interval(secs => r.delay_s)
-        from retries r
+         set lease_owner = null,
+             owed = r.owed,
+             parked = r.parked,
+             -- A park ran nothing that failed: the attempt is given back, as for an event given back unstarted.
+             attempts = case when r.parked then greatest(q.attempts - 1, 0) else q.attempts end,
+             run_at = case
+               when not r.parked then now() + make_interval(secs => r.delay_s)
+               else coalesce((select min(o.run_at) from ${queue} o
+                               where o.resource_key = q.resource_key and o.seq < q.seq and o.lease_owner is null
+                                 and (o.owed is null or o.owed && r.owed)), now())
+             end
+        from requeues r
        where q.event_id = r.event_id and q.lease_owner = ${workerId}
-      returning q.event_id, q.attempts, q.run_at
+      returning q.event_id, q.attempts, q.run_at, q.resource_key, q.seq, q.owed
     ),
     noted as (
       update ${events} e
          set last_error = r.last_error, attempts = q.attempts, next_attempt_at = q.run_at
-        from requeued q join retries r on r.event_id = q.event_id
+        from requeued q join requeues r on r.event_id = q.event_id
        where e.event_id = q.event_id
       returning e.event_id
+    ),
+    -- Per key, the event whose outcome this is: did it settle any handler it owed (or leave the queue)?
+    settled as (
+      select resource_key, seq, true as progress, null::timestamptz as next_run from released where resource_key is not null
+      union all
+      select q.resource_key, q.seq, coalesce(b.owed is null or not (b.owed <@ q.owed), false), q.run_at
+        from requeued q join owed_before b on b.event_id = q.event_id
+       where q.resource_key is not null
+    ),
+    followers as (
+      update ${queue} p
+         set run_at = case when s.progress then least(p.run_at, now()) else greatest(p.run_at, s.next_run) end,
+             parked = not s.progress
+        from settled s
+       where p.resource_key = s.resource_key and p.seq > s.seq and p.owed is not null and p.parked and p.lease_owner is null
     )
     select event_id, 'finished' as kind from recorded
     union all
-    select event_id, 'retry' as kind from noted
+    select event_id, 'requeued' as kind from noted
   `.execute(store.db);
   const held = new Set(rows.map((row) => `${row.kind}:${row.event_id}`));
-  return outcomes.map((outcome) => outcome.kind === 'completed' || held.has(`${outcome.kind}:${outcome.eventId}`));
+  return outcomes.map((outcome) => {
+    if (outcome.kind === 'completed' || outcome.kind === 'gaveUp') return true;
+    return held.has(`${outcome.kind === 'finished' ? 'finished' : 'requeued'}:${outcome.eventId}`);
+  });
 }
 
 /**

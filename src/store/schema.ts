@@ -35,6 +35,13 @@ export interface InboxQueueTable {
   run_at: Timestamp;
   lease_owner: string | null;
   attempts: Generated<number>;
+  /**
+   * migrations/005: the handlers this event must still run before later events of its resource may run them; null
+   * (not run yet, replayed, or failed outside any handler) holds back every handler of the later events.
+   */
+  owed: ColumnType<string[] | null, string[] | null | undefined, string[] | null>;
+  /** migrations/005: waits only for earlier events of its resource; their outcomes move its `run_at`. */
+  parked: Generated<boolean>;
 }
 
 type NullableTimestamp = ColumnType<Date | null, never, never>;
@@ -62,11 +69,21 @@ export interface InboxEventStateView {
   seq: ColumnType<string, never, never>;
 }
 
-/** The `handler_runs` table: one row per handler that completed for an event. */
+/** How a handler settled an event: it completed, or it gave up (dead-lettered, or its attempts ran out). */
+export type HandlerOutcome = 'done' | 'dead';
+
+/**
+ * The `handler_runs` table: one row per handler that settled an event, so that it does not run again for it:
+ * completed (`done`), or gave up (`dead`, with the error; replay removes these).
+ */
 export interface HandlerRunTable {
   event_id: string;
   handler: string;
+  /** When it completed or gave up. */
   completed_at: Generated<Date>;
+  outcome: ColumnType<HandlerOutcome, HandlerOutcome | undefined, HandlerOutcome>;
+  /** Why it gave up; null when done. */
+  error: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** The Kysely database type of the payhooks schema. */

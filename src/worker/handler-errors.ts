@@ -1,7 +1,8 @@
 /**
- * Thrown by a handler when retrying cannot help (the target refused the request as malformed, say): the worker
- * does not spend the remaining attempts on it, and the event goes to `dead` once no other handler of it still
- * has a retry coming. Handlers that completed stay completed; `payhooks replay` runs only the rest.
+ * Thrown by a handler when retrying cannot help (the target refused the request as malformed, say): this handler
+ * gives up on the event and is not run for it again, while the event's other handlers go on (and are retried if
+ * they failed); the event ends `dead` once they are through. Handlers that completed stay completed;
+ * `payhooks replay` runs only the rest.
  *
  * @example
  * if (response.status === 400) throw new DeadLetterError(`the CRM refused the contact: ${await response.text()}`);
@@ -36,9 +37,24 @@ export interface HandlerFailure {
   error: unknown;
 }
 
+/** What the failures of one run mean for each failed handler; see {@link failureVerdict}. */
+export interface FailureVerdict {
+  /** Handlers that give up on the event: a {@link DeadLetterError}, or any failure on the last allowed attempt. */
+  givenUp: HandlerFailure[];
+  /** Handlers to run again for the event, after `delayMs`. */
+  retried: HandlerFailure[];
+  /** The wait before the retry (0 when nothing is retried). */
+  delayMs: number;
+}
+
 /**
- * What the failures of one run mean for the event: `dead` when every failure was a {@link DeadLetterError} (or
- * the attempts are used up), else a retry after the longest delay a handler asked for, or the backoff's.
+ * Sorts the failures of one run: each handler that threw a {@link DeadLetterError}, and every failure on the last
+ * allowed attempt, gives up (for this handler only: the event's other handlers go on); the rest are retried after
+ * the longest delay a handler asked for, or the backoff's, capped at `maxDelayMs`.
+ *
+ * @example
+ * failureVerdict([{ handler: 'forward:erp', error: new DeadLetterError('400') }], 1, 10, 500, 3_600_000)
+ * // { givenUp: [that failure], retried: [], delayMs: 0 }
  */
 export function failureVerdict(
   failures: readonly HandlerFailure[],
@@ -46,9 +62,11 @@ export function failureVerdict(
   maxAttempts: number,
   backoffDelayMs: number,
   maxDelayMs: number,
-): { kind: 'dead' } | { kind: 'retry'; delayMs: number } {
-  const retryable = failures.filter((f) => !(f.error instanceof DeadLetterError));
-  if (retryable.length === 0 || attempt >= maxAttempts) return { kind: 'dead' };
-  const asked = retryable.map((f) => (f.error instanceof RetryLaterError ? f.error.afterMs : 0));
-  return { kind: 'retry', delayMs: Math.min(maxDelayMs, Math.max(backoffDelayMs, ...asked)) };
+): FailureVerdict {
+  const lastAttempt = attempt >= maxAttempts;
+  const givenUp = failures.filter((f) => lastAttempt || f.error instanceof DeadLetterError);
+  const retried = failures.filter((f) => !givenUp.includes(f));
+  if (retried.length === 0) return { givenUp, retried, delayMs: 0 };
+  const asked = retried.map((f) => (f.error instanceof RetryLaterError ? f.error.afterMs : 0));
+  return { givenUp, retried, delayMs: Math.min(maxDelayMs, Math.max(backoffDelayMs, ...asked)) };
 }

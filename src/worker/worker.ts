@@ -17,7 +17,8 @@ import type { PayhooksTables } from '../store/schema.js';
 import { WORKER_DEFAULTS } from './defaults.js';
 import { eventRetryDelay, type BackoffOptions } from './retry-delay.js';
 import { vacuumQueue } from '../store/maintenance.js';
-import { failureVerdict, type HandlerFailure } from './handler-errors.js';
+import { DeadLetterError, failureVerdict, type HandlerFailure } from './handler-errors.js';
+import type { GivenUpHandler } from '../store/claim.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
 
 /** One run of one handler for one event, for metrics. */
@@ -149,6 +150,21 @@ const PREFETCH_HORIZON_MS = 1000;
 const QUEUE_VACUUM_EVERY = 10_000;
 /** Pause before writing an outcome again after the database failed to take it. */
 const OUTCOME_RETRY_MS = 1000;
+
+/**
+ * The `lastError` of a run: the failures of this run and the handlers that gave up on an earlier one. A single failure
+ * of this run reads as it was thrown; otherwise each is prefixed by its handler's name, so that the operator sees
+ * which sink failed or gave up. Null when there is none.
+ */
+function describeFailures(failures: readonly HandlerFailure[], givenUpBefore: readonly GivenUpHandler[]): string | null {
+  const only = failures.length === 1 && givenUpBefore.length === 0 ? failures[0] : undefined;
+  if (only) return describeThrown(only.error);
+  const parts = [
+    ...failures.map((f) => `${f.handler}: ${describeThrown(f.error)}`),
+    ...givenUpBefore.map((g) => `${g.handler}: ${g.error}`),
+  ];
+  return parts.length > 0 ? capText(parts.join('; ')) : null;
+}
 
 /**
  * Creates the worker loop: claim due events in batches, run their handlers on a p-queue, record outcomes in
@@ -379,12 +395,20 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         });
         return;
       }
-      const completed = new Set(event.completedHandlers);
-      // One handler's failure holds back no other: each runs, completions are recorded, and the failures decide
-      // the event's retry or death together afterwards (a sink down must not stall the mirror or another sink).
+      // Settled on an earlier attempt (completed, or given up): not run again.
+      const settled = new Set([...event.completedHandlers, ...event.givenUp.map((g) => g.handler)]);
+      // Owed by an earlier event of the resource: not run for this one until it has settled them (order per sink).
+      const blocked = new Set(event.blockedHandlers);
+      // One handler's failure holds back no other: each runs, completions are recorded, and each failure is then
+      // retried or given up for its own handler (a sink down must not stall the mirror or another sink).
       const failures: HandlerFailure[] = [];
+      const skipped: string[] = [];
       for (const handler of handlers) {
-        if (completed.has(handler.name)) continue;
+        if (settled.has(handler.name)) continue;
+        if (blocked.has(handler.name)) {
+          skipped.push(handler.name);
+          continue;
+        }
         if (!leaseHeld(entry, log)) return;
         const handlerLog = log.child({ handler: handler.name });
         const started = performance.now();
@@ -409,15 +433,9 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         }
       }
       if (entry.abort.signal.aborted) return;
-      if (failures.length > 0) {
-        recordFailures(entry, failures, log);
-        return;
-      }
-      finish('done', null, (stillHeld) => {
-        if (stillHeld) log.info('event processed');
-      });
+      settle(entry, failures, skipped, log);
     } catch (err) {
-      recordFailures(entry, [{ handler: '(worker)', error: err }], log);
+      recordWorkerFailure(entry, err, log);
     }
   }
 
@@ -470,29 +488,68 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     return markedInTransaction;
   }
 
-  function recordFailures(entry: InFlight, failures: HandlerFailure[], log: Logger): void {
+  /**
+   * Records how a run ended: given-up handlers marked, then the event retried (a handler failed and may be retried),
+   * parked (nothing failed, but handlers were left for an earlier event of the resource to settle), or finished:
+   * `dead` when any handler gave up, now or on an earlier attempt, else `done`.
+   */
+  function settle(entry: InFlight, failures: HandlerFailure[], skipped: string[], log: Logger): void {
     if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
-    const { eventId, attempt } = entry.event;
-    // One failure reads as before; several name their handlers, so each sink's error is told apart.
-    const message =
-      failures.length === 1
-        ? describeThrown(failures[0]?.error)
-        : capText(failures.map((f) => `${f.handler}: ${describeThrown(f.error)}`).join('; '));
-    const failed = failures.map((f) => f.handler);
-    const backoff = eventRetryDelay(attempt, options.backoff);
-    const verdict = failureVerdict(failures, attempt, maxAttempts, backoff, options.backoff?.maxMs ?? WORKER_DEFAULTS.backoff.maxMs);
-    if (verdict.kind === 'dead') {
-      record(entry, { kind: 'finished', eventId, status: 'dead', lastError: message });
+    const { eventId, attempt, givenUp: givenUpBefore } = entry.event;
+    const verdict = failureVerdict(
+      failures,
+      attempt,
+      maxAttempts,
+      eventRetryDelay(attempt, options.backoff),
+      options.backoff?.maxMs ?? WORKER_DEFAULTS.backoff.maxMs,
+    );
+    for (const { handler, error } of verdict.givenUp) {
+      void write(entry, { kind: 'gaveUp', eventId, handler, error: describeThrown(error) }).catch(() => undefined);
       log.error(
-        { failed },
-        attempt >= maxAttempts
-          ? `handler failed on the last of ${maxAttempts} attempts; event is dead (replay it once fixed)`
-          : 'handler gave up (DeadLetterError): retrying cannot help; event is dead (replay it once fixed)',
+        { handler },
+        error instanceof DeadLetterError
+          ? `handler ${handler} gave up on the event (DeadLetterError): retrying cannot help; it is not run for it again, and the event ends dead once its other handlers are through (replay it once fixed)`
+          : `handler ${handler} failed on the last of ${maxAttempts} attempts and gave up on the event; it ends dead once its other handlers are through (replay it once fixed)`,
       );
-    } else {
-      record(entry, { kind: 'retry', eventId, delayMs: verdict.delayMs, lastError: message });
-      log.warn({ failed, retryInMs: verdict.delayMs }, 'handler failed; will retry');
     }
+    const lastError = describeFailures(failures, givenUpBefore);
+    if (verdict.retried.length > 0) {
+      const owed = [...verdict.retried.map((f) => f.handler), ...skipped];
+      record(entry, { kind: 'retry', eventId, delayMs: verdict.delayMs, lastError: lastError ?? '', owed });
+      log.warn({ failed: verdict.retried.map((f) => f.handler), retryInMs: verdict.delayMs }, 'handler failed; will retry');
+      return;
+    }
+    if (skipped.length > 0) {
+      const earlier = `an earlier event of ${entry.event.resourceKey} at ${skipped.join(', ')}`;
+      record(entry, { kind: 'park', eventId, owed: skipped, lastError: lastError ?? `Waiting for ${earlier}.` });
+      log.info({ waitingFor: skipped }, `event waits for ${earlier}; its other handlers ran`);
+      return;
+    }
+    const dead = verdict.givenUp.length > 0 || givenUpBefore.length > 0;
+    record(entry, { kind: 'finished', eventId, status: dead ? 'dead' : 'done', lastError: dead ? lastError : null }, (stillHeld) => {
+      if (!stillHeld) return;
+      if (dead)
+        log.error(
+          { gaveUp: [...verdict.givenUp.map((f) => f.handler), ...givenUpBefore.map((g) => g.handler)] },
+          'event is dead: a handler gave up on it (the others completed); replay it once fixed',
+        );
+      else log.info('event processed');
+    });
+  }
+
+  /** A failure outside any handler: the whole event is retried (every handler of later events of its resource waits). */
+  function recordWorkerFailure(entry: InFlight, err: unknown, log: Logger): void {
+    if (entry.abort.signal.aborted) return;
+    const { eventId, attempt } = entry.event;
+    const lastError = describeThrown(err);
+    if (attempt >= maxAttempts) {
+      record(entry, { kind: 'finished', eventId, status: 'dead', lastError });
+      log.error({ err }, `running the event failed on the last of ${maxAttempts} attempts; event is dead (replay it once fixed)`);
+      return;
+    }
+    const delayMs = eventRetryDelay(attempt, options.backoff);
+    record(entry, { kind: 'retry', eventId, delayMs, lastError, owed: null });
+    log.warn({ err, retryInMs: delayMs }, 'running the event failed; will retry');
   }
 
   return {

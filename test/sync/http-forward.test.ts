@@ -62,7 +62,12 @@ async function scriptedTarget(script: { status: number; headers?: Record<string,
 
 async function handlersCompleted(hooks: Payhooks<ApiClient>, eventId: string): Promise<string[]> {
   const store = await hooks.ready();
-  const rows = await store.db.selectFrom('handler_runs').select('handler').where('event_id', '=', eventId).execute();
+  const rows = await store.db
+    .selectFrom('handler_runs')
+    .select('handler')
+    .where('event_id', '=', eventId)
+    .where('outcome', '=', 'done')
+    .execute();
   return rows.map((row) => row.handler).sort();
 }
 
@@ -251,6 +256,14 @@ describe.skipIf(!pgUrl)('dead letters per target, and replay', () => {
         /^DeadLetterError: POST http:\/\/127\.0\.0\.1:\d+\/ answered 400 Bad Request: \{"error":"unknown field invoice\.meta"\}/,
       );
       expect(await handlersCompleted(hooks, event.eventId)).toEqual(['forward:healthy']);
+      expect(dead?.givenUpHandlers).toEqual(['forward:broken']);
+      // What the operator reads: which sink gave up, beside those that completed.
+      const shown = await runCli(['events', 'show', event.eventId], { DATABASE_URL: pgUrl!, PAYHOOKS_SCHEMA: store.schema });
+      expect(JSON.parse(shown.stdout)).toMatchObject({
+        status: 'dead',
+        completedHandlers: ['forward:healthy'],
+        givenUpHandlers: ['forward:broken'],
+      });
 
       broken.answer({ status: 204 });
       const replay = await runCli(['replay', event.eventId], { DATABASE_URL: pgUrl!, PAYHOOKS_SCHEMA: store.schema });

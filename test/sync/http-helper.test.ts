@@ -173,31 +173,25 @@ describe('answers and requests the helper must not take whole or send as given',
   });
 });
 
-describe('what the failures of one run mean for the event', () => {
-  const fail = (error: unknown) => ({ handler: 'h', error });
+describe('what the failures of one run mean for each handler', () => {
+  const fail = (error: unknown, handler = 'h') => ({ handler, error });
 
-  it('dead letters only when no failure can be retried, or the attempts are used up', () => {
-    expect(failureVerdict([fail(new DeadLetterError('400'))], 1, 10, 500, 3_600_000)).toEqual({ kind: 'dead' });
-    expect(failureVerdict([fail(new DeadLetterError('400')), fail(new Error('timeout'))], 1, 10, 500, 3_600_000)).toEqual({
-      kind: 'retry',
-      delayMs: 500,
-    });
-    expect(failureVerdict([fail(new Error('timeout'))], 10, 10, 500, 3_600_000)).toEqual({ kind: 'dead' });
+  it('a dead letter gives up for its own handler only; on the last attempt every failure gives up', () => {
+    const refused = fail(new DeadLetterError('400'), 'forward:refusing');
+    const down = fail(new Error('timeout'), 'forward:down');
+    expect(failureVerdict([refused], 1, 10, 500, 3_600_000)).toEqual({ givenUp: [refused], retried: [], delayMs: 0 });
+    expect(failureVerdict([refused, down], 1, 10, 500, 3_600_000)).toEqual({ givenUp: [refused], retried: [down], delayMs: 500 });
+    expect(failureVerdict([refused, down], 10, 10, 500, 3_600_000)).toEqual({ givenUp: [refused, down], retried: [], delayMs: 0 });
   });
 
   it("waits at least the longest Retry-After asked for, at most the backoff's cap", () => {
-    expect(failureVerdict([fail(new RetryLaterError('429', { afterMs: 1000 })), fail(new Error('x'))], 2, 10, 300, 60_000)).toEqual({
-      kind: 'retry',
-      delayMs: 1000,
-    });
-    expect(failureVerdict([fail(new RetryLaterError('429', { afterMs: 86_400_000 }))], 2, 10, 300, 60_000)).toEqual({
-      kind: 'retry',
-      delayMs: 60_000,
-    });
-    expect(failureVerdict([fail(new RetryLaterError('429', { afterMs: 100 }))], 5, 10, 8000, 60_000)).toEqual({
-      kind: 'retry',
-      delayMs: 8000,
-    });
+    const delay = (failures: { handler: string; error: unknown }[], attempt: number, backoff: number, cap: number) =>
+      failureVerdict(failures, attempt, 10, backoff, cap).delayMs;
+    expect(delay([fail(new RetryLaterError('429', { afterMs: 1000 })), fail(new Error('x'))], 2, 300, 60_000)).toBe(1000);
+    expect(delay([fail(new RetryLaterError('429', { afterMs: 86_400_000 }))], 2, 300, 60_000)).toBe(60_000);
+    expect(delay([fail(new RetryLaterError('429', { afterMs: 100 }))], 5, 8000, 60_000)).toBe(8000);
+    // A dead letter's own wish does not delay the others.
+    expect(delay([fail(new DeadLetterError('400')), fail(new Error('x'))], 1, 300, 60_000)).toBe(300);
   });
 });
 

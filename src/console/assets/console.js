@@ -147,6 +147,7 @@ async function showEvent(eventId, focus, reveal = false) {
       ['processed', event.processedAt ? new Date(event.processedAt).toLocaleString() : '—'],
       ['resource', event.resourceKey || '—'],
       ['completed by', event.completedHandlers.join(', ') || '—'],
+      ['given up by', event.givenUpHandlers.join(', ') || '—'],
     ].flatMap(([term, value]) => [el('dt', {}, term), el('dd', { 'data-fact': term }, value)]),
   );
   $('detail-error').textContent = event.lastError || 'no error recorded';

@@ -1,0 +1,96 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { sql } from 'kysely';
+import { afterAll, describe, expect, it } from 'vitest';
+import { exampleEvent } from '../../src/events/index.js';
+import { createDefaultScheme } from '../../src/signature/index.js';
+import { openDatabase } from '../../src/store/database.js';
+import { collect, spawnCli } from '../helpers/cli.js';
+import { post, signedDelivery } from '../helpers/deliveries.js';
+import { pgUrl, uniqueSchema } from '../helpers/pg.js';
+import { dispose } from '../helpers/stores.js';
+import { waitFor } from '../helpers/wait.js';
+
+const scheme = createDefaultScheme({ secrets: 'split-secret' });
+
+/** Every JSON log line a process (and the children sharing its stdout) has written so far. */
+function logLines(child: ChildProcess): Record<string, unknown>[] {
+  const lines: Record<string, unknown>[] = [];
+  let partial = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    const text = partial + chunk.toString();
+    const complete = text.split('\n');
+    partial = complete.pop() ?? '';
+    for (const line of complete) {
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        // not a log line
+      }
+    }
+  });
+  return lines;
+}
+
+describe.skipIf(!pgUrl)('payhooks serve on PostgreSQL without --handlers', () => {
+  const schema = uniqueSchema('split');
+  const mirrorSchema = uniqueSchema('split_mirror');
+  afterAll(async () => {
+    const store = await openDatabase({ url: pgUrl!, schema });
+    await sql.raw(`drop schema if exists "${mirrorSchema}" cascade`).execute(store.db);
+    await dispose(store);
+  });
+
+  it('runs the mirror in its worker child: the process that acknowledges runs no handler, and the events are mirrored', {
+    timeout: 120_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-split-'));
+    const env = {
+      PAYHOOKS_WEBHOOK_SECRET: 'split-secret',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: pgUrl!,
+      PAYHOOKS_SCHEMA: schema,
+      PAYHOOKS_MIRROR_SCHEMA: mirrorSchema,
+    };
+    const serve = spawnCli(['serve'], env, dir);
+    const done = collect(serve, 110_000);
+    const lines = logLines(serve);
+    const store = await openDatabase({ url: pgUrl!, schema });
+    try {
+      // The worker child logs that it receives too, on a port of its own: the receiver is the line of serve's own pid.
+      await waitFor(() => lines.some((l) => l.pid === serve.pid && l.msg === 'payhooks is receiving webhooks'), 'serve to listen', 60_000);
+      const url = String(lines.find((l) => l.pid === serve.pid && l.msg === 'payhooks is receiving webhooks')?.url);
+      const events = ['cus_split_1', 'cus_split_2', 'cus_split_3'].map((id, i) => {
+        const base = exampleEvent('CUSTOMER_CREATED', { eventId: `evt_split_${i + 1}` });
+        return { ...base, data: { ...base.data, id } };
+      });
+      for (const event of events) expect((await post(url, signedDelivery(scheme, event))).status).toBe(200);
+
+      const mirrored = async () => {
+        const { rows } = await sql<{ id: string }>`select id from ${sql.id(mirrorSchema, 'customers')} order by id`
+          .execute(store.db)
+          .catch(() => ({ rows: [] }));
+        return rows.map((row) => row.id);
+      };
+      await waitFor(async () => (await mirrored()).length === 3, 'the three customers mirrored', 60_000);
+      expect(await mirrored()).toEqual(['cus_split_1', 'cus_split_2', 'cus_split_3']);
+      await waitFor(() => lines.filter((l) => l.msg === 'event processed').length === 3, 'three events processed');
+
+      const processed = lines.filter((l) => l.msg === 'event processed');
+      expect(processed.map((l) => l.eventId).sort()).toEqual(events.map((e) => e.eventId));
+      // Run by another process than the one that acknowledged, which runs no handler at all.
+      expect(processed.map((l) => l.pid).filter((pid) => pid === serve.pid)).toEqual([]);
+      expect(lines.some((l) => l.msg === 'worker process started')).toBe(true);
+      const metrics = await (await fetch(url.replace(/\/webhooks$/, '/metrics'))).text();
+      expect(metrics).not.toMatch(/^payhooks_handler_duration_seconds_count\{/m);
+      expect(metrics).toMatch(/payhooks_webhook_responses_total\{status="200"\} 3/);
+    } finally {
+      serve.kill('SIGTERM');
+      await store.close();
+    }
+    expect((await done).code).toBe(0);
+  });
+});
