@@ -47,7 +47,7 @@ import { type AdminHandlers, createAdminApi } from './console/admin-api.js';
 /** Worker settings of {@link PayhooksOptions}; see {@link WorkerOptions} for each default. */
 export type PayhooksWorkerOptions = Pick<
   WorkerOptions,
-  'workerId' | 'concurrency' | 'leaseMs' | 'handlerTimeoutMs' | 'maxAttempts' | 'pollIntervalMs' | 'backoff'
+  'workerId' | 'concurrency' | 'maxPrefetch' | 'leaseMs' | 'handlerTimeoutMs' | 'maxAttempts' | 'pollIntervalMs' | 'backoff'
 >;
 
 /** Options of {@link createPayhooks}; each default is the one the standalone service uses. */

@@ -4,6 +4,8 @@ import { LOGGER_DEFAULTS } from '../logger.js';
 import { parseSecretList } from '../signature/secret-list.js';
 import { DATABASE_DEFAULTS, isSchemaName } from '../store/database.js';
 import { DEFAULT_APP_SCHEMA } from '../store/migrate.js';
+import { workerOptionProblem } from '../sync/worker-config.js';
+import { WORKER_DEFAULTS } from '../worker/defaults.js';
 import { SERVICE_DEFAULTS } from './config.js';
 
 /** The commands whose environment is described here (`events …` subcommands share `events`). */
@@ -35,6 +37,32 @@ function blankIsUnset<S extends z.ZodType>(schema: S) {
 /** An issue message that quotes the value it refuses (only used for variables that hold no secret). */
 function refusing(expected: string) {
   return (issue: { input?: unknown }) => `${expected}, not ${JSON.stringify(issue.input)}`;
+}
+
+/**
+ * A number of the worker's, checked by the worker's own rule (so a variable and the file refuse the same values).
+ * Without a default here: unset leaves the configuration file's `worker` key, then `WORKER_DEFAULTS`, in charge.
+ */
+function workerNumber(option: 'concurrency' | 'maxAttempts' | 'handlerTimeoutMs') {
+  return blankIsUnset(
+    z
+      .string()
+      .trim()
+      .transform((text, ctx) => {
+        if (!/^\d+(\.\d+)?$/.test(text)) {
+          ctx.addIssue({ code: 'custom', message: `must be a number, not ${JSON.stringify(text)}` });
+          return z.NEVER;
+        }
+        const value = Number(text);
+        const problem = workerOptionProblem({ [option]: value });
+        if (problem) {
+          ctx.addIssue({ code: 'custom', message: problem.message.replace(/\.$/, '') });
+          return z.NEVER;
+        }
+        return value;
+      })
+      .optional(),
+  );
 }
 
 /**
@@ -142,6 +170,18 @@ const VARIABLES = {
     description:
       'turns on the operator console (/admin, /admin/api/): the bearer token it asks for: 32 or more random, visible ASCII characters (weak ones refused); unset: off (404)',
     secret: true,
+  }),
+  PAYHOOKS_WORKER_CONCURRENCY: variable(workerNumber('concurrency'), {
+    readBy: ['serve'],
+    description: `events the worker runs at once (overrides worker.concurrency of the config file; default ${WORKER_DEFAULTS.concurrency})`,
+  }),
+  PAYHOOKS_MAX_ATTEMPTS: variable(workerNumber('maxAttempts'), {
+    readBy: ['serve'],
+    description: `attempts before an event is dead (overrides worker.maxAttempts of the config file; default ${WORKER_DEFAULTS.maxAttempts})`,
+  }),
+  PAYHOOKS_HANDLER_TIMEOUT_MS: variable(workerNumber('handlerTimeoutMs'), {
+    readBy: ['serve'],
+    description: `ms a handler may run before it fails and its signal aborts (overrides worker.handlerTimeoutMs of the config file; default ${WORKER_DEFAULTS.handlerTimeoutMs})`,
   }),
   PAYHOOKS_LOG_LEVEL: variable(
     blankIsUnset(z.enum(LOG_LEVELS, { error: refusing(`must be one of ${LOG_LEVELS.join(', ')}`) }).default(LOGGER_DEFAULTS.level)),

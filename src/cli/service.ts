@@ -12,6 +12,9 @@ import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ApiClient } from '../client/index.js';
 import { budgetedClient } from './budgeted-client.js';
 import { loadSyncConfig, type SyncConfig } from '../sync/config.js';
+import type { ServiceWorkerOptions } from '../sync/worker-config.js';
+import { WORKER_DEFAULTS } from '../worker/defaults.js';
+import { workerSettings } from '../worker/worker.js';
 import { registerMirror } from '../sync/mirror/mirror-sink.js';
 import { type RegisteredSinks, registerSinks } from '../sync/sinks.js';
 import { type PeriodicReconcile, startPeriodicReconcile } from '../sync/periodic-reconcile.js';
@@ -55,6 +58,7 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
   const role = options.role ?? 'all';
   // Read before anything opens: a bad configuration file stops the start with every bad key listed.
   const config = await loadSyncConfig({ explicitPath: env.PAYHOOKS_CONFIG, mirrorSchema: env.PAYHOOKS_MIRROR_SCHEMA });
+  const workerOptions = serviceWorkerOptions(config, env);
   const receiving = role !== 'worker';
   if (receiving && !env.PAYHOOKS_WEBHOOK_SECRET?.length) {
     throw new Error(
@@ -90,6 +94,7 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     logger,
     api,
     observe: metrics.observe,
+    worker: workerOptions,
   });
   const store = await hooks.ready();
   budgeted?.bind(store);
@@ -105,7 +110,10 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
     const mirror = working && mirrorRuns(config, options.register !== undefined);
     if (mirror) await registerMirror(hooks, { schema: config.mirror.schema, eventTypes: config.mirror.eventTypes });
     if (working) sinks = await registerSinks(hooks, config, { mirrorSchema: mirror ? config.mirror.schema : undefined, logger });
-    if (working) reportWhatRuns(logger, config, { userHandlers, mirror, api: api !== undefined, sinks: sinks?.descriptions ?? [] });
+    if (working) {
+      const worker = { ...workerSettings(workerOptions), backoff: workerOptions.backoff };
+      reportWhatRuns(logger, config, { userHandlers, mirror, api: api !== undefined, sinks: sinks?.descriptions ?? [], worker });
+    }
     if (working && hooks.handlerCount === 0) {
       logger.warn(
         'no handlers are registered (--handlers <module>) and the mirror is off in the configuration: the worker is not started, and stored events stay pending until one is',
@@ -231,6 +239,22 @@ export async function startService(givenEnv: ServiceEnv, logger: Logger, options
 }
 
 /**
+ * The worker's options of `serve`: the configuration file's `worker` key, each variable overriding its key
+ * (PAYHOOKS_WORKER_CONCURRENCY, PAYHOOKS_MAX_ATTEMPTS, PAYHOOKS_HANDLER_TIMEOUT_MS). A worker child reads the same
+ * environment and file, so it runs with the same settings.
+ */
+export function serviceWorkerOptions(
+  config: Pick<SyncConfig, 'worker'>,
+  env: Pick<ServiceEnv, 'PAYHOOKS_WORKER_CONCURRENCY' | 'PAYHOOKS_MAX_ATTEMPTS' | 'PAYHOOKS_HANDLER_TIMEOUT_MS'>,
+): ServiceWorkerOptions {
+  const fromEnv: ServiceWorkerOptions = {};
+  if (env.PAYHOOKS_WORKER_CONCURRENCY !== undefined) fromEnv.concurrency = env.PAYHOOKS_WORKER_CONCURRENCY;
+  if (env.PAYHOOKS_MAX_ATTEMPTS !== undefined) fromEnv.maxAttempts = env.PAYHOOKS_MAX_ATTEMPTS;
+  if (env.PAYHOOKS_HANDLER_TIMEOUT_MS !== undefined) fromEnv.handlerTimeoutMs = env.PAYHOOKS_HANDLER_TIMEOUT_MS;
+  return { ...config.worker, ...fromEnv };
+}
+
+/**
  * Whether the Postgres mirror runs: as the configuration file says, and without a word there, when serve has no
  * handlers of its own (so that `payhooks serve` alone syncs, and an app's handlers are not joined by a mirror
  * nobody asked for).
@@ -243,8 +267,16 @@ export function mirrorRuns(config: SyncConfig, hasHandlers: boolean): boolean {
 function reportWhatRuns(
   logger: Logger,
   config: SyncConfig,
-  runs: { userHandlers: number; mirror: boolean; api: boolean; sinks: string[] },
+  runs: {
+    userHandlers: number;
+    mirror: boolean;
+    api: boolean;
+    sinks: string[];
+    worker: { concurrency: number; maxAttempts: number; handlerTimeoutMs: number; backoff: ServiceWorkerOptions['backoff'] };
+  },
 ): void {
+  const { concurrency, maxAttempts, handlerTimeoutMs } = runs.worker;
+  const backoff = { ...WORKER_DEFAULTS.backoff, ...runs.worker.backoff };
   const parts = [
     runs.userHandlers ? `${runs.userHandlers} handler${runs.userHandlers === 1 ? '' : 's'} of --handlers` : null,
     runs.mirror
@@ -259,8 +291,14 @@ function reportWhatRuns(
       mirror: runs.mirror ? config.mirror.schema : false,
       sinks: runs.sinks.length,
       reconcileEvery: config.reconcile.every ?? null,
+      concurrency,
+      maxAttempts,
+      handlerTimeoutMs,
+      backoff,
     },
-    parts.length ? `running: ${parts.join(', ')}` : 'running: nothing (no handlers, mirror off, no sinks)',
+    parts.length
+      ? `running: ${parts.join(', ')}; ${concurrency} at once, up to ${maxAttempts} attempts each`
+      : 'running: nothing (no handlers, mirror off, no sinks)',
   );
 }
 

@@ -11,6 +11,7 @@ import { type Connector, isConnector } from './connector.js';
 import { FORWARD_LIMITS, type ForwardTarget, forwardHeaderProblem, ratePerSecondProblem } from './http-forward.js';
 import { urlCredentialsProblem } from './http-helper.js';
 import { MIRROR_DEFAULTS } from './mirror/mirror-sink.js';
+import { type ServiceWorkerOptions, workerConfigSchema } from './worker-config.js';
 
 /** The file names `serve`, `backfill` and `reconcile` look for in the working directory, in this order. */
 export const CONFIG_FILE_NAMES = ['payhooks.config.js', 'payhooks.config.mjs', 'payhooks.config.json'] as const;
@@ -172,6 +173,8 @@ export const syncConfigSchema = z.strictObject({
   brokers: z.array(z.discriminatedUnion('kind', [rabbitMqSchema, natsSchema])).optional(),
   /** Connectors made with defineConnector (docs/sinks.md#connectors). */
   connectors: z.array(connectorEntry).optional(),
+  /** The worker of `serve`: `WORKER_DEFAULTS`' names, durations in ms (docs/configuration.md#the-worker-of-serve). */
+  worker: workerConfigSchema.optional(),
 });
 export type SyncConfigFile = z.infer<typeof syncConfigSchema>;
 
@@ -186,6 +189,8 @@ export interface SyncConfig {
   forward: ForwardTarget[];
   brokers: BrokerConfig[];
   connectors: Connector[];
+  /** The worker's options the file sets (the rest default to `WORKER_DEFAULTS`); serve's variables override them. */
+  worker: ServiceWorkerOptions;
 }
 
 /** A broker of the configuration file, with its name and secrets resolved. */
@@ -309,6 +314,7 @@ export async function loadSyncConfig(
       endpointId: file.reconcile?.endpointId,
     },
     ...sinks,
+    worker: file.worker ?? {},
   };
 }
 

@@ -2,7 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { mirrorRuns } from '../../src/cli/service.js';
+import { readEnv } from '../../src/cli/env.js';
+import { mirrorRuns, serviceWorkerOptions } from '../../src/cli/service.js';
 import { ConfigError, DURATION_RANGES, loadSyncConfig } from '../../src/sync/config.js';
 import { runCli } from '../helpers/cli.js';
 
@@ -18,6 +19,7 @@ describe('the sync configuration file', () => {
       forward: [],
       brokers: [],
       connectors: [],
+      worker: {},
     });
     expect(mirrorRuns(config, false)).toBe(true);
     expect(mirrorRuns(config, true)).toBe(false);
@@ -273,6 +275,68 @@ describe('the sync configuration file', () => {
     expect((error as Error).message).toBe(
       `payhooks: The configuration file ${join(dir, 'payhooks.config.mjs')} did not finish loading within 300ms: a top-level await in it ` +
         '(or in a module it imports) has not settled. Export the object itself, and connect to services in connectors, not while the file loads.',
+    );
+  });
+});
+
+describe('the worker key of the configuration file', () => {
+  const load = async (worker: unknown) => {
+    const dir = folder();
+    const path = join(dir, 'payhooks.config.json');
+    writeFileSync(path, JSON.stringify({ worker }));
+    return loadSyncConfig({ cwd: dir }).catch((err: unknown) => err);
+  };
+
+  it("takes WORKER_DEFAULTS' names, durations in ms; unset keys are left to the defaults", async () => {
+    const worker = {
+      concurrency: 2,
+      maxPrefetch: 0,
+      maxAttempts: 3,
+      handlerTimeoutMs: 5000,
+      leaseMs: 20_000,
+      pollIntervalMs: 250,
+      backoff: { baseMs: 200, maxMs: 400 },
+    };
+    expect(((await load(worker)) as { worker: unknown }).worker).toEqual(worker);
+    expect(((await load({ maxAttempts: 5 })) as { worker: unknown }).worker).toEqual({ maxAttempts: 5 });
+  });
+
+  it.each([
+    [{ concurrency: 0 }, 'worker.concurrency: must be a whole number of at least 1, not 0.'],
+    [{ maxAttempts: 2.5 }, 'worker.maxAttempts: must be a whole number of at least 1, not 2.5.'],
+    [{ maxPrefetch: -1 }, 'worker.maxPrefetch: must be a whole number of at least 0, not -1.'],
+    [{ handlerTimeoutMs: 0 }, 'worker.handlerTimeoutMs: must be a positive number of milliseconds, not 0.'],
+    [{ pollIntervalMs: -5 }, 'worker.pollIntervalMs: must be a positive number of milliseconds, not -5.'],
+    [
+      { handlerTimeoutMs: 30_000, leaseMs: 30_000 },
+      'worker.leaseMs: leaseMs (30000) must be longer than handlerTimeoutMs (30000), or another worker could take an event while its handler still runs.',
+    ],
+    [{ backoff: { baseMs: 0 } }, 'worker.backoff.baseMs: must be a positive number of milliseconds, not 0.'],
+    [{ backoff: { baseMs: 1000, maxMs: 500 } }, 'worker.backoff.maxMs: (500) must not be shorter than baseMs (1000): it caps every delay.'],
+    [{ concurrency: '4' }, 'worker.concurrency: Invalid input: expected number, received string'],
+    [{ retries: 3 }, 'worker: Unrecognized key: "retries"'],
+    [{ backoff: { base: 100 } }, 'worker.backoff: Unrecognized key: "base"'],
+  ])('refuses %j, naming the key: %s', async (worker, line) => {
+    const error = await load(worker);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toContain(`  - ${line}`);
+  });
+
+  it('serve: each variable overrides its key of the file, and is checked by the same rule', () => {
+    const config = { worker: { concurrency: 2, maxAttempts: 3, backoff: { baseMs: 200 } } };
+    expect(serviceWorkerOptions(config, readEnv('serve', {}))).toEqual(config.worker);
+    const env = readEnv('serve', { PAYHOOKS_WORKER_CONCURRENCY: '8', PAYHOOKS_MAX_ATTEMPTS: ' 5 ', PAYHOOKS_HANDLER_TIMEOUT_MS: '1500' });
+    expect(serviceWorkerOptions(config, env)).toEqual({ concurrency: 8, maxAttempts: 5, handlerTimeoutMs: 1500, backoff: { baseMs: 200 } });
+    expect(serviceWorkerOptions(config, readEnv('serve', { PAYHOOKS_MAX_ATTEMPTS: '' }))).toEqual(config.worker);
+    expect(() =>
+      readEnv('serve', { PAYHOOKS_WORKER_CONCURRENCY: '0', PAYHOOKS_MAX_ATTEMPTS: 'ten', PAYHOOKS_HANDLER_TIMEOUT_MS: '-1' }),
+    ).toThrow(
+      [
+        'Invalid environment:',
+        '  - PAYHOOKS_WORKER_CONCURRENCY must be a whole number of at least 1, not 0',
+        '  - PAYHOOKS_MAX_ATTEMPTS must be a number, not "ten"',
+        '  - PAYHOOKS_HANDLER_TIMEOUT_MS must be a number, not "-1"',
+      ].join('\n'),
     );
   });
 });
