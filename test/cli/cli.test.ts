@@ -31,7 +31,9 @@ describe("a newcomer's path on the embedded database", () => {
       // Listened for from the start: a line is only seen by listeners attached before it is printed.
       const [running, ready] = [waitForLog(serve, /^running: /), waitForLog(serve, /receiving webhooks/)];
       const mirrored = waitForLog(serve, /^mirrored$/, 60_000);
-      expect((await running).msg).toBe("running: the Postgres mirror in schema payhooks_mirror (events' own snapshots)");
+      expect((await running).msg).toBe(
+        "running: the Postgres mirror in schema payhooks_mirror (events' own snapshots); 4 at once, up to 10 attempts each",
+      );
       const url = String((await ready).url);
 
       // The README's snippet, as a user would type it.

@@ -61,7 +61,9 @@ describe('payhooks serve with sinks in payhooks.config.json', () => {
     const forwarded = waitForLog(serve, /^forwarded$/, 60_000);
     try {
       // The query string may hold a token: the log names the target without it.
-      expect((await running).msg).toMatch(/^running: HTTP forward erp to http:\/\/127\.0\.0\.1:\d+\/inbound$/);
+      expect((await running).msg).toMatch(
+        /^running: HTTP forward erp to http:\/\/127\.0\.0\.1:\d+\/inbound; 4 at once, up to 10 attempts each$/,
+      );
       const url = String((await ready).url);
       const sender = createDefaultScheme({ secrets: 'whsec_sender' });
       const paid = exampleEvent('INVOICE_PAID', { eventId: 'evt_serve_forward' });
