@@ -160,6 +160,7 @@ export async function recordCollection(
   eventId: string,
   acceptUnexpected: boolean,
 ): Promise<'paid' | 'mismatch' | 'unexpected' | null> {
+  if (collected.paymentId) await lockPayment(db, collected.paymentId);
   const existing = await db.selectFrom('charges').selectAll().where('invoice_id', '=', collected.invoiceId).forUpdate().executeTakeFirst();
   if (existing && existing.status !== 'expected') return null;
   const aftermath = collected.paymentId ? await paymentAftermath(db, collected.paymentId) : { disputed: false, refunded: 0 };
@@ -208,6 +209,16 @@ async function paymentAftermath(db: DirectDebitDb, paymentId: string): Promise<{
     .where('status', 'not in', ['FAILED', 'CANCELED'])
     .executeTakeFirstOrThrow();
   return { disputed: dispute !== undefined, refunded: Number(refunds.total) };
+}
+
+/**
+ * Serialises, until the transaction ends, the handlers that write one payment's charge, refunds and disputes.
+ * Without it a refund recorded while its payment's collection commits is lost: the refund's update of the charge
+ * matches no row yet (the charge gets its payment id only when the collection commits), and the collection read
+ * the refunds before the refund committed. Two keys: the templates' own namespace, then the payment.
+ */
+export async function lockPayment(db: DirectDebitDb, paymentId: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtext('payhooks:direct-debit'), hashtext(${paymentId}))`.execute(db);
 }
 
 /** Brings a charge's `disputed` and `refunded_amount` up to date from the disputes and refunds of its payment. */

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { WebhookEvent } from 'payhooks';
-import { refreshChargeOfPayment } from './collections.js';
+import { lockPayment, refreshChargeOfPayment } from './collections.js';
 import type { DirectDebitDb } from './tables.js';
 
 const STAGE = { DISPUTE_CREATED: 0, DISPUTE_RESPONSE_CREATED: 1, DISPUTE_RESOLVED: 2 } as const;
@@ -26,6 +26,7 @@ export async function recordDispute(
     lost_reason: dispute.lostReason ?? null,
   };
   const { id: _id, ...update } = row;
+  await lockPayment(db, payment.id);
   await db
     .insertInto('disputes')
     .values(row)
@@ -55,6 +56,7 @@ export async function recordRefund(db: DirectDebitDb, event: WebhookEvent<'PAYME
     reason: refund.customRefundReason ?? null,
   };
   const { id: _id, ...update } = row;
+  await lockPayment(db, payment.id);
   await db
     .insertInto('refunds')
     .values(row)
