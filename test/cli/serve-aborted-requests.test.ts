@@ -14,7 +14,7 @@ import { collect, spawnCli, waitForLog } from '../helpers/cli.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { dispose } from '../helpers/stores.js';
 
-/** Every route serve answers, plus one it does not. */
+/** Every route serve answers, plus two it does not (one under the console's prefix). */
 const PATHS = [
   '/webhooks',
   '/admin',
@@ -22,7 +22,7 @@ const PATHS = [
   '/admin/api/events/evt_abort',
   '/admin/api/events/evt_abort/replay',
   '/admin/api/replay',
-  '/admin/api/inbox',
+  '/admin/api/no-such-route',
   '/admin/api/stats',
   '/healthz',
   '/readyz',
@@ -100,7 +100,9 @@ async function sweep(database: { DATABASE_URL: string } & Record<string, string>
 const consoleToken = randomBytes(32).toString('base64url');
 
 describe('payhooks serve outlives requests reset mid-body, on every route', () => {
-  it('embedded database, console off (the command line route only)', { timeout: 120_000 }, () => sweep({ DATABASE_URL: '' }, undefined));
+  it("embedded database, console off (only the command line's session routes)", { timeout: 120_000 }, () =>
+    sweep({ DATABASE_URL: '' }, undefined),
+  );
   it('embedded database, console on', { timeout: 120_000 }, () => sweep({ DATABASE_URL: '' }, consoleToken));
 
   describe.skipIf(!pgUrl)('PostgreSQL', () => {
