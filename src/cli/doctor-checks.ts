@@ -2,7 +2,7 @@ import { adminTokenWeakness } from '../console/token.js';
 import { createDefaultScheme } from '../signature/default-scheme.js';
 import type { MigrationFile } from '../store/migrate.js';
 import { countOf } from './format.js';
-import { EnvironmentError, type EnvOf, type EnvVariable, readEnv, variablesOf } from './env.js';
+import { EnvironmentError, type EnvOf, type EnvVariable, readEnv, variablesOf } from '../service/environment.js';
 
 // The verdicts of `payhooks doctor` that need no network, database or file: each takes what was read and says
 // ok, warn or fail, with what to do. The command (doctor-command.ts) does the reading.

@@ -41,9 +41,9 @@ import {
   scrubbed,
   secretVerdict,
 } from './doctor-checks.js';
-import { environmentHelp } from './env.js';
+import { environmentHelp } from '../service/environment.js';
 import { countOf, printableJson } from './format.js';
-import { readServeSession } from './serve-session.js';
+import { readServeSession } from '../service/serve-session.js';
 import type { ServiceRole } from './service.js';
 import {
   DEFAULT_SESSION_DIR,
@@ -53,7 +53,7 @@ import {
   sessionFilePath,
   type SimulatorSession,
   SimulatorSessionError,
-} from './simulator-session.js';
+} from '../service/simulator-session.js';
 
 /** How long doctor waits for each thing it asks, so that it always ends in seconds whatever is down. */
 export const DOCTOR_TIMEOUTS = {

@@ -8,7 +8,7 @@ import { createLogger } from '../logger.js';
 import { readMigrations, migrateApp } from '../store/migrate.js';
 import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
-import { ENV_COMMANDS, type EnvCommand, type EnvOf, environmentHelp, readEnv } from './env.js';
+import { ENV_COMMANDS, type EnvCommand, type EnvOf, environmentHelp, readEnv } from '../service/environment.js';
 import { addDoctorCommand } from './doctor-command.js';
 import { addEventsCommands } from './events-command.js';
 import { addInitCommand } from './init-command.js';

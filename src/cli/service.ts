@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ApiClient } from '../client/index.js';
-import { budgetedClient } from './budgeted-client.js';
+import { budgetedClient } from '../service/budgeted-client.js';
 import { loadSyncConfig, type SyncConfig } from '../sync/config.js';
 import type { ServiceWorkerOptions } from '../sync/worker-config.js';
 import { WORKER_DEFAULTS } from '../worker/defaults.js';
@@ -22,9 +22,9 @@ import { parseDuration } from '../internal/duration.js';
 import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhooks.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { countEventsNeedingAttention } from '../store/attention-counts.js';
-import { SERVICE_DEFAULTS, type ServiceEnv } from './config.js';
-import { newLocalToken, removeServeSession, writeServeSession } from './serve-session.js';
-import { withSimulatorSession } from './session-env.js';
+import { SERVICE_DEFAULTS, type ServiceEnv } from '../service/service-defaults.js';
+import { newLocalToken, removeServeSession, writeServeSession } from '../service/serve-session.js';
+import { withSimulatorSession } from '../service/session-env.js';
 
 /** A running standalone service. */
 export interface RunningService {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.js';
-import { writeSimulatorSession } from '../../src/cli/simulator-session.js';
+import { writeSimulatorSession } from '../../src/service/simulator-session.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { openDatabase } from '../../src/store/database.js';
 import { migrate, readMigrations } from '../../src/store/migrate.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { readServiceEnv } from '../../src/cli/env.js';
+import { readServiceEnv } from '../../src/service/environment.js';
 import { startService } from '../../src/cli/service.js';
 import { exampleEvent } from '../../src/events/index.js';
 import { openDatabase } from '../../src/store/database.js';

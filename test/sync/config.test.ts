@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readEnv } from '../../src/cli/env.js';
+import { readEnv } from '../../src/service/environment.js';
 import { mirrorRuns, serviceWorkerOptions } from '../../src/cli/service.js';
 import { ConfigError, DURATION_RANGES, loadSyncConfig } from '../../src/sync/config.js';
 import { runCli } from '../helpers/cli.js';

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ServiceEnv } from './config.js';
+import type { ServiceEnv } from './service-defaults.js';
 import {
   DEFAULT_SESSION_DIR,
   displayPath,
