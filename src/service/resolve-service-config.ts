@@ -207,7 +207,7 @@ function ruleProblems(
       createClient({ apiKey: env.PAYHOOKS_API_KEY, baseUrl: env.PAYHOOKS_API_URL, rateLimit: false, maxRetries: 0 });
     } catch (err) {
       if (!(err instanceof ApiInputError)) throw err;
-      const reason = err.message.replace(/^Invalid client options: /, '');
+      const reason = PayhooksError.describe(err).replace(/^Invalid client options: /, '');
       problems.push({ key: 'PAYHOOKS_API_KEY', message: `PAYHOOKS_API_KEY is refused by the API client: ${reason}` });
     }
   }
