@@ -151,7 +151,12 @@ function workerOf(file: ServiceWorkerOptions, env: Partial<ServiceEnv>, problems
   if (env.PAYHOOKS_HANDLER_TIMEOUT_MS !== undefined) options.handlerTimeoutMs = env.PAYHOOKS_HANDLER_TIMEOUT_MS;
   const { backoff: _backoff, ...checked } = options;
   const problem = workerOptionProblem(checked);
-  if (problem) problems.push({ key: 'worker', message: `worker.${problem.option} ${problem.message.replace(/\.$/, '')}` });
+  if (problem) {
+    problems.push({
+      key: 'worker',
+      message: `worker.${problem.option} (the file's worker key with the PAYHOOKS_… variables over it): ${problem.message}`,
+    });
+  }
   return options;
 }
 

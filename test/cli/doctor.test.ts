@@ -165,7 +165,9 @@ describe('payhooks doctor on an embedded database', () => {
     );
     expect(checks['webhook-secret']?.summary).toMatch(/holds no secret \(only commas and spaces\)/);
     // Refused as serve refuses it (resolveServiceConfig, by the API client's rule), in the same words.
-    expect(checks['api-key']?.summary).toMatch(/^PAYHOOKS_API_KEY is refused by the API client: apiKey must be a secret key starting with sk_/);
+    expect(checks['api-key']?.summary).toMatch(
+      /^PAYHOOKS_API_KEY is refused by the API client: apiKey must be a secret key starting with sk_/,
+    );
     // The client refuses to send a pk_ key at all, so no API line follows the key's.
     expect(checks.api).toBeUndefined();
     expect(checks.console?.summary).toMatch(/PAYHOOKS_ADMIN_TOKEN is too weak: it repeats a few characters/);
