@@ -143,7 +143,7 @@ export async function runDoctor(
 function doctorEnvOf(checked: ServiceConfigCheck): DoctorEnv {
   const problems: DoctorEnv['problems'] = {};
   for (const { key, message } of checked.problems) {
-    if (key === 'config' || key === 'worker' || key === '--role') continue;
+    if (key === 'config' || key === 'worker') continue;
     problems[key] = problems[key] ? `${problems[key]}; ${message}` : message;
   }
   return { env: checked.env, problems };

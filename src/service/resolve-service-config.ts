@@ -34,7 +34,9 @@ export interface ServiceConfigSources {
 
 /** One bad value: `key` names where it was given (a variable, a key of the file, a flag), `message` what is wrong. */
 export interface ServiceConfigProblem {
-  key: EnvVariable | 'config' | 'worker' | '--role';
+  key: EnvVariable | 'config' | 'worker';
+  /** `variable`: a variable's own value; `file`: the configuration file; `rule`: a rule across values. */
+  kind: 'variable' | 'file' | 'rule';
   message: string;
 }
 
@@ -90,12 +92,12 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
     try {
       sync = await loadSyncConfig({ explicitPath: sources.file ?? env.PAYHOOKS_CONFIG, mirrorSchema: env.PAYHOOKS_MIRROR_SCHEMA, cwd });
     } catch (err) {
-      problems.push({ key: 'config', message: PayhooksError.describe(err).replace(/^payhooks: /, '') });
+      problems.push({ key: 'config', kind: 'file', message: PayhooksError.describe(err).replace(/^payhooks: /, '') });
     }
   }
   const worker = sync ? workerOf(sync.worker, env, problems) : undefined;
 
-  if (!env.PAYHOOKS_WEBHOOK_SECRET?.length && sources.simulatorSession !== false && problems.length === 0) {
+  if (!env.PAYHOOKS_WEBHOOK_SECRET?.length && sources.simulatorSession !== false) {
     const dir = resolve(cwd, sources.simulatorSession ?? DEFAULT_SESSION_DIR);
     env = await withSimulatorSession(env as ServiceEnv, sources.logger ?? createLogger({ level: 'silent' }), dir);
   }
@@ -132,7 +134,7 @@ function readEachVariable(source: Readonly<Record<string, string | undefined>>, 
       env[name] = (readEnv('serve', { [name]: source[name] }) as Record<string, unknown>)[name];
     } catch (err) {
       if (!(err instanceof EnvironmentError)) throw err;
-      problems.push({ key: name, message: err.problems[0] ?? `${name} is not valid` });
+      problems.push({ key: name, kind: 'variable', message: err.problems[0] ?? `${name} is not valid` });
     }
   }
   // Each value came out of its own variable's schema just above.
@@ -154,6 +156,7 @@ function workerOf(file: ServiceWorkerOptions, env: Partial<ServiceEnv>, problems
   if (problem) {
     problems.push({
       key: 'worker',
+      kind: 'file',
       message: `worker.${problem.option} (the file's worker key with the PAYHOOKS_… variables over it): ${problem.message}`,
     });
   }
@@ -174,6 +177,7 @@ function ruleProblems(
       const onlyCommas = (source.PAYHOOKS_WEBHOOK_SECRET ?? '').trim() !== '';
       problems.push({
         key: 'PAYHOOKS_WEBHOOK_SECRET',
+        kind: 'rule',
         message: onlyCommas
           ? 'PAYHOOKS_WEBHOOK_SECRET holds no secret (only commas and spaces): give the endpoint signing secret (comma-separated during a rotation).'
           : 'PAYHOOKS_WEBHOOK_SECRET is not set: give the endpoint signing secret (comma-separated during a rotation), or run payhooks simulate --forward-to URL in this folder first.',
@@ -184,6 +188,7 @@ function ruleProblems(
       } catch (err) {
         problems.push({
           key: 'PAYHOOKS_WEBHOOK_SECRET',
+          kind: 'rule',
           message: `PAYHOOKS_WEBHOOK_SECRET is refused by the default scheme: ${PayhooksError.describe(err).replace(/^payhooks: /, '')}`,
         });
       }
@@ -195,6 +200,7 @@ function ruleProblems(
   if (weakness) {
     problems.push({
       key: 'PAYHOOKS_ADMIN_TOKEN',
+      kind: 'rule',
       message: `PAYHOOKS_ADMIN_TOKEN is too weak: ${weakness}. Unset it to turn the console off.`,
     });
   }
@@ -202,6 +208,7 @@ function ruleProblems(
     if (env.PAYHOOKS_API_URL === undefined) {
       problems.push({
         key: 'PAYHOOKS_API_URL',
+        kind: 'rule',
         message:
           "PAYHOOKS_API_URL is not set: with PAYHOOKS_API_KEY, the client needs the service's address (the spec publishes none). Set it, or unset PAYHOOKS_API_KEY.",
       });
@@ -213,22 +220,17 @@ function ruleProblems(
     } catch (err) {
       if (!(err instanceof ApiInputError)) throw err;
       const reason = PayhooksError.describe(err).replace(/^Invalid client options: /, '');
-      problems.push({ key: 'PAYHOOKS_API_KEY', message: `PAYHOOKS_API_KEY is refused by the API client: ${reason}` });
+      problems.push({ key: 'PAYHOOKS_API_KEY', kind: 'rule', message: `PAYHOOKS_API_KEY is refused by the API client: ${reason}` });
     }
   }
 }
 
 /** Every problem as the service refuses them: the variables together, as every command lists them, then the rest. */
 function describeProblems(problems: readonly ServiceConfigProblem[]): string {
-  const variables = problems.filter((p) => p.key !== 'config' && p.key !== 'worker' && !isRule(p));
-  const rest = problems.filter((p) => !variables.includes(p));
+  const variables = problems.filter((p) => p.kind === 'variable');
+  const rest = problems.filter((p) => p.kind !== 'variable');
   const parts: string[] = [];
   if (variables.length) parts.push(`Invalid environment:\n${variables.map((p) => `  - ${p.message}`).join('\n')}`);
   parts.push(...rest.map((p) => p.message));
   return parts.join('\n');
-}
-
-/** A rule's problem reads as a sentence that names its variable first; a variable's own, as `NAME must …`. */
-function isRule(problem: ServiceConfigProblem): boolean {
-  return /^[A-Z_]+ (is not set|is too weak|is refused|holds no secret)/.test(problem.message);
 }
