@@ -8,7 +8,7 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^payhooks$/, replacement: source('./src/index.ts') },
-      { find: /^payhooks\/(client|sync|simulator|testing)$/, replacement: source('./src/$1/index.ts') },
+      { find: /^payhooks\/(client|sync|service|simulator|testing)$/, replacement: source('./src/$1/index.ts') },
       { find: /^payhooks\/handlers\/direct-debit$/, replacement: source('./handlers/direct-debit/index.ts') },
     ],
   },

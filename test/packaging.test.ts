@@ -15,6 +15,7 @@ const specifiers = {
   '.': 'payhooks',
   './client': 'payhooks/client',
   './sync': 'payhooks/sync',
+  './service': 'payhooks/service',
   './simulator': 'payhooks/simulator',
   './testing': 'payhooks/testing',
   './handlers/direct-debit': 'payhooks/handlers/direct-debit',

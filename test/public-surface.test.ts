@@ -22,11 +22,12 @@ function sourceOf(target: string): string {
 }
 
 describe('package.json exports', () => {
-  it('has the root, client, sync, simulator, testing and direct-debit template entries, and package.json', () => {
+  it('has the root, client, sync, service, simulator, testing and direct-debit template entries, and package.json', () => {
     expect(Object.keys(pkg.exports)).toEqual([
       '.',
       './client',
       './sync',
+      './service',
       './simulator',
       './testing',
       './handlers/direct-debit',

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Command } from 'commander';
 import { createLogger } from '../logger.js';
 import type { PayhooksDatabase } from '../store/database.js';
-import { budgetedClient } from './budgeted-client.js';
+import { budgetedClient } from '../service/budgeted-client.js';
 import {
   BACKFILL_DEFAULTS,
   BACKFILL_RESOURCES,

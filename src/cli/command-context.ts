@@ -1,4 +1,4 @@
-import type { EnvCommand, EnvOf } from './env.js';
+import type { EnvCommand, EnvOf } from '../service/environment.js';
 
 /** What a command module needs from the program: where to print, and the environment it reads. */
 export interface CommandContext {

@@ -1,8 +1,7 @@
-import { adminTokenWeakness } from '../console/token.js';
-import { createDefaultScheme } from '../signature/default-scheme.js';
+import type { RecordedMigrations } from '../store/database-answers.js';
 import type { MigrationFile } from '../store/migrate.js';
 import { countOf } from './format.js';
-import { EnvironmentError, type EnvOf, type EnvVariable, readEnv, variablesOf } from './env.js';
+import type { EnvOf, EnvVariable } from '../service/environment.js';
 
 // The verdicts of `payhooks doctor` that need no network, database or file: each takes what was read and says
 // ok, warn or fail, with what to do. The command (doctor-command.ts) does the reading.
@@ -20,30 +19,11 @@ export interface CheckResult {
   fix?: string | undefined;
 }
 
-/** The environment as `serve` reads it, variable by variable, so that one bad variable does not hide the rest. */
+/** The environment as `serve`'s resolution read it (checkServiceConfig), and its problems by the variable they name. */
 export interface DoctorEnv {
   env: Partial<EnvOf<'serve'>>;
   /** The problem of each variable the table refuses, worded as every command words it. */
   problems: Partial<Record<EnvVariable, string>>;
-}
-
-/**
- * Reads every variable `serve` reads through the one table in env.ts, each on its own: doctor reports a bad
- * variable on the line of the check it belongs to instead of stopping at the first.
- */
-export function readDoctorEnv(source: Readonly<Record<string, string | undefined>>): DoctorEnv {
-  const env: Record<string, unknown> = {};
-  const problems: Partial<Record<EnvVariable, string>> = {};
-  for (const name of variablesOf('serve')) {
-    try {
-      env[name] = (readEnv('serve', { [name]: source[name] }) as Record<string, unknown>)[name];
-    } catch (err) {
-      if (!(err instanceof EnvironmentError)) throw err;
-      problems[name] = err.problems[0] ?? `${name} is not valid`;
-    }
-  }
-  // Each value came out of its own variable's schema just above.
-  return { env: env as Partial<EnvOf<'serve'>>, problems };
 }
 
 /** The problems of some variables as one sentence, or undefined when they have none. */
@@ -92,13 +72,6 @@ export function describeError(err: unknown): string {
     return text.replace(/^payhooks: /, '');
   }
   return String(err);
-}
-
-/** What `schema_migrations` (or the mirror's table) holds, as read without changing anything. */
-export interface RecordedMigrations {
-  /** False when the table does not exist: nothing was ever applied there. */
-  present: boolean;
-  rows: readonly { name: string; checksum: string }[];
 }
 
 const MIGRATE_FIX = 'run payhooks migrate (serve also applies them when it starts)';
@@ -152,28 +125,12 @@ const SECRET_CHECK = 'webhook-secret';
 const KEY_SHAPE = /^sk_(test|live)_\S+$/;
 
 /**
- * The verdict on the secrets of PAYHOOKS_WEBHOOK_SECRET, by the default scheme's rules (docs/signatures.md):
- * any non-empty text is a secret, commas separate several during a rotation, white space around each and empty
- * entries are dropped. What the scheme itself refuses is a failure; a list that would verify but looks like a
- * mistake is a warning.
+ * The verdict on secrets serve accepts (docs/signatures.md): a list that would verify but looks like a mistake is a
+ * warning.
  */
 export function secretVerdict(secrets: readonly string[]): CheckResult {
-  if (secrets.length === 0) {
-    return fail(
-      SECRET_CHECK,
-      'PAYHOOKS_WEBHOOK_SECRET holds no secret (only commas and spaces), so serve refuses to start',
-      "set it to the endpoint's signing secret (GET /v1/webhooks/{id}/secret), two separated by a comma during a rotation",
-    );
-  }
-  try {
-    createDefaultScheme({ secrets });
-  } catch (err) {
-    return fail(
-      SECRET_CHECK,
-      `the default scheme refuses PAYHOOKS_WEBHOOK_SECRET: ${describeError(err)}`,
-      "set it to the endpoint's signing secret",
-    );
-  }
+  // What serve refuses (an empty list for a receiving role, a secret the scheme refuses) is resolveServiceConfig's.
+  if (secrets.length === 0) return ok(SECRET_CHECK, 'PAYHOOKS_WEBHOOK_SECRET holds no secret (serve --role worker needs none)');
   const count = secrets.length === 1 ? 'one secret' : `${secrets.length} secrets (a rotation: each delivery may match any)`;
   if (new Set(secrets).size < secrets.length) {
     return warn(SECRET_CHECK, `${count}, one of them twice`, 'list each secret once: the new one first, then the old one');
@@ -212,24 +169,17 @@ export function apiKeyVerdict(key: string | undefined, from: string): CheckResul
   const match = KEY_SHAPE.exec(key);
   if (match) return ok(KEY_CHECK, `${keyLabel(key)} (${match[1] === 'live' ? 'production' : 'staging'}) from ${from}`);
   const publishable = key.startsWith('pk_') ? ', and starts with pk_: a publishable key cannot call the API' : '';
-  return fail(
+  // The client (and so serve) refuses only what is not an sk_ key at all; that is a problem of the resolution.
+  return warn(
     KEY_CHECK,
     `the key from ${from} is not of the form sk_test_… or sk_live_… (it has ${countOf(key.length, 'character')}${/\s/.test(key) ? ', some of them white space' : ''}${publishable})`,
     "set PAYHOOKS_API_KEY to the organization's secret key: sk_live_… for production, sk_test_… for staging",
   );
 }
 
-/** The verdict on PAYHOOKS_ADMIN_TOKEN, by the rule serve applies before it turns the console on. */
+/** The console line for a token serve accepts (a weak one is refused by resolveServiceConfig). */
 export function consoleVerdict(token: string | undefined): CheckResult {
   if (token === undefined) return ok('console', 'off: PAYHOOKS_ADMIN_TOKEN is not set, so /admin answers 404');
-  const weakness = adminTokenWeakness(token);
-  if (weakness) {
-    return fail(
-      'console',
-      `PAYHOOKS_ADMIN_TOKEN is too weak (${weakness}), so serve refuses to start`,
-      'choose another token as the reason says, or unset PAYHOOKS_ADMIN_TOKEN to turn the console off',
-    );
-  }
   return ok('console', `on: /admin asks for PAYHOOKS_ADMIN_TOKEN (${countOf(token.length, 'character')})`);
 }
 

@@ -1,7 +1,6 @@
 import { accessSync, constants, existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { type Command, Option } from 'commander';
-import { sql } from 'kysely';
 import {
   ApiConnectionError,
   ApiInputError,
@@ -14,13 +13,11 @@ import {
   RateLimitError,
   ServerError,
 } from '../client/index.js';
-import { within } from '../internal/within.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
 import { realDataDir } from '../store/real-data-dir.js';
 import { openDatabase, type PayhooksDatabase } from '../store/database.js';
 import { MIRROR_MIGRATIONS_DIR, type MigrationFile, readMigrations } from '../store/migrate.js';
-import { quoteIdent } from '../store/quote-ident.js';
-import { ConfigError, loadSyncConfig, type SyncConfig } from '../sync/config.js';
+import { recordedMigrations, selectOne } from '../store/database-answers.js';
 import { MIRROR_DEFAULTS } from '../sync/mirror/mirror-sink.js';
 import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
@@ -36,15 +33,14 @@ import {
   migrationsVerdict,
   notCreatedMigrations,
   problemsOf,
-  readDoctorEnv,
-  type RecordedMigrations,
   scrubbed,
   secretVerdict,
 } from './doctor-checks.js';
-import { environmentHelp } from './env.js';
+import { environmentHelp } from '../service/environment.js';
 import { countOf, printableJson } from './format.js';
-import { readServeSession } from './serve-session.js';
-import type { ServiceRole } from './service.js';
+import { readServeSession } from '../service/serve-session.js';
+import { checkServiceConfig, type ServiceConfigCheck, type ServiceConfigProblem } from '../service/resolve-service-config.js';
+import type { ServiceRole } from '../service/service-config.js';
 import {
   DEFAULT_SESSION_DIR,
   displayPath,
@@ -53,7 +49,7 @@ import {
   sessionFilePath,
   type SimulatorSession,
   SimulatorSessionError,
-} from './simulator-session.js';
+} from '../service/simulator-session.js';
 
 /** How long doctor waits for each thing it asks, so that it always ends in seconds whatever is down. */
 export const DOCTOR_TIMEOUTS = {
@@ -61,7 +57,6 @@ export const DOCTOR_TIMEOUTS = {
   databaseQueryMs: 5000,
   apiMs: 3000,
   sessionMs: 2000,
-  configMs: 10_000,
 } as const;
 
 /** The options of `payhooks doctor`. */
@@ -116,13 +111,15 @@ export async function runDoctor(
   options: { role?: ServiceRole; cwd?: string } = {},
 ): Promise<DoctorReport> {
   const cwd = options.cwd ?? process.cwd();
-  const doctorEnv = readDoctorEnv(source);
+  const role = options.role ?? 'all';
+  // serve's own resolution decides what is refused; doctor puts each problem on its check's line, then probes.
+  const checked = await checkServiceConfig({ env: source, cwd, flags: { role } });
+  const doctorEnv = doctorEnvOf(checked);
   const { env, problems } = doctorEnv;
-  const config = await configCheck(doctorEnv, cwd);
-  const mirrorSchema = config.sync?.mirror.schema ?? env.PAYHOOKS_MIRROR_SCHEMA ?? MIRROR_DEFAULTS.schema;
+  const mirrorSchema = checked.sync?.mirror.schema ?? env.PAYHOOKS_MIRROR_SCHEMA ?? MIRROR_DEFAULTS.schema;
   const [database, [secret, api]] = await Promise.all([
     databaseChecks(doctorEnv, mirrorSchema, cwd),
-    secretAndApiChecks(doctorEnv, options.role ?? 'all', cwd),
+    secretAndApiChecks(doctorEnv, role, cwd),
   ]);
   const checks = [
     environmentCheck(doctorEnv, cwd),
@@ -130,16 +127,40 @@ export async function runDoctor(
     secret,
     ...api,
     problems.PAYHOOKS_ADMIN_TOKEN
-      ? { check: 'console', status: 'fail' as const, summary: problems.PAYHOOKS_ADMIN_TOKEN, fix: 'set a valid token, or unset it' }
+      ? {
+          check: 'console',
+          status: 'fail' as const,
+          summary: problems.PAYHOOKS_ADMIN_TOKEN,
+          fix: 'choose another token as the reason says, or unset PAYHOOKS_ADMIN_TOKEN to turn the console off',
+        }
       : consoleVerdict(env.PAYHOOKS_ADMIN_TOKEN),
-    config.result,
+    configCheck(checked),
   ];
   return { ok: checks.every((check) => check.status !== 'fail'), checks };
 }
 
+/** The problems of serve's resolution by the variable they name; the file's go on the config line. */
+function doctorEnvOf(checked: ServiceConfigCheck): DoctorEnv {
+  const problems: DoctorEnv['problems'] = {};
+  for (const { key, message } of checked.problems) {
+    if (key === 'config' || key === 'worker') continue;
+    problems[key] = problems[key] ? `${problems[key]}; ${message}` : message;
+  }
+  return { env: checked.env, problems };
+}
+
 /** The variables no other check covers: where serve listens, its log level, the app's migrations. */
 function environmentCheck({ env, problems }: DoctorEnv, cwd: string): CheckResult {
-  const problem = problemsOf(problems, ['PORT', 'HOST', 'PAYHOOKS_LOG_LEVEL', 'PAYHOOKS_APP_SCHEMA', 'PAYHOOKS_APP_MIGRATIONS']);
+  const problem = problemsOf(problems, [
+    'PORT',
+    'HOST',
+    'PAYHOOKS_LOG_LEVEL',
+    'PAYHOOKS_APP_SCHEMA',
+    'PAYHOOKS_APP_MIGRATIONS',
+    'PAYHOOKS_WORKER_CONCURRENCY',
+    'PAYHOOKS_MAX_ATTEMPTS',
+    'PAYHOOKS_HANDLER_TIMEOUT_MS',
+  ]);
   if (problem)
     return {
       check: 'environment',
@@ -168,49 +189,27 @@ function environmentCheck({ env, problems }: DoctorEnv, cwd: string): CheckResul
   };
 }
 
-async function configCheck({ env, problems }: DoctorEnv, cwd: string): Promise<{ result: CheckResult; sync?: SyncConfig }> {
-  const problem = problemsOf(problems, ['PAYHOOKS_CONFIG', 'PAYHOOKS_MIRROR_SCHEMA']);
-  if (problem) return { result: { check: 'config', status: 'fail', summary: problem, fix: 'correct the variables named' } };
-  const loading = loadSyncConfig({ explicitPath: env.PAYHOOKS_CONFIG, mirrorSchema: env.PAYHOOKS_MIRROR_SCHEMA, cwd });
-  // A module that never settles must not keep doctor waiting; its failure, should it come later, is not news.
-  loading.catch(() => undefined);
-  let sync: SyncConfig | 'timeout';
-  try {
-    sync = await within(loading, DOCTOR_TIMEOUTS.configMs);
-  } catch (err) {
-    // ConfigError puts each bad key on a line of its own; the report keeps to one line per check.
-    const [head = '', ...keys] = describeError(err)
+function configCheck({ problems, sync }: ServiceConfigCheck): CheckResult {
+  const found = problems.filter((p: ServiceConfigProblem) =>
+    ['config', 'worker', 'PAYHOOKS_CONFIG', 'PAYHOOKS_MIRROR_SCHEMA'].includes(p.key),
+  );
+  if (found.length || !sync) {
+    // The file's error puts each bad key on a line of its own; the report keeps to one line per check.
+    const [head = '', ...keys] = found
+      .map((p) => p.message)
+      .join('\n')
       .split('\n')
       .map((line) => line.trim().replace(/^- /, ''))
       .filter(Boolean);
     return {
-      result: {
-        check: 'config',
-        status: 'fail',
-        summary: keys.length ? `${head} ${keys.join('; ')}` : head,
-        fix:
-          err instanceof ConfigError
-            ? 'correct the file (docs/configuration.md#the-sync-configuration-file); serve, backfill and reconcile refuse it as it is'
-            : 'make the configuration module load without throwing',
-      },
+      check: 'config',
+      status: 'fail',
+      summary: keys.length ? `${head} ${keys.join('; ')}` : head || 'the configuration file was not read',
+      fix: 'correct the file (docs/configuration.md#the-sync-configuration-file) or the variables named; serve, backfill and reconcile refuse it as it is',
     };
   }
-  if (sync === 'timeout') {
-    return {
-      result: {
-        check: 'config',
-        status: 'fail',
-        summary: `the configuration file did not finish loading within ${DOCTOR_TIMEOUTS.configMs / 1000} s`,
-        fix: 'make its module load without waiting on anything',
-      },
-    };
-  }
-  if (!sync.path) {
-    return {
-      result: { check: 'config', status: 'ok', summary: 'no configuration file (payhooks.config.js, .mjs or .json): the defaults apply' },
-      sync,
-    };
-  }
+  if (!sync.path)
+    return { check: 'config', status: 'ok', summary: 'no configuration file (payhooks.config.js, .mjs or .json): the defaults apply' };
   const parts = [
     `mirror ${sync.mirror.enabled === undefined ? 'when serve has no --handlers' : sync.mirror.enabled ? 'on' : 'off'} (schema ${sync.mirror.schema})`,
     countOf(sync.forward.length, 'forward target'),
@@ -218,7 +217,7 @@ async function configCheck({ env, problems }: DoctorEnv, cwd: string): Promise<{
     countOf(sync.connectors.length, 'connector'),
   ];
   if (sync.reconcile.every) parts.push(`reconcile every ${sync.reconcile.every}`);
-  return { result: { check: 'config', status: 'ok', summary: `${displayPath(sync.path)} is valid: ${parts.join(', ')}` }, sync };
+  return { check: 'config', status: 'ok', summary: `${displayPath(sync.path)} is valid: ${parts.join(', ')}` };
 }
 
 /** The database line, then the migrations lines when the database could be opened (or does not exist yet). */
@@ -245,7 +244,7 @@ async function databaseChecks({ env, problems }: DoctorEnv, mirrorSchema: string
         connectionTimeoutMs: DOCTOR_TIMEOUTS.databaseConnectMs,
         queryTimeoutMs: DOCTOR_TIMEOUTS.databaseQueryMs,
       });
-      await sql`select 1`.execute(store.db.withoutPlugins());
+      await selectOne(store);
       return [
         { check: 'database', status: 'ok', summary: `PostgreSQL at ${label} answers` },
         ...(await migrationChecks(store, mirrorSchema, files, secrets)),
@@ -405,16 +404,6 @@ async function migrationChecks(
   return results;
 }
 
-/** What a migrations table records, read with selects only: doctor never applies anything. */
-async function recordedMigrations(store: PayhooksDatabase, schema: string, table: string): Promise<RecordedMigrations> {
-  const db = store.db.withoutPlugins();
-  const name = `${quoteIdent(schema)}.${quoteIdent(table)}`;
-  const { rows: found } = await sql<{ present: boolean }>`select to_regclass(${name}) is not null as present`.execute(db);
-  if (!found[0]?.present) return { present: false, rows: [] };
-  const { rows } = await sql<{ name: string; checksum: string }>`select name, checksum from ${sql.raw(name)} order by name`.execute(db);
-  return { present: true, rows };
-}
-
 function passwordOf(url: string): string | undefined {
   try {
     const password = new URL(url).password;
@@ -432,10 +421,14 @@ async function secretAndApiChecks(doctorEnv: DoctorEnv, role: ServiceRole, cwd: 
   const { env } = doctorEnv;
   let secret: CheckResult;
   let session: SimulatorSession | undefined;
+  // Whether the secret is refused is serve's resolution's to say; the lines below add what doctor finds out.
+  const problem = doctorEnv.problems.PAYHOOKS_WEBHOOK_SECRET;
+  const refused = (summary: string): CheckResult => ({ check: 'webhook-secret', status: 'fail', summary, fix: SET_SECRET });
   if (env.PAYHOOKS_WEBHOOK_SECRET !== undefined) {
-    secret = secretVerdict(env.PAYHOOKS_WEBHOOK_SECRET);
+    secret = problem ? refused(problem) : secretVerdict(env.PAYHOOKS_WEBHOOK_SECRET);
   } else {
     ({ secret, session } = await sessionSecret(role, cwd));
+    if (problem && secret.status !== 'fail') secret = refused(problem);
   }
   const apiFromSession = session !== undefined && env.PAYHOOKS_API_KEY === undefined && env.PAYHOOKS_API_URL === undefined;
   const key = apiFromSession ? session?.apiKey : env.PAYHOOKS_API_KEY;
@@ -446,14 +439,16 @@ async function secretAndApiChecks(doctorEnv: DoctorEnv, role: ServiceRole, cwd: 
   return [secret, await apiChecks(doctorEnv, key, url, from)];
 }
 
+const SET_SECRET =
+  "set it to the endpoint's signing secret (GET /v1/webhooks/{id}/secret), two separated by a comma during a rotation, or run payhooks simulate --forward-to URL in this folder";
+
 async function sessionSecret(role: ServiceRole, cwd: string): Promise<{ secret: CheckResult; session?: SimulatorSession }> {
   const check = 'webhook-secret';
   const dir = join(cwd, DEFAULT_SESSION_DIR);
   const file = displayPath(sessionFilePath(dir));
   const unneeded = role === 'worker';
   const notSet = unneeded ? 'PAYHOOKS_WEBHOOK_SECRET is not set (serve --role worker needs none)' : 'PAYHOOKS_WEBHOOK_SECRET is not set';
-  const setIt =
-    "set PAYHOOKS_WEBHOOK_SECRET to the endpoint's signing secret (GET /v1/webhooks/{id}/secret), or run payhooks simulate --forward-to URL in this folder";
+  const setIt = SET_SECRET;
   let session: SimulatorSession | undefined;
   try {
     session = await readSimulatorSession(dir);

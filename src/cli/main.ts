@@ -8,7 +8,7 @@ import { createLogger } from '../logger.js';
 import { readMigrations, migrateApp } from '../store/migrate.js';
 import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
-import { ENV_COMMANDS, type EnvCommand, type EnvOf, environmentHelp, readEnv } from './env.js';
+import { ENV_COMMANDS, type EnvCommand, type EnvOf, environmentHelp, readEnv } from '../service/environment.js';
 import { addDoctorCommand } from './doctor-command.js';
 import { addEventsCommands } from './events-command.js';
 import { addInitCommand } from './init-command.js';
@@ -17,7 +17,10 @@ import { addBackfillCommand } from './backfill-command.js';
 import { addReconcileCommand } from './reconcile-command.js';
 import { addReplayCommand } from './replay-command.js';
 import { stdio } from './output.js';
-import { startService, type ServiceRole } from './service.js';
+import { deserializeServiceConfig, SERVICE_CONFIG_VARIABLE } from '../service/config-transfer.js';
+import { resolveServiceConfig } from '../service/resolve-service-config.js';
+import type { ServiceRole } from '../service/service-config.js';
+import { startService } from '../service/start-service.js';
 import { loadHandlers } from './load-handlers.js';
 import { runSimulate, simulateOptionParsers, type SimulateCommandOptions } from './simulate-command.js';
 import { flowsHelp, runTrigger, type TriggerCommandOptions } from './trigger-command.js';
@@ -89,12 +92,17 @@ function buildProgram(print: (text: string) => void): Command {
       'with --role all on PostgreSQL, run the handlers, the mirror and the sinks in this process instead of a worker child process (a CPU-bound handler or a stalled sink then delays acknowledgements)',
     )
     .action(async (opts: { role: ServiceRole; handlers?: string; singleProcess?: boolean }) => {
-      const env = ctx.env('serve');
-      const logger = createLogger({ level: env.PAYHOOKS_LOG_LEVEL });
+      const logger = createLogger({ level: ctx.env('serve').PAYHOOKS_LOG_LEVEL });
+      // A worker child runs with what its parent resolved, instead of reading the environment and the file again.
+      const handed = opts.role === 'worker' ? process.env[SERVICE_CONFIG_VARIABLE] : undefined;
+      delete process.env[SERVICE_CONFIG_VARIABLE];
+      const config = handed
+        ? await deserializeServiceConfig(handed)
+        : await resolveServiceConfig({ env: process.env, flags: { role: opts.role }, logger });
       const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
-      const split = splitsWorker(opts, env.DATABASE_URL !== undefined);
-      const service = await startService(env, logger, { role: split ? 'receiver' : opts.role, register });
-      const worker = split ? startWorkerProcess(opts.handlers ? ['--handlers', opts.handlers] : [], logger) : undefined;
+      const split = splitsWorker(opts, config.database.url !== undefined);
+      const service = await startService(config, { logger, role: split ? 'receiver' : opts.role, register });
+      const worker = split ? startWorkerProcess(config, opts.handlers ? ['--handlers', opts.handlers] : [], logger) : undefined;
       const close = async () => {
         await Promise.all([service.close(), worker?.stop(WORKER_DEFAULTS.stopTimeoutMs)]);
       };

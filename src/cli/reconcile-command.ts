@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createLogger } from '../logger.js';
-import { budgetedClient } from './budgeted-client.js';
+import { budgetedClient } from '../service/budgeted-client.js';
 import { parseSince } from '../sync/backfill.js';
 import { loadSyncConfig } from '../sync/config.js';
 import { RECONCILE_DEFAULTS, reconcile, type ReconcileReport } from '../sync/reconcile.js';

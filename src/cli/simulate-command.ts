@@ -16,7 +16,7 @@ import {
   sessionFilePath,
   writeSimulatorSession,
   type SimulatorSession,
-} from './simulator-session.js';
+} from '../service/simulator-session.js';
 import { untilSignal } from './until-signal.js';
 
 /** The key `simulate --forward-to` registers with and writes to the session file (the simulator takes any sk_test_ key). */

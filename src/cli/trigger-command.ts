@@ -5,8 +5,14 @@ import { parseSecretList } from '../signature/index.js';
 import { flowFor, isFlowName } from '../simulator/flows.js';
 import { FLOW_DESCRIPTIONS, FlowError, runFlow, triggerEvent, type FlowName, type FlowResult } from '../simulator/index.js';
 import { SIMULATOR_API_KEY } from './simulate-command.js';
-import { DEFAULT_SESSION_DIR, displayPath, readSimulatorSession, sessionFilePath, type SimulatorSession } from './simulator-session.js';
-import { type EnvOf, readEnv } from './env.js';
+import {
+  DEFAULT_SESSION_DIR,
+  displayPath,
+  readSimulatorSession,
+  sessionFilePath,
+  type SimulatorSession,
+} from '../service/simulator-session.js';
+import { type EnvOf, readEnv } from '../service/environment.js';
 
 /** What `payhooks trigger` prints, whether every step was accepted, and the error to print on stderr if not. */
 export interface TriggerCommandResult {

@@ -1,6 +1,6 @@
 import { openDatabase, type PayhooksDatabase } from '../store/database.js';
 import { migrate, type MigrationReport } from '../store/migrate.js';
-import type { Env } from './env.js';
+import type { Env } from '../service/environment.js';
 
 /** The variables that say which database to open. */
 export type DatabaseEnv = Pick<Env, 'DATABASE_URL' | 'PAYHOOKS_DATA_DIR' | 'PAYHOOKS_SCHEMA'>;

@@ -4,7 +4,7 @@ import { MAX_EVENT_PAGE } from '../store/console-queries.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
 import type { StatusCounts, StoredEvent } from '../store/inbox.js';
 import { type Inbox, localInbox } from './inbox.js';
-import { readServeSession, type ServeSession } from './serve-session.js';
+import { readServeSession, type ServeSession } from '../service/serve-session.js';
 import { type DatabaseEnv, withDatabase } from './with-database.js';
 
 /**

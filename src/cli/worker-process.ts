@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { Logger } from 'pino';
+import { SERVICE_CONFIG_VARIABLE, serializeServiceConfig } from '../service/config-transfer.js';
+import type { ServiceConfig } from '../service/service-config.js';
 
 /** A `payhooks serve --role worker` child, restarted when it dies, stopped with its parent. */
 export interface WorkerProcess {
@@ -14,15 +16,22 @@ const MAX_RESTART_DELAY_MS = 30_000;
  * Runs the worker beside this process's receiver, as a child process of the same command: handlers, the mirror and
  * the sinks then have an event loop and a heap of their own, so a CPU-bound handler cannot hold back acknowledgements
  * (the sender allows 10 s), and a sink that hangs, leaks or crashes its process cannot stop them.
- * The child listens on a free loopback port for its own /healthz and /metrics, inherits stdout and stderr, and
+ * The child gets this process's resolved `config` (in an environment variable, never in its arguments, which `ps`
+ * shows), listens on a free loopback port for its own /healthz and /metrics, inherits stdout and stderr, and
  * is restarted with a growing delay (1 s doubling, at most 30 s) whenever it exits without being asked to.
  *
  * @example
- * const worker = startWorkerProcess(['--handlers', './handlers.js'], logger);
+ * const worker = startWorkerProcess(config, ['--handlers', './handlers.js'], logger);
  * // … on SIGTERM:
  * await worker.stop(30_000);
  */
-export function startWorkerProcess(extraArgs: readonly string[], logger: Logger): WorkerProcess {
+export function startWorkerProcess(config: ServiceConfig, extraArgs: readonly string[], logger: Logger): WorkerProcess {
+  // It receives nothing, so it is given no webhook secret.
+  const handed = serializeServiceConfig({
+    ...config,
+    role: 'worker',
+    receiver: { ...config.receiver, host: '127.0.0.1', port: 0, secrets: undefined },
+  });
   let child: ChildProcess | undefined;
   let stopping = false;
   let restarts = 0;
@@ -32,7 +41,7 @@ export function startWorkerProcess(extraArgs: readonly string[], logger: Logger)
     const args = [...process.execArgv, process.argv[1]!, 'serve', '--role', 'worker', ...extraArgs];
     const started = Date.now();
     child = spawn(process.execPath, args, {
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1' },
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', [SERVICE_CONFIG_VARIABLE]: handed },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     logger.info({ pid: child.pid }, 'worker process started');

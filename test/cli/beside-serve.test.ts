@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { readServeSession, serveSessionPath } from '../../src/cli/serve-session.js';
+import { readServeSession, serveSessionPath } from '../../src/service/serve-session.js';
 import { exampleEvent, signedRequest } from '../../src/testing/index.js';
 import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
 import { waitFor } from '../helpers/wait.js';

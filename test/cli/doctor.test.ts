@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.js';
-import { writeSimulatorSession } from '../../src/cli/simulator-session.js';
+import { writeSimulatorSession } from '../../src/service/simulator-session.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { openDatabase } from '../../src/store/database.js';
 import { migrate, readMigrations } from '../../src/store/migrate.js';
@@ -164,10 +164,13 @@ describe('payhooks doctor on an embedded database', () => {
       new RegExp(`^PostgreSQL at postgres://doctor@127\\.0\\.0\\.1:${port}/nothing cannot be used: .*ECONNREFUSED`),
     );
     expect(checks['webhook-secret']?.summary).toMatch(/holds no secret \(only commas and spaces\)/);
-    expect(checks['api-key']?.summary).toMatch(/not of the form sk_test_… or sk_live_… \(it has 25 characters, and starts with pk_/);
+    // Refused as serve refuses it (resolveServiceConfig, by the API client's rule), in the same words.
+    expect(checks['api-key']?.summary).toMatch(
+      /^PAYHOOKS_API_KEY is refused by the API client: apiKey must be a secret key starting with sk_/,
+    );
     // The client refuses to send a pk_ key at all, so no API line follows the key's.
     expect(checks.api).toBeUndefined();
-    expect(checks.console?.summary).toMatch(/PAYHOOKS_ADMIN_TOKEN is too weak \(it repeats a few characters/);
+    expect(checks.console?.summary).toMatch(/PAYHOOKS_ADMIN_TOKEN is too weak: it repeats a few characters/);
     expect(checks.config?.summary).toMatch(/payhooks\.config\.json is not valid.*forward\.0\.url/);
 
     const text = await runCli(['doctor'], { ...UNSET, ...secrets }, dir, 30_000);
@@ -205,9 +208,9 @@ describe('payhooks doctor and the API', () => {
         new RegExp(`^${simulator.url} answers and accepts sk_test_… \\(GET /v1/invoices in \\d+ ms\\)$`),
       );
 
-      // The simulator, like the service, answers 401 to a key that is not sk_test_… or sk_live_….
+      // serve starts with an sk_ key of another form (a warning); the simulator, like the service, answers it 401.
       expect(refused.code).toBe(1);
-      expect(byName(refused.checks)['api-key']?.status).toBe('fail');
+      expect(byName(refused.checks)['api-key']?.status).toBe('warn');
       expect(byName(refused.checks).api).toMatchObject({
         status: 'fail',
         summary: `${simulator.url} refused the key (401): the key is wrong, revoked, or of the other environment`,

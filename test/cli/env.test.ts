@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_APP_SCHEMA } from '../../src/store/migrate.js';
-import { SERVICE_DEFAULTS } from '../../src/cli/config.js';
-import { ENV_COMMANDS, EnvironmentError, environmentHelp, readEnv, variablesOf } from '../../src/cli/env.js';
+import { SERVICE_DEFAULTS } from '../../src/service/service-defaults.js';
+import { ENV_COMMANDS, EnvironmentError, environmentHelp, readEnv, variablesOf } from '../../src/service/environment.js';
 import { run } from '../../src/cli/main.js';
 import { PayhooksError } from '../../src/errors.js';
 import { LOGGER_DEFAULTS } from '../../src/logger.js';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readServeSession } from '../../src/cli/serve-session.js';
+import { readServeSession } from '../../src/service/serve-session.js';
 import { openDatabase } from '../../src/store/database.js';
 import { collect, spawnCli, waitForLog } from '../helpers/cli.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';

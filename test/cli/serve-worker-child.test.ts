@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
@@ -92,5 +92,33 @@ describe.skipIf(!pgUrl)('payhooks serve on PostgreSQL without --handlers', () =>
       await store.close();
     }
     expect((await done).code).toBe(0);
+  });
+
+  it('hands the worker child the resolved configuration: a restarted child runs with it though the file broke since', {
+    timeout: 120_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-split-config-'));
+    writeFileSync(join(dir, 'payhooks.config.json'), JSON.stringify({ mirror: false, worker: { concurrency: 3, maxAttempts: 4 } }));
+    const env = { PAYHOOKS_WEBHOOK_SECRET: 'split-secret', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: pgUrl!, PAYHOOKS_SCHEMA: schema };
+    const serve = spawnCli(['serve'], env, dir);
+    const done = collect(serve, 110_000);
+    const lines = logLines(serve);
+    const running = () => lines.filter((l) => l.pid !== serve.pid && typeof l.msg === 'string' && l.msg.startsWith('running:'));
+    try {
+      await waitFor(() => running().length === 1, 'the worker child to run', 60_000);
+      expect(running()[0]).toMatchObject({ concurrency: 3, maxAttempts: 4 });
+      // Were the child to read the environment and the file again, the restarted one would stop at this.
+      writeFileSync(join(dir, 'payhooks.config.json'), '{ not json');
+      process.kill(Number(running()[0]!.pid), 'SIGKILL');
+      await waitFor(() => running().length === 2, 'the restarted worker child to run', 60_000);
+      expect(running()[1]).toMatchObject({ concurrency: 3, maxAttempts: 4 });
+      expect(running()[1]!.pid).not.toBe(running()[0]!.pid);
+    } finally {
+      serve.kill('SIGTERM');
+    }
+    const exit = await done;
+    expect(exit.code, exit.stderr).toBe(0);
+    // The resolved configuration (secrets included) never reaches a log line.
+    expect(exit.stdout).not.toContain('split-secret');
   });
 });

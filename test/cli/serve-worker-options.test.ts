@@ -96,6 +96,11 @@ function expectTheFileSchedule(result: Awaited<ReturnType<typeof runFailingEvent
     // then 200 ms (capped by maxMs). The default backoff (1 s base) would take 500 + 1000 ms at least for the two.
     expect(gaps[0], `gaps ${gaps}`).toBeGreaterThanOrEqual(WORKER.backoff.baseMs / 2);
     expect(gaps[1], `gaps ${gaps}`).toBeGreaterThanOrEqual(WORKER.backoff.maxMs / 2);
+    // And at most the schedule's delay (200 ms, then 400 ms), plus a tolerance for the poll (50 ms), the claim, the
+    // outcome's write and a loaded machine: far below the next step of the schedule were it not capped.
+    const TOLERANCE_MS = 750;
+    expect(gaps[0], `gaps ${gaps}`).toBeLessThan(WORKER.backoff.baseMs + TOLERANCE_MS);
+    expect(gaps[1], `gaps ${gaps}`).toBeLessThan(WORKER.backoff.maxMs + TOLERANCE_MS);
     const defaultLowerBound = (WORKER_DEFAULTS.backoff.baseMs / 2) * (1 + 2);
     expect(gaps[0]! + gaps[1]!, `gaps ${gaps}`).toBeLessThan(defaultLowerBound);
   }

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { readServiceEnv } from '../../src/cli/env.js';
-import { startService } from '../../src/cli/service.js';
+import { resolveServiceConfig } from '../../src/service/resolve-service-config.js';
+import { startService } from '../../src/service/start-service.js';
 import { exampleEvent } from '../../src/events/index.js';
 import { openDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
@@ -45,8 +45,8 @@ describe('payhooks serve at start', () => {
     }
 
     const { logger, lines } = capturingLogger();
-    const env = readServiceEnv({ ...baseEnv, PAYHOOKS_DATA_DIR: dataDir, PAYHOOKS_APP_MIGRATIONS: fixture });
-    const service = await startService(env, logger, { role: 'receiver' });
+    const config = await resolveServiceConfig({ env: { ...baseEnv, PAYHOOKS_DATA_DIR: dataDir, PAYHOOKS_APP_MIGRATIONS: fixture } });
+    const service = await startService(config, { logger, role: 'receiver' });
     try {
       const summary = lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('stored events need attention'));
       expect(summary).toMatchObject({ level: 40, dead: 1, invalid: 0, ignored: 2 });
@@ -66,7 +66,8 @@ describe('payhooks serve at start', () => {
 
   it('says so when nothing waits for a person', { timeout: 120_000 }, async () => {
     const { logger, lines } = capturingLogger();
-    const service = await startService(readServiceEnv({ ...baseEnv, PAYHOOKS_DATA_DIR: 'memory://' }), logger, { role: 'receiver' });
+    const config = await resolveServiceConfig({ env: { ...baseEnv, PAYHOOKS_DATA_DIR: 'memory://' } });
+    const service = await startService(config, { logger, role: 'receiver' });
     await service.close();
     expect(lines.find((l) => l.msg === 'no dead, invalid or ignored events are stored')).toMatchObject({
       level: 30,

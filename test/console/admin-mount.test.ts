@@ -11,7 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import express from 'express';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readServeSession } from '../../src/cli/serve-session.js';
+import { readServeSession } from '../../src/service/serve-session.js';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import { exampleEvent, signedRequest } from '../../src/testing/index.js';
 import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeSimulatorSession } from '../../src/cli/simulator-session.js';
+import { writeSimulatorSession } from '../../src/service/simulator-session.js';
 import { createClient } from '../../src/client/index.js';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import { startSimulator } from '../../src/simulator/index.js';

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ServiceEnv } from '../../src/cli/config.js';
-import { readServiceEnv } from '../../src/cli/env.js';
-import { withSimulatorSession } from '../../src/cli/session-env.js';
+import type { ServiceEnv } from '../../src/service/service-defaults.js';
+import { readServiceEnv } from '../../src/service/environment.js';
+import { withSimulatorSession } from '../../src/service/session-env.js';
 import {
   probeSimulatorSession,
   readSimulatorSession,
@@ -14,7 +14,7 @@ import {
   SimulatorSessionError,
   writeSimulatorSession,
   type SimulatorSession,
-} from '../../src/cli/simulator-session.js';
+} from '../../src/service/simulator-session.js';
 import { createClient } from '../../src/client/index.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 

@@ -2,8 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readEnv } from '../../src/cli/env.js';
-import { mirrorRuns, serviceWorkerOptions } from '../../src/cli/service.js';
+import { readEnv } from '../../src/service/environment.js';
+import { resolveServiceConfig } from '../../src/service/resolve-service-config.js';
+import { mirrorRuns } from '../../src/service/start-service.js';
 import { ConfigError, DURATION_RANGES, loadSyncConfig } from '../../src/sync/config.js';
 import { runCli } from '../helpers/cli.js';
 
@@ -322,12 +323,31 @@ describe('the worker key of the configuration file', () => {
     expect((error as Error).message).toContain(`  - ${line}`);
   });
 
-  it('serve: each variable overrides its key of the file, and is checked by the same rule', () => {
-    const config = { worker: { concurrency: 2, maxAttempts: 3, backoff: { baseMs: 200 } } };
-    expect(serviceWorkerOptions(config, readEnv('serve', {}))).toEqual(config.worker);
-    const env = readEnv('serve', { PAYHOOKS_WORKER_CONCURRENCY: '8', PAYHOOKS_MAX_ATTEMPTS: ' 5 ', PAYHOOKS_HANDLER_TIMEOUT_MS: '1500' });
-    expect(serviceWorkerOptions(config, env)).toEqual({ concurrency: 8, maxAttempts: 5, handlerTimeoutMs: 1500, backoff: { baseMs: 200 } });
-    expect(serviceWorkerOptions(config, readEnv('serve', { PAYHOOKS_MAX_ATTEMPTS: '' }))).toEqual(config.worker);
+  it('serve: each variable overrides its key of the file, and is checked by the same rule', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-worker-env-'));
+    writeFileSync(
+      join(dir, 'payhooks.config.json'),
+      JSON.stringify({ worker: { concurrency: 2, maxAttempts: 3, backoff: { baseMs: 200 } } }),
+    );
+    const resolved = (env: Record<string, string>) =>
+      resolveServiceConfig({ env: { PAYHOOKS_WEBHOOK_SECRET: 'whsec', ...env }, cwd: dir, simulatorSession: false });
+    const defaults = { maxPrefetch: 200, pollIntervalMs: 1000 };
+    expect((await resolved({})).worker).toEqual({
+      ...defaults,
+      concurrency: 2,
+      maxAttempts: 3,
+      handlerTimeoutMs: 30_000,
+      backoff: { baseMs: 200, maxMs: 3_600_000 },
+    });
+    const env = { PAYHOOKS_WORKER_CONCURRENCY: '8', PAYHOOKS_MAX_ATTEMPTS: ' 5 ', PAYHOOKS_HANDLER_TIMEOUT_MS: '1500' };
+    expect((await resolved(env)).worker).toEqual({
+      ...defaults,
+      concurrency: 8,
+      maxAttempts: 5,
+      handlerTimeoutMs: 1500,
+      backoff: { baseMs: 200, maxMs: 3_600_000 },
+    });
+    expect((await resolved({ PAYHOOKS_MAX_ATTEMPTS: '' })).worker.maxAttempts).toBe(3);
     expect(() =>
       readEnv('serve', { PAYHOOKS_WORKER_CONCURRENCY: '0', PAYHOOKS_MAX_ATTEMPTS: 'ten', PAYHOOKS_HANDLER_TIMEOUT_MS: '-1' }),
     ).toThrow(

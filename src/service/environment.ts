@@ -6,7 +6,7 @@ import { DATABASE_DEFAULTS, isSchemaName } from '../store/database.js';
 import { DEFAULT_APP_SCHEMA } from '../store/migrate.js';
 import { workerOptionProblem } from '../sync/worker-config.js';
 import { WORKER_DEFAULTS } from '../worker/defaults.js';
-import { SERVICE_DEFAULTS } from './config.js';
+import { SERVICE_DEFAULTS } from './service-defaults.js';
 
 /** The commands whose environment is described here (`events …` subcommands share `events`). */
 export const ENV_COMMANDS = ['serve', 'migrate', 'events', 'replay', 'prune', 'backfill', 'reconcile', 'simulate', 'trigger'] as const;

@@ -1,4 +1,4 @@
-import type { EnvOf } from './env.js';
+import type { EnvOf } from './environment.js';
 
 /**
  * The defaults of `payhooks serve` beyond the database's (`DATABASE_DEFAULTS` in store/database.ts): where it listens. The

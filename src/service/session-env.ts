@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ServiceEnv } from './config.js';
+import type { ServiceEnv } from './service-defaults.js';
 import {
   DEFAULT_SESSION_DIR,
   displayPath,
@@ -18,7 +18,7 @@ import {
  * never used. One info line says when the session is used.
  *
  * @example
- * const env = await withSimulatorSession(readServiceEnv(), logger);
+ * const env = await withSimulatorSession(readEnv('serve'), logger);
  */
 export async function withSimulatorSession(env: ServiceEnv, logger: Logger, dir: string = DEFAULT_SESSION_DIR): Promise<ServiceEnv> {
   if (env.PAYHOOKS_WEBHOOK_SECRET?.length) return env;

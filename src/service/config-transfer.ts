@@ -1,0 +1,41 @@
+import { z } from 'zod';
+import { PayhooksError } from '../errors.js';
+import { loadSyncConfig } from '../sync/config.js';
+import { type ServiceConfig, serviceConfigSchema } from './service-config.js';
+
+/**
+ * The variable through which serve hands its worker child the resolved configuration. An environment variable,
+ * not an argument: `ps` shows every user a process's arguments, and the configuration holds secrets.
+ */
+export const SERVICE_CONFIG_VARIABLE = 'PAYHOOKS_RESOLVED_SERVICE_CONFIG';
+
+const transferred = z.object({ config: z.unknown(), connectors: z.array(z.string()) });
+
+/**
+ * The configuration as text for a child process. Connectors are code (made by defineConnector in a .js file) and
+ * cannot cross a process boundary: only their names go, and the child imports them from the same file.
+ */
+export function serializeServiceConfig(config: ServiceConfig): string {
+  const { connectors, ...sinks } = config.sinks;
+  return JSON.stringify({ config: { ...config, sinks: { ...sinks, connectors: [] } }, connectors: connectors.map((c) => c.name) });
+}
+
+/**
+ * The configuration a parent process resolved ({@link serializeServiceConfig}); the child runs with it instead of
+ * reading the environment and the file again, so both run with the same settings, secret and API included.
+ */
+export async function deserializeServiceConfig(text: string): Promise<ServiceConfig> {
+  const parsed = transferred.safeParse(JSON.parse(text));
+  if (!parsed.success) throw new PayhooksError(`${SERVICE_CONFIG_VARIABLE} does not hold a service configuration.`);
+  const config = serviceConfigSchema.parse(parsed.data.config);
+  const names = parsed.data.connectors;
+  if (names.length === 0) return config;
+  // The file was checked by the parent; a change to it since then shows as a missing connector, named.
+  const file = await loadSyncConfig({ explicitPath: config.configFile ?? undefined, mirrorSchema: config.mirror.schema });
+  const connectors = names.map((name) => {
+    const found = file.connectors.find((c) => c.name === name);
+    if (!found) throw new PayhooksError(`The connector ${name} is no longer in ${config.configFile}; restart serve.`);
+    return found;
+  });
+  return { ...config, sinks: { ...config.sinks, connectors } };
+}

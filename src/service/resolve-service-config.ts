@@ -1,0 +1,236 @@
+import { resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { ApiInputError, createClient } from '../client/index.js';
+import { adminTokenWeakness } from '../console/token.js';
+import { PayhooksError } from '../errors.js';
+import { createLogger } from '../logger.js';
+import { createDefaultScheme } from '../signature/default-scheme.js';
+import { loadSyncConfig, type SyncConfig } from '../sync/config.js';
+import { type ServiceWorkerOptions, workerOptionProblem } from '../sync/worker-config.js';
+import { EnvironmentError, type EnvVariable, readEnv, variablesOf } from './environment.js';
+import { type ServiceConfig, type ServiceRole, serviceConfigSchema } from './service-config.js';
+import type { ServiceEnv } from './service-defaults.js';
+import { withSimulatorSession } from './session-env.js';
+import { DEFAULT_SESSION_DIR } from './simulator-session.js';
+
+/** Where a service's configuration comes from. */
+export interface ServiceConfigSources {
+  /** The environment (default `process.env`); blank counts as unset. */
+  env?: Readonly<Record<string, string | undefined>> | undefined;
+  /** The configuration file; default `PAYHOOKS_CONFIG`, else payhooks.config.js, .mjs or .json in `cwd`. */
+  file?: string | undefined;
+  /** The command line's flags. */
+  flags?: { role?: ServiceRole | undefined } | undefined;
+  /** Where the file and the simulator session are looked for. Default: the working directory. */
+  cwd?: string | undefined;
+  /**
+   * With the secret unset, a live simulator session in this folder supplies it (`payhooks simulate --forward-to`).
+   * Default `.payhooks` in `cwd`; false: never.
+   */
+  simulatorSession?: string | false | undefined;
+  /** Says when the simulator session is used or ignored. Default: silent. */
+  logger?: Logger | undefined;
+}
+
+/** One bad value: `key` names where it was given (a variable, a key of the file, a flag), `message` what is wrong. */
+export interface ServiceConfigProblem {
+  key: EnvVariable | 'config' | 'worker';
+  /** `variable`: a variable's own value; `file`: the configuration file; `rule`: a rule across values. */
+  kind: 'variable' | 'file' | 'rule';
+  message: string;
+}
+
+/** The configuration was refused; `problems` holds each bad value, the message lists them all. */
+export class ServiceConfigError extends PayhooksError {
+  readonly problems: readonly ServiceConfigProblem[];
+  constructor(problems: readonly ServiceConfigProblem[]) {
+    super(describeProblems(problems));
+    this.problems = problems;
+  }
+}
+
+/** What {@link checkServiceConfig} found: the configuration when nothing was wrong, else every problem. */
+export interface ServiceConfigCheck {
+  config: ServiceConfig | undefined;
+  problems: ServiceConfigProblem[];
+  /** The variables that were valid, as read (before a simulator session supplied the secret or the API). */
+  env: Partial<ServiceEnv>;
+  /** The configuration file, when it loaded. */
+  sync: SyncConfig | undefined;
+}
+
+/**
+ * Resolves the standalone service's configuration from the environment, the configuration file and the flags,
+ * checking everything `startService` needs before anything opens: each variable, each key of the file, the worker's
+ * options, the secret (required unless the role is `worker`), the console token's strength, the API key and URL.
+ * Throws one {@link ServiceConfigError} naming every bad value (never a secret's value).
+ *
+ * @example
+ * const service = await startService(await resolveServiceConfig({ env: process.env }), { logger });
+ */
+export async function resolveServiceConfig(sources: ServiceConfigSources = {}): Promise<ServiceConfig> {
+  const { config, problems } = await checkServiceConfig(sources);
+  if (!config) throw new ServiceConfigError(problems);
+  return config;
+}
+
+/**
+ * What {@link resolveServiceConfig} does, without throwing: every problem, and what was valid (`payhooks doctor`
+ * reports each problem on its own line, then probes what it can).
+ */
+export async function checkServiceConfig(sources: ServiceConfigSources = {}): Promise<ServiceConfigCheck> {
+  const source = sources.env ?? process.env;
+  const cwd = sources.cwd ?? process.cwd();
+  const role = sources.flags?.role ?? 'all';
+  const problems: ServiceConfigProblem[] = [];
+  const variables = readEachVariable(source, problems);
+  let env = variables;
+
+  let sync: SyncConfig | undefined;
+  const fileKeysBad = problems.some((p) => p.key === 'PAYHOOKS_CONFIG' || p.key === 'PAYHOOKS_MIRROR_SCHEMA');
+  if (!fileKeysBad) {
+    try {
+      sync = await loadSyncConfig({ explicitPath: sources.file ?? env.PAYHOOKS_CONFIG, mirrorSchema: env.PAYHOOKS_MIRROR_SCHEMA, cwd });
+    } catch (err) {
+      problems.push({ key: 'config', kind: 'file', message: PayhooksError.describe(err).replace(/^payhooks: /, '') });
+    }
+  }
+  const worker = sync ? workerOf(sync.worker, env, problems) : undefined;
+
+  if (!env.PAYHOOKS_WEBHOOK_SECRET?.length && sources.simulatorSession !== false) {
+    const dir = resolve(cwd, sources.simulatorSession ?? DEFAULT_SESSION_DIR);
+    env = await withSimulatorSession(env as ServiceEnv, sources.logger ?? createLogger({ level: 'silent' }), dir);
+  }
+  ruleProblems(env, role, source, problems);
+
+  if (problems.length || !sync || !worker) return { config: undefined, problems, env: variables, sync };
+  const config = serviceConfigSchema.parse({
+    role,
+    receiver: { host: env.HOST, port: env.PORT, secrets: env.PAYHOOKS_WEBHOOK_SECRET },
+    database: {
+      url: env.DATABASE_URL,
+      dataDir: env.PAYHOOKS_DATA_DIR,
+      schema: env.PAYHOOKS_SCHEMA,
+      appMigrations: env.PAYHOOKS_APP_MIGRATIONS,
+      appSchema: env.PAYHOOKS_APP_SCHEMA,
+    },
+    worker,
+    api: { key: env.PAYHOOKS_API_KEY, url: env.PAYHOOKS_API_URL },
+    console: { adminToken: env.PAYHOOKS_ADMIN_TOKEN },
+    logLevel: env.PAYHOOKS_LOG_LEVEL,
+    configFile: sync.path,
+    mirror: sync.mirror,
+    reconcile: sync.reconcile,
+    sinks: { forward: sync.forward, brokers: sync.brokers, connectors: sync.connectors },
+  });
+  return { config, problems, env: variables, sync };
+}
+
+/** Each variable of `serve` on its own (the one table in environment.ts), so that one bad variable hides no other. */
+function readEachVariable(source: Readonly<Record<string, string | undefined>>, problems: ServiceConfigProblem[]): Partial<ServiceEnv> {
+  const env: Record<string, unknown> = {};
+  for (const name of variablesOf('serve')) {
+    try {
+      env[name] = (readEnv('serve', { [name]: source[name] }) as Record<string, unknown>)[name];
+    } catch (err) {
+      if (!(err instanceof EnvironmentError)) throw err;
+      problems.push({ key: name, kind: 'variable', message: err.problems[0] ?? `${name} is not valid` });
+    }
+  }
+  // Each value came out of its own variable's schema just above.
+  return env as Partial<ServiceEnv>;
+}
+
+/**
+ * The worker's options: the file's `worker` key, each variable overriding its key (PAYHOOKS_WORKER_CONCURRENCY,
+ * PAYHOOKS_MAX_ATTEMPTS, PAYHOOKS_HANDLER_TIMEOUT_MS). Each is checked on its own where it is read; together once
+ * more here (a variable's timeout may outlast the file's lease).
+ */
+function workerOf(file: ServiceWorkerOptions, env: Partial<ServiceEnv>, problems: ServiceConfigProblem[]): ServiceWorkerOptions {
+  const options: ServiceWorkerOptions = { ...file };
+  if (env.PAYHOOKS_WORKER_CONCURRENCY !== undefined) options.concurrency = env.PAYHOOKS_WORKER_CONCURRENCY;
+  if (env.PAYHOOKS_MAX_ATTEMPTS !== undefined) options.maxAttempts = env.PAYHOOKS_MAX_ATTEMPTS;
+  if (env.PAYHOOKS_HANDLER_TIMEOUT_MS !== undefined) options.handlerTimeoutMs = env.PAYHOOKS_HANDLER_TIMEOUT_MS;
+  const { backoff: _backoff, ...checked } = options;
+  const problem = workerOptionProblem(checked);
+  if (problem) {
+    problems.push({
+      key: 'worker',
+      kind: 'file',
+      message: `worker.${problem.option} (the file's worker key with the PAYHOOKS_… variables over it): ${problem.message}`,
+    });
+  }
+  return options;
+}
+
+/** The rules that need more than one value, or none of a variable's own: what startService relied on being true. */
+function ruleProblems(
+  env: Partial<ServiceEnv>,
+  role: ServiceRole,
+  source: Readonly<Record<string, string | undefined>>,
+  problems: ServiceConfigProblem[],
+): void {
+  const has = (key: EnvVariable) => problems.some((p) => p.key === key);
+  if (!has('PAYHOOKS_WEBHOOK_SECRET')) {
+    const secrets = env.PAYHOOKS_WEBHOOK_SECRET;
+    if (role !== 'worker' && !secrets?.length) {
+      const onlyCommas = (source.PAYHOOKS_WEBHOOK_SECRET ?? '').trim() !== '';
+      problems.push({
+        key: 'PAYHOOKS_WEBHOOK_SECRET',
+        kind: 'rule',
+        message: onlyCommas
+          ? 'PAYHOOKS_WEBHOOK_SECRET holds no secret (only commas and spaces): give the endpoint signing secret (comma-separated during a rotation).'
+          : 'PAYHOOKS_WEBHOOK_SECRET is not set: give the endpoint signing secret (comma-separated during a rotation), or run payhooks simulate --forward-to URL in this folder first.',
+      });
+    } else if (secrets?.length) {
+      try {
+        createDefaultScheme({ secrets });
+      } catch (err) {
+        problems.push({
+          key: 'PAYHOOKS_WEBHOOK_SECRET',
+          kind: 'rule',
+          message: `PAYHOOKS_WEBHOOK_SECRET is refused by the default scheme: ${PayhooksError.describe(err).replace(/^payhooks: /, '')}`,
+        });
+      }
+    }
+  }
+  // A weak console token stops the start instead of exposing replay.
+  const token = env.PAYHOOKS_ADMIN_TOKEN;
+  const weakness = token === undefined ? null : adminTokenWeakness(token);
+  if (weakness) {
+    problems.push({
+      key: 'PAYHOOKS_ADMIN_TOKEN',
+      kind: 'rule',
+      message: `PAYHOOKS_ADMIN_TOKEN is too weak: ${weakness}. Unset it to turn the console off.`,
+    });
+  }
+  if (env.PAYHOOKS_API_KEY !== undefined && !has('PAYHOOKS_API_URL')) {
+    if (env.PAYHOOKS_API_URL === undefined) {
+      problems.push({
+        key: 'PAYHOOKS_API_URL',
+        kind: 'rule',
+        message:
+          "PAYHOOKS_API_URL is not set: with PAYHOOKS_API_KEY, the client needs the service's address (the spec publishes none). Set it, or unset PAYHOOKS_API_KEY.",
+      });
+      return;
+    }
+    // The client's own rule for keys (the same refusal every API user gets), never the key itself.
+    try {
+      createClient({ apiKey: env.PAYHOOKS_API_KEY, baseUrl: env.PAYHOOKS_API_URL, rateLimit: false, maxRetries: 0 });
+    } catch (err) {
+      if (!(err instanceof ApiInputError)) throw err;
+      const reason = PayhooksError.describe(err).replace(/^Invalid client options: /, '');
+      problems.push({ key: 'PAYHOOKS_API_KEY', kind: 'rule', message: `PAYHOOKS_API_KEY is refused by the API client: ${reason}` });
+    }
+  }
+}
+
+/** Every problem as the service refuses them: the variables together, as every command lists them, then the rest. */
+function describeProblems(problems: readonly ServiceConfigProblem[]): string {
+  const variables = problems.filter((p) => p.kind === 'variable');
+  const rest = problems.filter((p) => p.kind !== 'variable');
+  const parts: string[] = [];
+  if (variables.length) parts.push(`Invalid environment:\n${variables.map((p) => `  - ${p.message}`).join('\n')}`);
+  parts.push(...rest.map((p) => p.message));
+  return parts.join('\n');
+}

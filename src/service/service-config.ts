@@ -1,0 +1,120 @@
+import { z } from 'zod';
+import { LOGGER_DEFAULTS } from '../logger.js';
+import { DATABASE_DEFAULTS } from '../store/database.js';
+import { DEFAULT_APP_SCHEMA } from '../store/migrate.js';
+import type { SyncConfig } from '../sync/config.js';
+import { WORKER_DEFAULTS } from '../worker/defaults.js';
+import { MIRROR_DEFAULTS } from '../sync/mirror/mirror-sink.js';
+import { SERVICE_DEFAULTS } from './service-defaults.js';
+
+/** What a service process does: receive, run handlers, or both (the default). */
+export const SERVICE_ROLES = ['all', 'receiver', 'worker'] as const;
+export type ServiceRole = (typeof SERVICE_ROLES)[number];
+
+// The sinks, mirror and reconcile sections are the sync configuration file's, checked by its own schema when the
+// file is loaded (src/sync/config.ts): taken here as they come out of it, never restated.
+const fromSyncConfig = <K extends keyof SyncConfig>(key: K) =>
+  z.custom<SyncConfig[K]>((value) => value !== undefined, { error: `${key} comes from the sync configuration file` });
+
+/**
+ * The standalone service's whole configuration, every field defaulted (docs/configuration.md#serviceconfig): what
+ * {@link resolveServiceConfig} makes from the environment, the configuration file and the command line, and what
+ * `startService` composes from. Each default is stated once: in `SERVICE_DEFAULTS`, `DATABASE_DEFAULTS`,
+ * `WORKER_DEFAULTS`, `MIRROR_DEFAULTS` or `LOGGER_DEFAULTS`, and quoted below.
+ */
+export const serviceConfigSchema = z.object({
+  /** `all` (default): receive and run handlers; `receiver`; `worker`. Flag `--role`. */
+  role: z.enum(SERVICE_ROLES).default('all'),
+  receiver: z
+    .object({
+      /** Interface to listen on. `HOST`, default `0.0.0.0`. */
+      host: z.string().min(1).default(SERVICE_DEFAULTS.host),
+      /** Port to listen on, 0: any free one. `PORT`, default 8787. */
+      port: z.number().int().min(0).max(65535).default(SERVICE_DEFAULTS.port),
+      /**
+       * The endpoint's signing secrets (several during a rotation). `PAYHOOKS_WEBHOOK_SECRET`, else a live simulator
+       * session's; required unless the role is `worker`.
+       */
+      secrets: z.array(z.string().min(1)).optional(),
+      /** A client has this long to send its headers. Default 10,000 ms. */
+      headersTimeoutMs: z.number().int().positive().default(SERVICE_DEFAULTS.headersTimeoutMs),
+      /** And this long for the whole request. Default 15,000 ms. */
+      requestTimeoutMs: z.number().int().positive().default(SERVICE_DEFAULTS.requestTimeoutMs),
+      /** Open connections at once. Default 8192. */
+      maxConnections: z.number().int().positive().default(SERVICE_DEFAULTS.maxConnections),
+    })
+    .prefault({}),
+  database: z
+    .object({
+      /** PostgreSQL connection string. `DATABASE_URL`; unset: the embedded PGlite database in `dataDir`. */
+      url: z.string().min(1).optional(),
+      /** The embedded database's folder. `PAYHOOKS_DATA_DIR`, default `.payhooks/pgdata`. */
+      dataDir: z.string().min(1).default(DATABASE_DEFAULTS.dataDir),
+      /** Schema of payhooks' tables. `PAYHOOKS_SCHEMA`, default `payhooks`. */
+      schema: z.string().min(1).default(DATABASE_DEFAULTS.schema),
+      /** The app's own numbered SQL migrations. `PAYHOOKS_APP_MIGRATIONS`; unset: none. */
+      appMigrations: z.string().min(1).optional(),
+      /** Schema of the app's tables. `PAYHOOKS_APP_SCHEMA`, default `public`. */
+      appSchema: z.string().min(1).default(DEFAULT_APP_SCHEMA),
+    })
+    .prefault({}),
+  /**
+   * The worker's options (`WORKER_DEFAULTS`): the file's `worker` key, `PAYHOOKS_WORKER_CONCURRENCY`,
+   * `PAYHOOKS_MAX_ATTEMPTS` and `PAYHOOKS_HANDLER_TIMEOUT_MS` overriding it.
+   */
+  worker: z
+    .object({
+      concurrency: z.number().default(WORKER_DEFAULTS.concurrency),
+      maxPrefetch: z.number().default(WORKER_DEFAULTS.maxPrefetch),
+      maxAttempts: z.number().default(WORKER_DEFAULTS.maxAttempts),
+      handlerTimeoutMs: z.number().default(WORKER_DEFAULTS.handlerTimeoutMs),
+      /** Default: the longer of 60 s and twice `handlerTimeoutMs`. */
+      leaseMs: z.number().optional(),
+      pollIntervalMs: z.number().default(WORKER_DEFAULTS.pollIntervalMs),
+      backoff: z
+        .object({
+          baseMs: z.number().default(WORKER_DEFAULTS.backoff.baseMs),
+          maxMs: z.number().default(WORKER_DEFAULTS.backoff.maxMs),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  /** The current-state API: `PAYHOOKS_API_KEY` and `PAYHOOKS_API_URL` (both, or neither: no `ctx.api`). */
+  api: z.object({ key: z.string().min(1).optional(), url: z.string().min(1).optional() }).prefault({}),
+  /** The operator console: `PAYHOOKS_ADMIN_TOKEN`; unset: off (404). */
+  console: z.object({ adminToken: z.string().min(1).optional() }).prefault({}),
+  metrics: z
+    .object({
+      /** Node's process metrics (CPU, heap, event loop) on /metrics beside payhooks' own. Default true. */
+      processMetrics: z.boolean().default(true),
+    })
+    .prefault({}),
+  /** Level of the JSON log lines (the CLI's logger). `PAYHOOKS_LOG_LEVEL`, default `info`. */
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default(LOGGER_DEFAULTS.level),
+  /** The configuration file it came from (`PAYHOOKS_CONFIG`, else payhooks.config.js, .mjs or .json); null: none. */
+  configFile: z.string().nullable().default(null),
+  /** The Postgres mirror: `mirror` of the file, schema `PAYHOOKS_MIRROR_SCHEMA` overriding it. */
+  mirror: fromSyncConfig('mirror').default({ enabled: undefined, schema: MIRROR_DEFAULTS.schema, eventTypes: undefined }),
+  /** Periodic reconciliation: `reconcile` of the file; `every` unset: never. */
+  reconcile: fromSyncConfig('reconcile').default({ every: undefined, lookback: '5d', endpointId: undefined }),
+  /** The sinks of the file: HTTP forward targets, brokers, connectors (docs/sinks.md). */
+  sinks: z
+    .object({ forward: fromSyncConfig('forward'), brokers: fromSyncConfig('brokers'), connectors: fromSyncConfig('connectors') })
+    .prefault({ forward: [], brokers: [], connectors: [] }),
+});
+
+/** The standalone service's resolved configuration: every field set (docs/configuration.md#serviceconfig). */
+export type ServiceConfig = z.output<typeof serviceConfigSchema>;
+/** A configuration as written by hand: every field optional, defaults filled in by {@link defineServiceConfig}. */
+export type ServiceConfigInput = z.input<typeof serviceConfigSchema>;
+
+/**
+ * A full {@link ServiceConfig} from a partial one, defaults filled in; for apps that build their configuration in
+ * code rather than from the environment (resolveServiceConfig checks more: secrets, tokens, the file).
+ *
+ * @example
+ * const config = defineServiceConfig({ receiver: { port: 0, secrets: ['whsec'] }, database: { dataDir: 'memory://' } });
+ */
+export function defineServiceConfig(input: ServiceConfigInput = {}): ServiceConfig {
+  return serviceConfigSchema.parse(input);
+}

@@ -1,0 +1,212 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { nodeAdapter } from '../adapters/node-http.js';
+import type { ApiClient } from '../client/index.js';
+import { createAdminApi } from '../console/admin-api.js';
+import { PayhooksError } from '../errors.js';
+import { parseDuration } from '../internal/duration.js';
+import { createLogger } from '../logger.js';
+import { createPayhooksMetrics } from '../metrics/payhooks-metrics.js';
+import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhooks.js';
+import { registerMirror } from '../sync/mirror/mirror-sink.js';
+import { type PeriodicReconcile, startPeriodicReconcile } from '../sync/periodic-reconcile.js';
+import { type RegisteredSinks, registerSinks } from '../sync/sinks.js';
+import { budgetedClient } from './budgeted-client.js';
+import { adminRoute } from './routes/admin-route.js';
+import { healthRoutes } from './routes/health-routes.js';
+import { metricsRoute } from './routes/metrics-route.js';
+import { json, matchRoute, type ServiceRoute } from './routes/service-route.js';
+import { WEBHOOK_PATH, webhookRoute } from './routes/webhook-route.js';
+import { newLocalToken, removeServeSession, writeServeSession } from './serve-session.js';
+import type { ServiceConfig, ServiceRole } from './service-config.js';
+import { reportEventsNeedingAttention, reportWhatRuns } from './start-report.js';
+
+/** A running standalone service. */
+export interface RunningService {
+  /** Where it listens, e.g. `http://127.0.0.1:8787` (webhooks at `${url}/webhooks`). */
+  readonly url: string;
+  readonly hooks: Payhooks<ApiClient>;
+  /** Stops accepting connections and lets requests in flight finish, stops the worker, closes the database. */
+  close(): Promise<void>;
+}
+
+/** Options of {@link startService} beyond its configuration. */
+export interface StartServiceOptions {
+  /** Where it logs. Default: JSON lines on stdout at `config.logLevel`. */
+  logger?: Logger | undefined;
+  /** Overrides `config.role` (serve's parent process receives while its worker child runs the handlers). */
+  role?: ServiceRole | undefined;
+  /** Registers handlers on the instance before the worker starts (what `--handlers <module>` loads). */
+  register?: RegisterHandlers | undefined;
+}
+
+/**
+ * Whether the Postgres mirror runs: as the configuration file says, and without a word there, when the service has
+ * no handlers of its own (so that `payhooks serve` alone syncs, and an app's handlers are not joined by a mirror
+ * nobody asked for).
+ */
+export function mirrorRuns(config: Pick<ServiceConfig, 'mirror'>, hasHandlers: boolean): boolean {
+  return config.mirror.enabled ?? !hasHandlers;
+}
+
+/**
+ * Starts the standalone service from a resolved configuration: the receiver at /webhooks, /healthz, /readyz,
+ * /metrics and (with a token, or on the embedded database) the console at /admin; the worker with your handlers,
+ * the mirror and the sinks; periodic reconciliation. It only composes: every check was made by
+ * `resolveServiceConfig`.
+ *
+ * @example
+ * const service = await startService(await resolveServiceConfig({ env: process.env }), { register: (hooks) => hooks.on(…) });
+ * // … on SIGTERM:
+ * await service.close();
+ */
+export async function startService(config: ServiceConfig, options: StartServiceOptions = {}): Promise<RunningService> {
+  const logger = options.logger ?? createLogger({ level: config.logLevel });
+  const role = options.role ?? config.role;
+  const receiving = role !== 'worker';
+  const working = role !== 'receiver';
+  // Made first, so that the receiver, the worker and the API client report into them from the start.
+  const registry = new Registry();
+  if (config.metrics.processMetrics) collectDefaultMetrics({ register: registry });
+  // The inbox gauges are read at scrapes, which only come once the server listens, after `hooks` exists.
+  const metrics = createPayhooksMetrics(registry, { store: () => hooks.ready() });
+  // Every process on this database (serve, its worker child, backfill, reconcile) takes from one rate budget.
+  const budgeted = config.api.key ? budgetedClient({ apiKey: config.api.key, baseUrl: config.api.url, logger, metrics }) : undefined;
+  const api = budgeted?.api;
+  if (!api) {
+    logger.warn(
+      "PAYHOOKS_API_KEY is not set: handlers get no API client (ctx.api) and have only the events' own snapshots, so current-state reads (the defence against out-of-order delivery) are off.",
+    );
+  }
+  const hooks = createPayhooks<ApiClient>({
+    secret: config.receiver.secrets,
+    database: { url: config.database.url, dataDir: config.database.dataDir, schema: config.database.schema },
+    migrations: config.database.appMigrations,
+    appSchema: config.database.appSchema,
+    logger,
+    api,
+    observe: metrics.observe,
+    worker: config.worker,
+  });
+  const store = await hooks.ready();
+  budgeted?.bind(store);
+  logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
+  let periodic: PeriodicReconcile | undefined;
+  let sinks: RegisteredSinks | undefined;
+  const stopWorking = async () => {
+    await periodic?.stop();
+    await hooks.stop();
+    // After the worker: a handler still running may be waiting on a broker's acknowledgement.
+    await sinks?.close();
+  };
+  try {
+    await reportEventsNeedingAttention(store, logger);
+    // A handlers module that throws (an unknown event type in on(), say) stops the start, after closing the database.
+    await options.register?.(hooks);
+    if (working) ({ sinks, periodic } = await startWorking(config, hooks, { logger, api, hasHandlers: options.register !== undefined }));
+  } catch (err) {
+    await stopWorking().catch(() => undefined);
+    throw err;
+  }
+
+  // On the embedded database, this process is the only way in: the command line gets a token of its own.
+  const localToken = store.kind === 'pglite' ? newLocalToken() : undefined;
+  const adminToken = config.console.adminToken;
+  const routes: ServiceRoute[] = [
+    webhookRoute(receiving ? hooks.node() : undefined, registry),
+    ...(adminToken !== undefined || localToken !== undefined
+      ? [adminRoute(nodeAdapter(createAdminApi({ store, token: adminToken, localToken, logger: logger.child({ component: 'console' }) })))]
+      : []),
+    ...healthRoutes(store),
+    metricsRoute(registry),
+  ];
+  // Node checks the header and request timeouts only every 30 s by default; check each second, so they hold.
+  const server: Server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
+    const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
+    const route = matchRoute(routes, path);
+    if (route) return route.handle(req, res);
+    json(res, 404, { error: { message: `Nothing at ${path}; webhooks go to POST ${WEBHOOK_PATH}.` } });
+  });
+  // Slow-loris guards: a client that trickles its headers or body is cut off well before it ties up the process;
+  // the bytes of unfinished bodies are bounded by the adapter's body budget (maxInFlightBodyBytes).
+  server.headersTimeout = config.receiver.headersTimeoutMs;
+  server.requestTimeout = config.receiver.requestTimeoutMs;
+  server.maxConnections = config.receiver.maxConnections;
+
+  const { host, port: givenPort } = config.receiver;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(givenPort, host, () => resolve());
+    });
+  } catch (err) {
+    // A worker left running without a receiver would keep the process alive, and a supervisor would never
+    // restart it: stop what was started, then fail.
+    await stopWorking().catch(() => undefined);
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new PayhooksError(
+      code === 'EADDRINUSE'
+        ? `Cannot listen on ${host}:${givenPort}: the port is in use (another payhooks serve?). Stop that process or set PORT.`
+        : `Cannot listen on ${host}:${givenPort}: ${PayhooksError.describe(err)}`,
+      { cause: err },
+    );
+  }
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}`;
+  logger.info({ url: `${url}${WEBHOOK_PATH}` }, 'payhooks is receiving webhooks');
+  // Only where this machine's command line can reach it (all interfaces, or loopback).
+  const reachableLocally = ['0.0.0.0', '::', '127.0.0.1'].includes(host);
+  const { dataDir } = config.database;
+  if (localToken && reachableLocally) writeServeSession(dataDir, { pid: process.pid, url: `http://127.0.0.1:${port}`, token: localToken });
+
+  return {
+    url,
+    hooks,
+    async close() {
+      if (localToken) removeServeSession(dataDir);
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await stopWorking();
+    },
+  };
+}
+
+/** The worker's side: the mirror and the sinks registered beside the handlers, the worker started, reconciliation. */
+async function startWorking(
+  config: ServiceConfig,
+  hooks: Payhooks<ApiClient>,
+  { logger, api, hasHandlers }: { logger: Logger; api: ApiClient | undefined; hasHandlers: boolean },
+): Promise<{ sinks: RegisteredSinks; periodic: PeriodicReconcile | undefined }> {
+  const userHandlers = hooks.handlerCount;
+  const mirror = mirrorRuns(config, hasHandlers);
+  if (mirror) await registerMirror(hooks, { schema: config.mirror.schema, eventTypes: config.mirror.eventTypes });
+  const sinks = await registerSinks(hooks, config.sinks, { mirrorSchema: mirror ? config.mirror.schema : undefined, logger });
+  reportWhatRuns(logger, config, { userHandlers, mirror, api: api !== undefined, sinks: sinks.descriptions });
+  if (hooks.handlerCount === 0) {
+    logger.warn(
+      'no handlers are registered (--handlers <module>) and the mirror is off in the configuration: the worker is not started, and stored events stay pending until one is',
+    );
+  } else {
+    await hooks.start().catch(async (err: unknown) => {
+      await sinks.close();
+      throw err;
+    });
+  }
+  const { every, lookback, endpointId } = config.reconcile;
+  if (every && !api) {
+    logger.warn('reconcile.every is set but PAYHOOKS_API_KEY is not: periodic reconciliation needs the API and does not run');
+  }
+  const periodic =
+    every && api
+      ? startPeriodicReconcile(
+          { store: await hooks.ready(), api, endpointId, lookbackMs: parseDuration(lookback) },
+          parseDuration(every),
+          logger.child({ component: 'reconcile' }),
+        )
+      : undefined;
+  return { sinks, periodic };
+}
