@@ -119,6 +119,7 @@ async function runWithProgress(
   const controller = new AbortController();
   let stoppedBy: string | undefined;
   let progress: Progress | undefined;
+  let begun = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stoppedBy) return;
     stoppedBy = signal;
@@ -132,6 +133,7 @@ async function runWithProgress(
   const onProgress = (event: VerifyProgress) => {
     switch (event.kind) {
       case 'start':
+        begun = true;
         if (event.start === 'resumed') void ctx.err(`${event.resource}: resuming at record ${n(event.from)}`);
         return;
       case 'step':
@@ -161,7 +163,8 @@ async function runWithProgress(
     return { report: await work(controller.signal, onProgress), stoppedBy };
   } catch (err) {
     progress?.stop();
-    await ctx.err('verify stopped by an error; running payhooks verify again resumes where it stopped');
+    // Before the first resource began (no mirror, the database refused), there is nothing to resume.
+    if (begun) await ctx.err('verify stopped by an error; running payhooks verify again resumes where it stopped');
     throw err;
   } finally {
     process.off('SIGINT', onSignal);

@@ -76,7 +76,9 @@ export function diffRow(expected: MirrorState, row: MirrorRow): FieldDiff[] {
     if (apiValue === null && keep.has(column)) continue;
     const api = normalise(column, apiValue, apiValue);
     const mirror = normalise(column, row[column], apiValue);
-    if (api !== mirror) diffs.push({ field: column, mirror, api });
+    // meta is compared as canonical text and shown as the object it is.
+    const shown = (value: unknown) => (column === 'meta' && typeof value === 'string' ? JSON.parse(value) : value);
+    if (api !== mirror) diffs.push({ field: column, mirror: shown(mirror), api: shown(api) });
   }
   if (expected.items) {
     const api = expected.items.map(itemView);
