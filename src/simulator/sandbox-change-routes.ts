@@ -1,15 +1,9 @@
-import { z } from 'zod';
 import { apiCustomerSchema, apiInvoiceSchema } from '../events/rest-contract.js';
 import type { SimulatorContext } from './context.js';
 import { customerEventData, invoiceEventData } from './event-payloads.js';
 import { conflict } from './route-error.js';
 import { defineRoute, type Route } from './route.js';
-
-/** The input of `POST /v1/sandbox/customers/{customerId}/update`: the fields to change. */
-export const sandboxUpdateCustomerInputSchema = z.object({
-  name: z.string().min(1).nullable().optional(),
-  email: z.string().min(3).nullable().optional(),
-});
+import { sandboxUpdateCustomerInputSchema } from './sandbox-contract.js';
 
 /**
  * Simulator only: the changes the service makes on its own side that no REST call of the spec causes, so that

@@ -11,7 +11,6 @@ import {
   type PageQuery,
 } from '../events/rest-contract.js';
 import { ApiInputError } from '../client/errors.js';
-import { sandboxUpdateCustomerInputSchema } from './sandbox-change-routes.js';
 import { HttpTransport, type RequestOptions } from '../client/http-transport.js';
 import { unlimited } from '../client/rate-limiter.js';
 import {
@@ -20,6 +19,7 @@ import {
   sandboxCycleResponseSchema,
   sandboxDisputeSchema,
   sandboxEventSchema,
+  sandboxUpdateCustomerInputSchema,
   sandboxOpenDisputeInputSchema,
   sandboxRefundInputSchema,
   sandboxRefundResponseSchema,
