@@ -26,6 +26,18 @@ const TIME_COLUMNS = new Set([
   'payment_time',
 ]);
 
+/**
+ * Columns a row written from an event's snapshot (a mirror without an API key) cannot hold: the events do not
+ * carry them (times the API adds, the collection method), or carry something else under the name (an invoice
+ * event's `description` describes the event, not the invoice). Such a row is compared on the rest, so a mirror
+ * fed by snapshots is not reported as drifted everywhere; `--repair` fills them from the API.
+ */
+const NOT_IN_EVENTS: Record<string, ReadonlySet<string>> = {
+  customers: new Set(['archived_at', 'created_at', 'updated_at']),
+  invoices: new Set(['collection_method', 'paid_at', 'canceled_at', 'created_at', 'description']),
+  payments: new Set(['created_at']),
+};
+
 /** JSON with object keys sorted, so that equal documents compare equal whatever order their keys came in. */
 function canonical(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
@@ -64,16 +76,19 @@ function itemView(item: InvoiceItemRow | Record<string, unknown>): Record<string
 /**
  * The fields where `row` differs from `expected` (the state mapped from the API's record), in column order,
  * invoice items as one field `items`. Columns the state keeps when null (`keepWhenNull`: links the API does not
- * carry) are compared only when the API gives a value.
+ * carry) are compared only when the API gives a value; a row from an event's snapshot is not compared on the
+ * columns events cannot fill.
  *
  * @example
  * diffRow(customerFromApi(apiCustomer, readAt), row) // [{ field: 'email', mirror: 'old@example.com', api: 'new@example.com' }]
  */
 export function diffRow(expected: MirrorState, row: MirrorRow): FieldDiff[] {
   const keep = new Set(expected.keepWhenNull ?? []);
+  const blind = row.source === 'event' ? NOT_IN_EVENTS[expected.table] : undefined;
   const diffs: FieldDiff[] = [];
   for (const [column, apiValue] of Object.entries(expected.columns)) {
     if (apiValue === null && keep.has(column)) continue;
+    if (blind?.has(column)) continue;
     const api = normalise(column, apiValue, apiValue);
     const mirror = normalise(column, row[column], apiValue);
     // meta is compared as canonical text and shown as the object it is.

@@ -122,16 +122,18 @@ export async function unseenRows<DB>(db: Kysely<DB>, schema: string, table: Veri
 
 /**
  * The payments verify reads by id (the API lists none): those the mirror holds and those the inbox's events
- * named (`data.payment.id`, received at or after `since`), in id order.
+ * named (`data.payment.id`), in id order; with `since`, the events received and the rows written or paid since.
  */
 export async function paymentIds<DB>(db: Kysely<DB>, schema: string, inboxSchema: string, since: Date | null): Promise<string[]> {
-  const received = since ? sql`and received_at >= ${since.toISOString()}::timestamptz` : sql``;
+  const at = since?.toISOString() ?? null;
+  const received = at ? sql`and received_at >= ${at}::timestamptz` : sql``;
+  const written = at ? sql`where synced_at >= ${at}::timestamptz or payment_time >= ${at}::timestamptz` : sql``;
   const { rows } = await sql<{ id: string }>`
     select id from (
       select payload->'data'->'payment'->>'id' as id from ${sql.id(inboxSchema, 'inbox_events')}
       where payload is not null ${received}
       union
-      select id from ${sql.id(schema, 'payments')}
+      select id from ${sql.id(schema, 'payments')} ${written}
     ) ids where id is not null order by id`.execute(db);
   return rows.map((row) => row.id);
 }
