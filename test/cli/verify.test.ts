@@ -52,7 +52,7 @@ describe('payhooks verify: bad input', () => {
     timeout: 60_000,
   }, async () => {
     const [resource, since, sample, noKey] = await Promise.all([
-      runCli(['verify', '--resource', 'customers,refunds'], env, dir),
+      runCli(['verify', '--resource', 'customers,charges'], env, dir),
       runCli(['verify', '--since', 'yesterday'], env, dir),
       runCli(['verify', '--sample', '0'], env, dir),
       runCli(['verify'], { ...env, PAYHOOKS_API_KEY: '' }, dir),
@@ -61,7 +61,9 @@ describe('payhooks verify: bad input', () => {
       expect(result.code).toBe(1);
       expect(result.stdout).toBe('');
     }
-    expect(resource.stderr).toContain('--resource "refunds" cannot be verified: the known ones are customers, invoices, payments');
+    expect(resource.stderr).toContain(
+      '--resource "charges" cannot be verified: the known ones are customers, invoices, payments, refunds, disputes, subscriptions, payment_methods',
+    );
     expect(since.stderr).toContain('"yesterday" is not one');
     expect(sample.stderr).toContain('--sample takes a whole number of records per resource from 1 to 10000, not "0"');
     expect(noKey.stderr).toContain("PAYHOOKS_API_KEY is not set: verify reads the service's API");

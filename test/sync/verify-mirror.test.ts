@@ -12,8 +12,10 @@ const silent = pino({ level: 'silent' });
 
 describe('verify options', () => {
   it('parses --resource and --sample, and names the known resources or the bad value', () => {
-    expect(parseVerifyResources(' invoices,payments,invoices ')).toEqual(['invoices', 'payments']);
-    expect(() => parseVerifyResources('refunds')).toThrow(/"refunds" cannot be verified: the known ones are customers, invoices, payments/);
+    expect(parseVerifyResources(' invoices,payments,invoices,REFUNDS ')).toEqual(['invoices', 'payments', 'refunds']);
+    expect(() => parseVerifyResources('charges')).toThrow(
+      /"charges" cannot be verified: the known ones are customers, invoices, payments, refunds/,
+    );
     expect(() => parseVerifyResources(',')).toThrow(/--resource names no resource/);
     expect(parseSample('25')).toBe(25);
     for (const bad of ['0', '-3', '2.5', 'ten', '10001']) expect(() => parseSample(bad)).toThrow(JSON.stringify(bad));
@@ -93,6 +95,24 @@ describe.each(backends)('verifyMirror on $name', (backend) => {
             kind: 'different',
             diff: [{ field: 'username', mirror: 'renamed', api: 'vm0' }],
             repaired: false,
+          },
+        ]);
+
+        // A resource the API cannot read: a finished event named a refund the mirror has no row for.
+        await sql`insert into ${sql.id(store.schema, 'inbox_events')} (event_id, event_type, raw_body, payload, status)
+          values ('evt_refund', 'PAYMENT_REFUNDED', '{}', ${JSON.stringify({ data: { refund: { id: 'ref_lost' } } })}::jsonb, 'done')`.execute(
+          db,
+        );
+        const refunds = await verifyMirror({ store, api, mirrorSchema, resources: ['refunds'], repair: true });
+        expect(refunds.resources[0]).toMatchObject({ resource: 'refunds', start: 'events', checked: 1, requests: 0 });
+        expect(refunds.drift).toEqual([
+          {
+            resource: 'refunds',
+            id: 'ref_lost',
+            kind: 'missing',
+            diff: [],
+            repaired: false,
+            namedBy: { eventId: 'evt_refund', eventType: 'PAYMENT_REFUNDED' },
           },
         ]);
 

@@ -22,6 +22,9 @@ import {
   seenAmong,
   startPass,
   unseenRows,
+  EVENT_ID_PATHS,
+  type EventOnlyTable,
+  namedByEvents,
   type VerifyTable,
 } from './verify-queries.js';
 
@@ -32,8 +35,11 @@ import {
 // reports what the earlier run found. Refunds, disputes, subscriptions and payment methods have no read in the
 // API: nothing to compare their rows with.
 
-/** The resources verify can compare: the ones the service's API reads. */
-export const VERIFY_RESOURCES = ['customers', 'invoices', 'payments'] as const;
+/**
+ * The resources verify checks: customers, invoices and payments against the API; the rest (which the API cannot
+ * read) through the events that named them: each must have its row.
+ */
+export const VERIFY_RESOURCES = ['customers', 'invoices', 'payments', 'refunds', 'disputes', 'subscriptions', 'payment_methods'] as const;
 export type VerifyResource = (typeof VERIFY_RESOURCES)[number];
 
 /** The defaults of {@link verifyMirror}. */
@@ -63,10 +69,12 @@ export interface Drift {
   diff: FieldDiff[];
   /** With `repair`: rewritten from the API and found equal on a second read. */
   repaired: boolean;
+  /** For a resource the API cannot read: the last event that named it (`payhooks replay` it to write the row). */
+  namedBy?: { eventId: string; eventType: string } | undefined;
 }
 
 /** How a resource's pass began (as backfill's). */
-export type VerifyStart = 'fresh' | 'resumed' | 'new-pass' | 'sample';
+export type VerifyStart = 'fresh' | 'resumed' | 'new-pass' | 'sample' | 'events';
 
 /** What one resource's run did. */
 export interface VerifyResourceReport {
@@ -216,7 +224,7 @@ const fromPayment = (payment: ApiPayment, row: MirrorRow | undefined, readAt: Da
 /** Reads one record by id; null when the service does not know it. */
 async function readOne(
   api: VerifyApi,
-  resource: VerifyResource,
+  resource: VerifyTable,
   id: string,
   row: MirrorRow | undefined,
   readAt: Date,
@@ -295,8 +303,9 @@ export async function verifyMirror(options: VerifyOptions): Promise<VerifyReport
       break;
     }
     const before = run.requests;
-    const done =
-      options.sample !== undefined
+    const done = isEventOnly(resource)
+      ? await verifyThroughEvents(run, resource)
+      : options.sample !== undefined
         ? await sampleResource(run, resource, options.sample)
         : resource === 'payments'
           ? await verifyById(run, resource)
@@ -354,7 +363,7 @@ async function listPage(run: Run, resource: 'customers' | 'invoices', skip: numb
 }
 
 /** Compares reads with their rows; records that last changed before `since` are only counted as listed. */
-async function compareReads(run: Run, resource: VerifyResource, reads: readonly Read[]): Promise<Omit<Drift, 'repaired'>[]> {
+async function compareReads(run: Run, resource: VerifyTable, reads: readonly Read[]): Promise<Omit<Drift, 'repaired'>[]> {
   const since = run.options.since;
   const compared = reads.filter((read) => since === undefined || read.changedAt === null || read.changedAt >= since);
   const rows = await mirrorRows(
@@ -508,7 +517,7 @@ async function verifyById(run: Run, resource: 'payments'): Promise<VerifyResourc
 }
 
 /** A sampled check: the newest records listed (where a missed event is likeliest) and random rows by id. */
-async function sampleResource(run: Run, resource: VerifyResource, sample: number): Promise<VerifyResourceReport> {
+async function sampleResource(run: Run, resource: VerifyTable, sample: number): Promise<VerifyResourceReport> {
   const { options, schema } = run;
   const db = options.store.db.withoutPlugins();
   const report: VerifyResourceReport = { resource, start: 'sample', checked: 0, requests: 0, finished: false };
@@ -539,23 +548,63 @@ async function sampleResource(run: Run, resource: VerifyResource, sample: number
   return report;
 }
 
+const isEventOnly = (resource: VerifyResource): resource is EventOnlyTable => resource in EVENT_ID_PATHS;
+
+/**
+ * A resource the API cannot read: each record a finished event named must have its row (nothing to compare the
+ * row's content with). One step, so nothing to resume.
+ */
+async function verifyThroughEvents(run: Run, resource: EventOnlyTable): Promise<VerifyResourceReport> {
+  const { options, schema, key } = run;
+  const db = options.store.db.withoutPlugins();
+  await readCursor(db, schema, resource, key);
+  await startPass(db, schema, resource, key);
+  options.onProgress?.({ kind: 'start', resource, start: 'events', from: 0, total: null });
+  const named = await namedByEvents(db, schema, options.store.schema, resource, options.since ?? null);
+  const found = named
+    .filter((record) => !record.present)
+    .map((record) => ({
+      resource,
+      id: record.id,
+      kind: 'missing' as const,
+      diff: [],
+      namedBy: { eventId: record.event_id, eventType: record.event_type },
+    }));
+  const recorded = await recordStep(db, schema, {
+    resource,
+    sinceKey: key,
+    seen: [],
+    findings: found,
+    expectedSkip: 0,
+    nextSkip: 0,
+    checked: named.length,
+    finished: true,
+  });
+  if (!recorded) throw new VerifyConflictError(resource, key);
+  for (const drift of found) run.drift.push({ ...drift, repaired: false });
+  return { resource, start: 'events', checked: named.length, requests: 0, finished: true };
+}
+
 /** Rewrites each drifted row from a fresh read through the guarded write, then reads it back. */
 async function repair(run: Run): Promise<void> {
   const { options, schema, key } = run;
   const db = options.store.db.withoutPlugins();
-  const todo = run.drift.filter((drift) => drift.kind !== 'extra' && !drift.repaired);
+  // Extras have nothing to be rewritten from; rows the API cannot read are written by replaying their event.
+  const todo = run.drift.filter((drift) => drift.kind !== 'extra' && !drift.repaired && !isEventOnly(drift.resource));
   let done = 0;
   for (const drift of todo) {
-    const before = await mirrorRows(db, schema, drift.resource, [drift.id]);
+    const resource = drift.resource;
+    if (isEventOnly(resource)) continue;
+    const before = await mirrorRows(db, schema, resource, [drift.id]);
     run.requests++;
-    const read = await readOne(options.api, drift.resource, drift.id, before.get(drift.id), await databaseNow(db), options.signal);
+    const read = await readOne(options.api, resource, drift.id, before.get(drift.id), await databaseNow(db), options.signal);
     if (read) {
       await db.transaction().execute((trx) => writeMirrorState(trx, schema, read.state, null));
-      const after = await mirrorRows(db, schema, drift.resource, [drift.id]);
+      const after = await mirrorRows(db, schema, resource, [drift.id]);
       const row = after.get(drift.id);
       if (row && diffRow(read.state, row).length === 0) {
         drift.repaired = true;
-        if (options.sample === undefined) await markRepaired(db, schema, drift.resource, key, [drift.id]);
+        if (options.sample === undefined) await markRepaired(db, schema, resource, key, [drift.id]);
       }
     }
     options.onProgress?.({ kind: 'repair', done: ++done, total: todo.length });

@@ -177,3 +177,37 @@ export async function mirrorExists<DB>(db: Kysely<DB>, schema: string): Promise<
   const { rows } = await sql<{ found: string | null }>`select to_regclass(${`"${schema}".customers`})::text as found`.execute(db);
   return rows[0]?.found != null;
 }
+
+/** Where the events carry the id of each resource the API cannot read. */
+export const EVENT_ID_PATHS = {
+  refunds: 'refund',
+  disputes: 'dispute',
+  subscriptions: 'subscription',
+  payment_methods: 'paymentMethod',
+} as const;
+export type EventOnlyTable = keyof typeof EVENT_ID_PATHS;
+
+/**
+ * Each record of `table` that a finished event named (`data.<resource>.id`; with `since`, received since), with
+ * the last such event and whether the mirror has its row.
+ */
+export async function namedByEvents<DB>(
+  db: Kysely<DB>,
+  schema: string,
+  inboxSchema: string,
+  table: EventOnlyTable,
+  since: Date | null,
+): Promise<{ id: string; event_id: string; event_type: string; present: boolean }[]> {
+  const received = since ? sql`and e.received_at >= ${since.toISOString()}::timestamptz` : sql``;
+  const { rows } = await sql<{ id: string; event_id: string; event_type: string; present: boolean }>`
+    select distinct on (named.id) named.id, named.event_id, named.event_type,
+           exists (select 1 from ${sql.id(schema, table)} m where m.id = named.id) as present
+    from (
+      select e.payload->'data'->${EVENT_ID_PATHS[table]}->>'id' as id, e.event_id, e.event_type, e.seq
+      from ${sql.id(inboxSchema, 'inbox_events')} e
+      where e.status = 'done' and e.payload is not null ${received}
+    ) named
+    where named.id is not null
+    order by named.id, named.seq desc`.execute(db);
+  return rows;
+}
