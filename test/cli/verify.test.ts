@@ -1,5 +1,6 @@
 import { existsSync, mkdtempSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -11,10 +12,12 @@ import type { EventMap } from '../../src/events/index.js';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import { createSandboxClient, startSimulator } from '../../src/simulator/index.js';
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
+import { migrate } from '../../src/store/migrate.js';
+import { runBackfill } from '../../src/sync/backfill.js';
 import { registerMirror } from '../../src/sync/mirror/mirror-sink.js';
 import { customerFromEvent, STATE_RANK } from '../../src/sync/mirror/states.js';
 import { writeMirrorState } from '../../src/sync/mirror/write.js';
-import { runCli } from '../helpers/cli.js';
+import { collect, runCli, spawnCli } from '../helpers/cli.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { listen } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
@@ -285,4 +288,70 @@ describe.each(BACKENDS)('payhooks verify after a day of traffic, on $name', (bac
       }
     },
   );
+});
+
+describe.skipIf(pgUrl === null)('payhooks verify stopped by SIGINT', () => {
+  it('stops after the step being recorded, exit 1 saying how to resume; the next run resumes there and finishes', {
+    timeout: 180_000,
+  }, async () => {
+    const simulator = await startSimulator({ logger: silent, rateLimitPerMinute: 1_000_000 });
+    // Each list request held a while, so that the run is still going when the signal comes.
+    const proxy = createServer((req, res) => {
+      setTimeout(() => {
+        const upstream = request(`${simulator.url}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        });
+        upstream.on('error', () => res.destroy());
+        req.pipe(upstream);
+      }, 300);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const schema = uniqueSchema('verify_sig');
+    const mirrorSchema = `${schema}_mirror`;
+    const store = await openDatabase({ url: pgUrl!, schema });
+    try {
+      const api = createClient({ apiKey: 'sk_test_sig', environment: simulator.url, rateLimit: false });
+      for (let first = 0; first < 1000; first += 50) {
+        await Promise.all(Array.from({ length: 50 }, (_, i) => api.customers.create({ username: `sig${first + i}` })));
+      }
+      await migrate(store);
+      await runBackfill({ store, api, mirrorSchema, resources: ['customers'] });
+      const env = {
+        DATABASE_URL: pgUrl!,
+        PAYHOOKS_SCHEMA: schema,
+        PAYHOOKS_MIRROR_SCHEMA: mirrorSchema,
+        PAYHOOKS_API_KEY: 'sk_test_sig',
+        PAYHOOKS_API_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+        PAYHOOKS_LOG_LEVEL: 'silent',
+      };
+      const child = spawnCli(['verify', '--resource', 'customers'], env);
+      const stopped = collect(child, 120_000);
+      // Plain progress lines on a pipe: the first one says a page was recorded.
+      await new Promise<void>((resolve) => {
+        child.stderr?.on('data', (chunk: Buffer) => {
+          if (/verified \d+\/1000 customers/.test(chunk.toString())) resolve();
+        });
+      });
+      child.kill('SIGINT');
+      const first = await stopped;
+      expect(first.code).toBe(1);
+      expect(first.stderr).toContain('SIGINT: stopping after the step being recorded');
+      expect(first.stderr).toContain('run payhooks verify again to resume there');
+      const { rows } = await sql<{ next_skip: number }>`select next_skip from ${sql.id(mirrorSchema, 'verify_cursors')}`.execute(store.db);
+      const at = rows[0]!.next_skip;
+      expect(at).toBeGreaterThan(0);
+      expect(at).toBeLessThan(1000);
+
+      const second = await runCli(['verify', '--resource', 'customers'], env, undefined, 120_000);
+      expect(second.stderr).toContain(`customers: resuming at record ${at.toLocaleString('en-US')}`);
+      expect(second.code).toBe(0);
+      expect(second.stdout).toContain(`customers (resumed): ${(1000 - at).toLocaleString('en-US')} checked, all match`);
+    } finally {
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+      await simulator.close();
+      await sql.raw(`drop schema if exists "${schema}" cascade; drop schema if exists "${mirrorSchema}" cascade`).execute(store.db);
+      await store.close();
+    }
+  });
 });
