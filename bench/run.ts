@@ -1,5 +1,5 @@
-// `npm run bench [verify] [ingest] [drain] [burst]`: each comparison in one run, against its baseline measured in
-// the same run, written to bench/results.md (medians, ratios, targets met or missed). Without arguments: all four.
+// `npm run bench [verify] [ingest] [drain] [burst] [mirror-verify]`: each comparison in one run, against its baseline
+// measured in the same run, written to bench/results.md (medians, ratios, targets met or missed). Without arguments: all.
 // BENCH_SCALE=0.1 runs a tenth of the counts and seconds for a quick look; DATABASE_URL picks the server.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -7,13 +7,20 @@ import { join } from 'node:path';
 import { benchBurst } from './sections/burst.js';
 import { benchDrain } from './sections/drain.js';
 import { benchIngest } from './sections/ingest.js';
+import { benchMirrorVerify } from './sections/mirror-verify.js';
 import { benchVerify } from './sections/verify.js';
 import { databaseUrl, serverFacts } from './lib/database.js';
 import { root } from './lib/processes.js';
 import { renderSection } from './lib/report.js';
 import { rounds, scale } from './lib/stats.js';
 
-const sections = { verify: benchVerify, ingest: benchIngest, drain: benchDrain, burst: benchBurst } as const;
+const sections = {
+  verify: benchVerify,
+  ingest: benchIngest,
+  drain: benchDrain,
+  burst: benchBurst,
+  'mirror-verify': benchMirrorVerify,
+} as const;
 type SectionName = keyof typeof sections;
 
 const asked = process.argv.slice(2);
@@ -57,7 +64,7 @@ if (existsSync(resultsFile)) {
     .slice(1))
     kept.set(part.slice(3, part.indexOf('\n')).trim(), part.trimEnd());
 }
-const order = ['Verify', 'Ingest', 'Drain', 'Burst'];
+const order = ['Verify', 'Ingest', 'Drain', 'Burst', 'Mirror verify'];
 const body = order.flatMap((title) => {
   const text = fresh.get(title) ?? kept.get(title);
   return text === undefined ? [] : [text.trimEnd(), ''];

@@ -77,7 +77,7 @@ describe('run-time exports of each entry', () => {
     }
   });
 
-  it('payhooks/sync holds the sync names the root entry had, as the same objects, plus backfill and reconciliation', async () => {
+  it('payhooks/sync holds the sync names the root entry had, as the same objects, plus backfill, reconciliation and verify', async () => {
     const rootEntry = (await import(new URL('src/index.ts', root).href)) as Record<string, unknown>;
     const syncEntry = (await import(new URL('src/sync/index.ts', root).href)) as Record<string, unknown>;
     const syncNames = snapshot['./sync'] as string[];
@@ -89,9 +89,15 @@ describe('run-time exports of each entry', () => {
       'BACKFILL_DEFAULTS',
       'BACKFILL_RESOURCES',
       'BackfillConflictError',
+      'DRIFT_KINDS',
+      'NoMirrorError',
       'RECONCILE_DEFAULTS',
+      'VERIFY_DEFAULTS',
+      'VERIFY_RESOURCES',
+      'VerifyConflictError',
       'reconcile',
       'runBackfill',
+      'verifyMirror',
     ]);
   });
 });

@@ -15,6 +15,7 @@ import { addInitCommand } from './init-command.js';
 import { addPruneCommand } from './prune-command.js';
 import { addBackfillCommand } from './backfill-command.js';
 import { addReconcileCommand } from './reconcile-command.js';
+import { addVerifyCommand } from './verify-command.js';
 import { addReplayCommand } from './replay-command.js';
 import { stdio } from './output.js';
 import { deserializeServiceConfig, SERVICE_CONFIG_VARIABLE } from '../service/config-transfer.js';
@@ -115,6 +116,7 @@ function buildProgram(print: (text: string) => void): Command {
   addPruneCommand(program, ctx);
   addBackfillCommand(program, ctx);
   addReconcileCommand(program, ctx);
+  addVerifyCommand(program, ctx);
 
   program
     .command('migrate')
@@ -228,7 +230,7 @@ export async function run(argv: string[], print: (text: string) => void = (text)
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode;
-    if (err instanceof SilentFailure) return 1;
+    if (err instanceof SilentFailure) return err.exitCode;
     await stdio().err.line(err instanceof PayhooksError ? err.message : `payhooks: ${err instanceof Error ? err.message : String(err)}`);
     return 1;
   }

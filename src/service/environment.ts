@@ -9,7 +9,18 @@ import { WORKER_DEFAULTS } from '../worker/defaults.js';
 import { SERVICE_DEFAULTS } from './service-defaults.js';
 
 /** The commands whose environment is described here (`events …` subcommands share `events`). */
-export const ENV_COMMANDS = ['serve', 'migrate', 'events', 'replay', 'prune', 'backfill', 'reconcile', 'simulate', 'trigger'] as const;
+export const ENV_COMMANDS = [
+  'serve',
+  'migrate',
+  'events',
+  'replay',
+  'prune',
+  'backfill',
+  'reconcile',
+  'verify',
+  'simulate',
+  'trigger',
+] as const;
 export type EnvCommand = (typeof ENV_COMMANDS)[number];
 
 /** What the help says about one variable, and which commands read it. */
@@ -25,9 +36,9 @@ function variable<S extends z.ZodType, const C extends readonly EnvCommand[]>(sc
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-const DATABASE_READERS = ['serve', 'migrate', 'events', 'replay', 'prune', 'backfill', 'reconcile'] as const;
+const DATABASE_READERS = ['serve', 'migrate', 'events', 'replay', 'prune', 'backfill', 'reconcile', 'verify'] as const;
 /** The commands that read the service's API and write the mirror. */
-const SYNC_COMMANDS = ['serve', 'backfill', 'reconcile'] as const;
+const SYNC_COMMANDS = ['serve', 'backfill', 'reconcile', 'verify'] as const;
 
 // `FOO= payhooks …` is the usual way to unset a variable for one command, so blank counts as unset.
 function blankIsUnset<S extends z.ZodType>(schema: S) {

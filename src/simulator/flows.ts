@@ -211,8 +211,9 @@ export function isFlowName(value: string): value is FlowName {
 }
 
 /**
- * The first flow (in `--help` order) that causes `eventType`, or undefined for the types no call of the
- * simulator causes (INVOICE_UPDATED, INVOICE_CANCELED, CUSTOMER_UPDATED, CUSTOMER_ARCHIVED).
+ * The first flow (in `--help` order) that causes `eventType`, or undefined for the types no flow causes
+ * (INVOICE_UPDATED, INVOICE_CANCELED, CUSTOMER_UPDATED, CUSTOMER_ARCHIVED; two of them have sandbox calls, which
+ * are not flows).
  *
  * @example
  * flowFor('PAYMENT_REFUNDED'); // 'refund'

@@ -1,7 +1,11 @@
 import type { z } from 'zod';
 import {
+  apiCustomerSchema,
+  apiInvoiceSchema,
   completePaymentResponseSchema,
   pageQuerySchema,
+  type ApiCustomer,
+  type ApiInvoice,
   type CompletePaymentResponse,
   type ListPage,
   type PageQuery,
@@ -15,6 +19,7 @@ import {
   sandboxCycleResponseSchema,
   sandboxDisputeSchema,
   sandboxEventSchema,
+  sandboxUpdateCustomerInputSchema,
   sandboxOpenDisputeInputSchema,
   sandboxRefundInputSchema,
   sandboxRefundResponseSchema,
@@ -67,6 +72,14 @@ export interface SandboxClient {
   createSubscription(input: SandboxCreateSubscriptionInput, options?: RequestOptions): Promise<SandboxSubscription>;
   /** Issues the next collection's invoice (INVOICE_CREATED) and moves the schedule on (SUBSCRIPTION_UPDATED). */
   cycleSubscription(subscriptionId: string, options?: RequestOptions): Promise<SandboxCycleResponse>;
+  /** Changes a customer's name or email, as the service's dashboard would (CUSTOMER_UPDATED). */
+  updateCustomer(
+    customerId: string,
+    input: z.input<typeof sandboxUpdateCustomerInputSchema>,
+    options?: RequestOptions,
+  ): Promise<ApiCustomer>;
+  /** Cancels an unpaid invoice, as the service's dashboard would (INVOICE_CANCELED). */
+  cancelInvoice(invoiceId: string, options?: RequestOptions): Promise<ApiInvoice>;
   /** Cancels a subscription (SUBSCRIPTION_CANCELED). */
   cancelSubscription(subscriptionId: string, options?: RequestOptions): Promise<SandboxSubscription>;
   /** Saves a card or a bank account (CLABE) for a customer's direct debit (PAYMENT_METHOD_CREATED). */
@@ -150,6 +163,15 @@ export function createSandboxClient(options: SandboxClientOptions): SandboxClien
       transport.post(at('subscriptions'), body(sandboxCreateSubscriptionInputSchema, input), sandboxSubscriptionSchema, requestOptions),
     cycleSubscription: (subscriptionId, requestOptions) =>
       transport.post(at('subscriptions', subscriptionId, 'cycle'), undefined, sandboxCycleResponseSchema, requestOptions),
+    updateCustomer: (customerId, input, requestOptions) =>
+      transport.post(
+        at('customers', customerId, 'update'),
+        body(sandboxUpdateCustomerInputSchema, input),
+        apiCustomerSchema,
+        requestOptions,
+      ),
+    cancelInvoice: (invoiceId, requestOptions) =>
+      transport.post(at('invoices', invoiceId, 'cancel'), undefined, apiInvoiceSchema, requestOptions),
     cancelSubscription: (subscriptionId, requestOptions) =>
       transport.post(at('subscriptions', subscriptionId, 'cancel'), undefined, sandboxSubscriptionSchema, requestOptions),
     listEvents: (query = {}, requestOptions) =>

@@ -108,3 +108,9 @@ export type SandboxSavePaymentMethodInput = z.input<typeof sandboxSavePaymentMet
 /** A saved payment method as the simulator answers it: the event's fields and its customer's id. */
 export const sandboxPaymentMethodSchema = paymentMethodSchema.extend({ customerId: id });
 export type SandboxPaymentMethod = Infer<typeof sandboxPaymentMethodSchema>;
+
+/** The input of `POST /v1/sandbox/customers/{customerId}/update`: the fields to change. */
+export const sandboxUpdateCustomerInputSchema = z.object({
+  name: z.string().min(1).nullable().optional(),
+  email: z.string().min(3).nullable().optional(),
+});

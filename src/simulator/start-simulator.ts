@@ -15,6 +15,7 @@ import { portalRoutes } from './portal-routes.js';
 import { refundRoutes } from './refund-routes.js';
 import { createRestHandler } from './rest-handler.js';
 import type { Route } from './route.js';
+import { sandboxChangeRoutes } from './sandbox-change-routes.js';
 import { sandboxEventRoutes } from './sandbox-event-routes.js';
 import { SimulatorState, type SimulatorRecords } from './state.js';
 import { subscriptionRoutes } from './subscription-routes.js';
@@ -113,6 +114,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     ...paymentMethodRoutes(ctx),
     ...subscriptionRoutes(ctx),
     ...sandboxEventRoutes(ctx),
+    ...sandboxChangeRoutes(ctx),
   ];
   routes.push(...documentRoutes(() => routes));
 

@@ -66,3 +66,23 @@ export {
   type ReconcileReport,
   type UnrecoveredEvent,
 } from './reconcile.js';
+
+// Proof that the mirror matches the service (what `payhooks verify` runs)
+export {
+  DRIFT_KINDS,
+  type Drift,
+  type DriftKind,
+  NoMirrorError,
+  VERIFY_DEFAULTS,
+  VERIFY_RESOURCES,
+  type VerifyApi,
+  VerifyConflictError,
+  verifyMirror,
+  type VerifyOptions,
+  type VerifyProgress,
+  type VerifyReport,
+  type VerifyResource,
+  type VerifyResourceReport,
+  type VerifyStart,
+} from './verify/verify-mirror.js';
+export type { FieldDiff } from './verify/compare-row.js';

@@ -479,6 +479,19 @@ describe('every operation', () => {
         client.post(`/v1/sandbox/customers/${customer.id}/payment-methods`, { type: 'BANK_ACCOUNT', clabe: '12' }),
       );
       await expectShape(
+        'updateSandboxCustomer',
+        client.post(`/v1/sandbox/customers/${customer.id}/update`, { name: 'Renamed' }),
+        apiCustomerSchema,
+        client.post('/v1/sandbox/customers/cus_none/update', { name: 'Nobody' }),
+      );
+      const toCancel = await newInvoice();
+      await expectShape(
+        'cancelSandboxInvoice',
+        client.post(`/v1/sandbox/invoices/${toCancel.id}/cancel`),
+        apiInvoiceSchema,
+        client.post(`/v1/sandbox/invoices/${toCancel.id}/cancel`),
+      );
+      await expectShape(
         'listSandboxEvents',
         client.get('/v1/sandbox/events?take=5'),
         listPageSchema(sandboxEventSchema),

@@ -1,0 +1,213 @@
+import { type Kysely, sql } from 'kysely';
+import type { MirrorRow } from './compare-row.js';
+
+// The SQL of `payhooks verify`, one statement per function, on the tables of migrations/mirror/002_verify.sql
+// and the mirror's own. `db` is the store's Kysely without plugins (raw rows, as the mirror writes them).
+
+/** The resources verify reads, with the mirror table each is kept in. */
+export type VerifyTable = 'customers' | 'invoices' | 'payments';
+
+/** A finding as stored. */
+export interface FindingRow {
+  id: string;
+  kind: string;
+  diff: unknown;
+  repaired_at: Date | string | null;
+}
+
+/** The mirror's rows of `ids` (with their items for invoices), by id. */
+export async function mirrorRows<DB>(
+  db: Kysely<DB>,
+  schema: string,
+  table: VerifyTable,
+  ids: readonly string[],
+): Promise<Map<string, MirrorRow>> {
+  const rows = new Map<string, MirrorRow>();
+  if (ids.length === 0) return rows;
+  const found = await sql<MirrorRow>`select * from ${sql.id(schema, table)} where id in (${sql.join(ids)})`.execute(db);
+  for (const row of found.rows) rows.set(String(row.id), row);
+  if (table === 'invoices' && rows.size > 0) {
+    const items = await sql<Record<string, unknown>>`
+      select * from ${sql.id(schema, 'invoice_items')} where invoice_id in (${sql.join([...rows.keys()])})`.execute(db);
+    for (const row of rows.values()) row.items = [];
+    for (const item of items.rows) rows.get(String(item.invoice_id))?.items?.push(item);
+  }
+  return rows;
+}
+
+/** The cursor of a (resource, since) pass, made if missing. */
+export async function readCursor<DB>(
+  db: Kysely<DB>,
+  schema: string,
+  resource: string,
+  sinceKey: string,
+): Promise<{ next_skip: number; checked: number; finished_at: Date | string | null }> {
+  const cursors = sql.id(schema, 'verify_cursors');
+  await sql`insert into ${cursors} (resource, since_key) values (${resource}, ${sinceKey}) on conflict do nothing`.execute(db);
+  const { rows } = await sql<{ next_skip: number; checked: number; finished_at: Date | string | null }>`
+    select next_skip, checked, finished_at from ${cursors} where resource = ${resource} and since_key = ${sinceKey}`.execute(db);
+  return rows[0]!;
+}
+
+/** Starts a new pass: the cursor back to the start, the last pass's findings and listed ids forgotten. */
+export async function startPass<DB>(db: Kysely<DB>, schema: string, resource: string, sinceKey: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const where = sql`resource = ${resource} and since_key = ${sinceKey}`;
+    await sql`delete from ${sql.id(schema, 'verify_findings')} where ${where}`.execute(trx);
+    await sql`delete from ${sql.id(schema, 'verify_seen')} where ${where}`.execute(trx);
+    await sql`update ${sql.id(schema, 'verify_cursors')}
+      set next_skip = 0, checked = 0, started_at = now(), finished_at = null, updated_at = now() where ${where}`.execute(trx);
+  });
+}
+
+/** The findings a pass has recorded so far (a resumed run reports them with its own). */
+export async function passFindings<DB>(db: Kysely<DB>, schema: string, resource: string, sinceKey: string): Promise<FindingRow[]> {
+  const { rows } = await sql<FindingRow>`
+    select id, kind, diff, repaired_at from ${sql.id(schema, 'verify_findings')}
+    where resource = ${resource} and since_key = ${sinceKey} order by found_at, id`.execute(db);
+  return rows;
+}
+
+/**
+ * Records one step of a pass in one transaction: the ids it read, what it found, and the cursor moved from
+ * `expectedSkip` to `nextSkip`. Returns false when the cursor was not at `expectedSkip` (another run moved it).
+ */
+export async function recordStep<DB>(
+  db: Kysely<DB>,
+  schema: string,
+  step: {
+    resource: string;
+    sinceKey: string;
+    seen: readonly string[];
+    findings: readonly { id: string; kind: string; diff: unknown }[];
+    expectedSkip: number;
+    nextSkip: number;
+    checked: number;
+    finished: boolean;
+  },
+): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const { resource, sinceKey } = step;
+    if (step.seen.length) {
+      const values = step.seen.map((id) => sql`(${resource}, ${sinceKey}, ${id})`);
+      await sql`insert into ${sql.id(schema, 'verify_seen')} (resource, since_key, id) values ${sql.join(values)}
+        on conflict do nothing`.execute(trx);
+    }
+    for (const finding of step.findings) {
+      await sql`insert into ${sql.id(schema, 'verify_findings')} (resource, since_key, id, kind, diff)
+        values (${resource}, ${sinceKey}, ${finding.id}, ${finding.kind}, ${JSON.stringify(finding.diff)})
+        on conflict (resource, since_key, id) do update set kind = excluded.kind, diff = excluded.diff, repaired_at = null, found_at = now()`.execute(
+        trx,
+      );
+    }
+    const moved = await sql<{ resource: string }>`
+      update ${sql.id(schema, 'verify_cursors')}
+      set next_skip = ${step.nextSkip}, checked = checked + ${step.checked},
+          finished_at = ${step.finished ? sql`now()` : sql`null`}, updated_at = now()
+      where resource = ${resource} and since_key = ${sinceKey} and next_skip = ${step.expectedSkip} and finished_at is null
+      returning resource`.execute(trx);
+    return moved.rows.length > 0;
+  });
+}
+
+/** The mirror's ids of `table` that the pass has not seen listed: the candidates for "extra", in id order. */
+export async function unseenRows<DB>(db: Kysely<DB>, schema: string, table: VerifyTable, sinceKey: string): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`
+    select m.id from ${sql.id(schema, table)} m
+    where not exists (select 1 from ${sql.id(schema, 'verify_seen')} s
+                      where s.resource = ${table} and s.since_key = ${sinceKey} and s.id = m.id)
+    order by m.id`.execute(db);
+  return rows.map((row) => row.id);
+}
+
+/**
+ * The payments verify reads by id (the API lists none): those the mirror holds and those the inbox's events
+ * named (`data.payment.id`), in id order; with `since`, the events received and the rows written or paid since.
+ */
+export async function paymentIds<DB>(db: Kysely<DB>, schema: string, inboxSchema: string, since: Date | null): Promise<string[]> {
+  const at = since?.toISOString() ?? null;
+  const received = at ? sql`and received_at >= ${at}::timestamptz` : sql``;
+  const written = at ? sql`where synced_at >= ${at}::timestamptz or payment_time >= ${at}::timestamptz` : sql``;
+  const { rows } = await sql<{ id: string }>`
+    select id from (
+      select payload->'data'->'payment'->>'id' as id from ${sql.id(inboxSchema, 'inbox_events')}
+      where payload is not null ${received}
+      union
+      select id from ${sql.id(schema, 'payments')} ${written}
+    ) ids where id is not null order by id`.execute(db);
+  return rows.map((row) => row.id);
+}
+
+/** The ids among `ids` the pass has already checked (a resumed run skips them). */
+export async function seenAmong<DB>(
+  db: Kysely<DB>,
+  schema: string,
+  resource: string,
+  sinceKey: string,
+  ids: readonly string[],
+): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await sql<{ id: string }>`
+    select id from ${sql.id(schema, 'verify_seen')}
+    where resource = ${resource} and since_key = ${sinceKey} and id in (${sql.join(ids)})`.execute(db);
+  return new Set(rows.map((row) => row.id));
+}
+
+/** Marks findings repaired (re-read after the rewrite and found equal). */
+export async function markRepaired<DB>(
+  db: Kysely<DB>,
+  schema: string,
+  resource: string,
+  sinceKey: string,
+  ids: readonly string[],
+): Promise<void> {
+  if (ids.length === 0) return;
+  await sql`update ${sql.id(schema, 'verify_findings')} set repaired_at = now()
+    where resource = ${resource} and since_key = ${sinceKey} and id in (${sql.join(ids)})`.execute(db);
+}
+
+/** Random ids of a mirror table (a sampled run). */
+export async function randomRows<DB>(db: Kysely<DB>, schema: string, table: VerifyTable, count: number): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`select id from ${sql.id(schema, table)} order by random() limit ${count}`.execute(db);
+  return rows.map((row) => row.id);
+}
+
+/** Whether the mirror's tables exist in `schema` (a mirror that was never made has nothing to verify). */
+export async function mirrorExists<DB>(db: Kysely<DB>, schema: string): Promise<boolean> {
+  const { rows } = await sql<{ found: string | null }>`select to_regclass(${`"${schema}".customers`})::text as found`.execute(db);
+  return rows[0]?.found != null;
+}
+
+/** Where the events carry the id of each resource the API cannot read. */
+export const EVENT_ID_PATHS = {
+  refunds: 'refund',
+  disputes: 'dispute',
+  subscriptions: 'subscription',
+  payment_methods: 'paymentMethod',
+} as const;
+export type EventOnlyTable = keyof typeof EVENT_ID_PATHS;
+
+/**
+ * Each record of `table` that a finished event named (`data.<resource>.id`; with `since`, received since), with
+ * the last such event and whether the mirror has its row.
+ */
+export async function namedByEvents<DB>(
+  db: Kysely<DB>,
+  schema: string,
+  inboxSchema: string,
+  table: EventOnlyTable,
+  since: Date | null,
+): Promise<{ id: string; event_id: string; event_type: string; present: boolean }[]> {
+  const received = since ? sql`and e.received_at >= ${since.toISOString()}::timestamptz` : sql``;
+  const { rows } = await sql<{ id: string; event_id: string; event_type: string; present: boolean }>`
+    select distinct on (named.id) named.id, named.event_id, named.event_type,
+           exists (select 1 from ${sql.id(schema, table)} m where m.id = named.id) as present
+    from (
+      select e.payload->'data'->${EVENT_ID_PATHS[table]}->>'id' as id, e.event_id, e.event_type, e.seq
+      from ${sql.id(inboxSchema, 'inbox_events')} e
+      where e.status = 'done' and e.payload is not null ${received}
+    ) named
+    where named.id is not null
+    order by named.id, named.seq desc`.execute(db);
+  return rows;
+}
