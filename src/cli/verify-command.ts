@@ -16,7 +16,7 @@ import {
   type VerifyResourceReport,
   verifyMirror,
 } from '../sync/verify/verify-mirror.js';
-import { budgetedClient } from './budgeted-client.js';
+import { budgetedClient } from '../service/budgeted-client.js';
 import { SilentFailure, UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { countOf } from './format.js';
