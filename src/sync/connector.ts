@@ -125,6 +125,7 @@ export async function registerConnector(
           mirror: options.mirrorSchema ? { store, schema: options.mirrorSchema } : undefined,
           receivedAt: ctx.receivedAt,
           signal: ctx.signal,
+          shared: ctx.shared,
         });
         return state;
       },

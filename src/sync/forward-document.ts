@@ -64,6 +64,7 @@ export async function forwardDocumentText(
     mirror: options.mirrorSchema ? { store: options.store, schema: options.mirrorSchema } : undefined,
     receivedAt: ctx.receivedAt,
     signal: ctx.signal,
+    shared: ctx.shared,
   });
   return JSON.stringify(forwardDocument(event, resource, options.sink, ctx.receivedAt));
 }

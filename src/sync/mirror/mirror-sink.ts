@@ -1,10 +1,11 @@
 import type { ApiClient } from '../../client/api-client.js';
-import { NotFoundError } from '../../client/errors.js';
 import type { EventType, UnknownEvent, WebhookEvent } from '../../events/index.js';
+import type { ApiCustomer, ApiInvoice, ApiPayment } from '../../events/rest-contract.js';
 import type { Payhooks } from '../../payhooks.js';
 import type { PayhooksDatabase } from '../../store/database.js';
 import { migrateMirror } from '../../store/migrate.js';
 import type { HandlerContext } from '../../worker/handlers.js';
+import { readApiResource } from '../resource-state.js';
 import { mirrorTargets, type MirrorTarget } from './event-targets.js';
 import { customerFromApi, invoiceFromApi, type MirrorState, paymentFromApi } from './states.js';
 import { readCoveredSince, touchMirrorRow, writeMirrorState } from './write.js';
@@ -25,28 +26,37 @@ export interface MirrorOptions {
   eventTypes?: readonly EventType[] | undefined;
 }
 
+const KIND_OF = { customers: 'customer', invoices: 'invoice', payments: 'payment' } as const;
+
 /**
- * Reads the current state of one target from the API; null when the service does not know the resource (the
- * caller then falls back to the event's snapshot).
+ * Reads the current state of one target from the API, through the read the event's sinks share; null when the
+ * service does not know the resource (the caller then falls back to the event's snapshot). `dbNow` stamps a read
+ * this call made; a read another sink of the event made earlier is stamped with the event's receipt instead, a
+ * time it certainly started after, so that the coverage check never counts it as newer than it is.
  */
 async function readCurrent(
-  api: ApiClient,
+  ctx: HandlerContext<ApiClient> & { api: ApiClient },
   target: Extract<MirrorTarget, { kind: 'read' }>,
-  readAt: Date,
-  signal: AbortSignal,
+  dbNow: Date,
 ): Promise<MirrorState | null> {
-  try {
-    switch (target.table) {
-      case 'customers':
-        return customerFromApi(await api.customers.get(target.id, { signal }), readAt);
-      case 'invoices':
-        return invoiceFromApi(await api.invoices.get(target.id, { signal }), readAt);
-      case 'payments':
-        return paymentFromApi(await api.payments.get(target.id, { signal }), target.links, readAt);
-    }
-  } catch (err) {
-    if (err instanceof NotFoundError) return null;
-    throw err;
+  let mine = false;
+  const { answer } = await readApiResource(ctx.api, KIND_OF[target.table], target.id, {
+    signal: ctx.signal,
+    shared: (key, compute) =>
+      ctx.shared(key, (signal) => {
+        mine = true;
+        return compute(signal);
+      }),
+  });
+  if (answer === undefined) return null;
+  const readAt = mine ? dbNow : ctx.receivedAt;
+  switch (target.table) {
+    case 'customers':
+      return customerFromApi(answer as ApiCustomer, readAt);
+    case 'invoices':
+      return invoiceFromApi(answer as ApiInvoice, readAt);
+    case 'payments':
+      return paymentFromApi(answer as ApiPayment, target.links, readAt);
   }
 }
 
@@ -81,7 +91,7 @@ export async function mirrorEvent(
       continue;
     }
     reads++;
-    const current = await readCurrent(ctx.api, target, coverage.now, ctx.signal);
+    const current = await readCurrent({ ...ctx, api: ctx.api }, target, coverage.now);
     if (current) states.push(current);
     else if (target.snapshot) {
       ctx.logger.warn({ table: target.table, id: target.id }, 'the API does not know this resource; mirrored from the event instead');
