@@ -1,11 +1,14 @@
 import type { ApiClient } from '../../client/api-client.js';
-import type { EventType, UnknownEvent, WebhookEvent } from '../../events/index.js';
+import type { EventType, WebhookEvent } from '../../events/index.js';
 import type { ApiCustomer, ApiInvoice, ApiPayment } from '../../events/rest-contract.js';
+import { z } from 'zod';
 import type { Payhooks } from '../../payhooks.js';
-import type { PayhooksDatabase } from '../../store/database.js';
+import { isSchemaName, type PayhooksDatabase } from '../../store/database.js';
 import { migrateMirror } from '../../store/migrate.js';
 import type { HandlerContext } from '../../worker/handlers.js';
+import { eventTypesField } from '../config-fields.js';
 import { readApiResource } from '../resource-state.js';
+import { registerSink, type Sink } from '../sink.js';
 import { mirrorTargets, type MirrorTarget } from './event-targets.js';
 import { customerFromApi, invoiceFromApi, type MirrorState, paymentFromApi } from './states.js';
 import { readCoveredSince, touchMirrorRow, writeMirrorState } from './write.js';
@@ -106,6 +109,38 @@ export async function mirrorEvent(
   return { written, reads, skippedReads: touched.length };
 }
 
+/** The `mirror` key of the configuration file: `true`/`false`, or its options (docs/mirror.md). */
+export const mirrorConfigSchema = z.union([
+  z.boolean(),
+  z.strictObject({
+    /** Default true. */
+    enabled: z.boolean().optional(),
+    /** Default `payhooks_mirror`. */
+    schema: z
+      .string()
+      .refine(isSchemaName, 'expected a schema name of lower-case letters, digits and underscores, starting with a letter or underscore')
+      .optional(),
+    eventTypes: eventTypesField.optional(),
+  }),
+]);
+
+/** The mirror's sink, as the handler `mirror`, on a schema already migrated. */
+export function mirrorSink(store: PayhooksDatabase, options: { schema: string; eventTypes?: readonly EventType[] | undefined }): Sink {
+  return {
+    kind: 'mirror',
+    name: MIRROR_DEFAULTS.handlerName,
+    eventTypes: options.eventTypes,
+    describe: `Postgres mirror in schema ${options.schema}`,
+    async handle(event, ctx) {
+      // A type this version does not know names no resource it can map; the event is done for the mirror.
+      if ('unknown' in event) return;
+      const result = await mirrorEvent(event, ctx, store, options.schema);
+      ctx.logger.debug(result, 'mirrored');
+    },
+    async close() {},
+  };
+}
+
 /**
  * Registers the Postgres mirror sink on a payhooks instance: migrates its schema, then mirrors every event (or
  * the given types) into tables of current state (docs/mirror.md). Call before `hooks.start()`.
@@ -119,13 +154,6 @@ export async function registerMirror(hooks: Payhooks<ApiClient>, options: Mirror
   const schema = options.schema ?? MIRROR_DEFAULTS.schema;
   const store = await hooks.ready();
   await migrateMirror(store, schema);
-  const handle = async (event: WebhookEvent | UnknownEvent, ctx: HandlerContext<ApiClient>) => {
-    // A type this version does not know names no resource it can map; the event is done for the mirror.
-    if ('unknown' in event) return;
-    const result = await mirrorEvent(event, ctx, store, schema);
-    ctx.logger.debug(result, 'mirrored');
-  };
-  if (options.eventTypes) hooks.on(options.eventTypes, handle, { name: MIRROR_DEFAULTS.handlerName });
-  else hooks.onAny(handle, { name: MIRROR_DEFAULTS.handlerName });
+  registerSink(hooks, mirrorSink(store, { schema, eventTypes: options.eventTypes }), { store });
   return { schema };
 }
