@@ -6,14 +6,11 @@ import { PayhooksError } from '../errors.js';
 import type { EventType } from '../events/event-types.js';
 import { formatDuration } from '../internal/duration.js';
 import { within } from '../internal/within.js';
-import type { natsSink } from './brokers/nats.js';
-import type { rabbitMqSink } from './brokers/rabbitmq.js';
-import type { redisStreamsKind } from './brokers/redis-streams.js';
 import { durationText } from './config-fields.js';
 import { type Connector, connectorKind } from './connector.js';
 import { type ForwardTarget, httpForwardSink } from './http-forward.js';
 import { MIRROR_DEFAULTS, mirrorConfigSchema } from './mirror/mirror-sink.js';
-import { brokersSchema, type SinkEntry, sinksSchema } from './sink-registry.js';
+import { type BrokerConfig, brokersSchema, type SinkEntry, sinksSchema } from './sink-registry.js';
 import { type ServiceWorkerOptions, workerConfigSchema } from './worker-config.js';
 
 /** The file names `serve`, `backfill` and `reconcile` look for in the working directory, in this order. */
@@ -69,11 +66,7 @@ export interface SyncConfig {
   worker: ServiceWorkerOptions;
 }
 
-/** A broker of the configuration file, with its name and secrets resolved (its kind's schema states the fields). */
-export type BrokerConfig =
-  | z.output<typeof rabbitMqSink.schema>
-  | z.output<typeof natsSink.schema>
-  | z.output<typeof redisStreamsKind.schema>;
+export type { BrokerConfig } from './sink-registry.js';
 
 /** A configuration file that cannot be read or is not valid; the message names the file and each bad key. */
 export class ConfigError extends PayhooksError {}

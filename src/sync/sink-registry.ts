@@ -7,6 +7,9 @@ import { httpForwardSink } from './http-forward.js';
 import { changeNoticesKind } from './mirror/change-notices.js';
 import type { SinkKind } from './sink.js';
 
+/** The kinds the `brokers` key takes (it predates `sinks`). */
+const BROKER_KINDS = ['rabbitmq', 'nats', 'redis-streams'] as const;
+
 /**
  * The built-in sink kinds, one line each: a new kind is one file that states its schema and `create`, plus its line
  * here (docs/sinks.md#writing-a-sink-kind). The mirror is configured by its own `mirror` key (docs/mirror.md).
@@ -20,11 +23,14 @@ export const SINK_KINDS = [
   connectorKind, // connector.ts
 ] as const;
 
+/** The settings of each built-in kind, as its schema outputs them (defaults applied, secrets read). */
+export type SinkOptions = z.output<(typeof SINK_KINDS)[number]['schema']>;
+
+/** A broker of the configuration file (`rabbitmq`, `nats`, `redis-streams`), with its name and secrets resolved. */
+export type BrokerConfig = Extract<SinkOptions, { kind: (typeof BROKER_KINDS)[number] }>;
+
 /** The `kind`s a `sinks` entry may name. */
 export const SINK_KIND_NAMES: readonly string[] = SINK_KINDS.map((k) => k.kind);
-
-/** The kinds the `brokers` key takes (it predates `sinks`). */
-const BROKER_KINDS = ['rabbitmq', 'nats', 'redis-streams'] as const;
 
 /** One checked entry of `sinks` or `brokers`: its kind and its settings, defaults applied, secrets read. */
 export interface SinkEntry {

@@ -59,7 +59,7 @@ export interface SinkKind<Options extends { name: string } = { name: string }> {
  * States a sink kind; the identity function, for its types.
  *
  * @example
- * export const redisStreamsSink = defineSinkKind({ kind: 'redis-streams', prefix: 'broker', schema, create: (options, setup) => … });
+ * export const relaySink = defineSinkKind({ kind: 'relay', prefix: 'relay', schema, create: (options, setup) => … });
  */
 export function defineSinkKind<Options extends { name: string }>(kind: SinkKind<Options>): SinkKind<Options> {
   return kind;
