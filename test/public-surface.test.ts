@@ -76,7 +76,7 @@ describe('run-time exports of each entry', () => {
     }
   });
 
-  it('payhooks/sync holds the sync names the root entry had, as the same objects, plus backfill and reconciliation', async () => {
+  it('payhooks/sync holds the sync names the root entry had, as the same objects, plus backfill, reconciliation and the sink kinds', async () => {
     const rootEntry = (await import(new URL('src/index.ts', root).href)) as Record<string, unknown>;
     const syncEntry = (await import(new URL('src/sync/index.ts', root).href)) as Record<string, unknown>;
     const syncNames = snapshot['./sync'] as string[];
@@ -89,7 +89,11 @@ describe('run-time exports of each entry', () => {
       'BACKFILL_RESOURCES',
       'BackfillConflictError',
       'RECONCILE_DEFAULTS',
+      'SINK_KINDS',
+      'SINK_KIND_NAMES',
+      'defineSinkKind',
       'reconcile',
+      'registerSink',
       'runBackfill',
     ]);
   });
