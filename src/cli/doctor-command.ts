@@ -216,6 +216,7 @@ async function configCheck({ env, problems }: DoctorEnv, cwd: string): Promise<{
     countOf(sync.forward.length, 'forward target'),
     countOf(sync.brokers.length, 'broker'),
     countOf(sync.connectors.length, 'connector'),
+    ...(sync.sinks.length ? [countOf(sync.sinks.length, 'other sink')] : []),
   ];
   if (sync.reconcile.every) parts.push(`reconcile every ${sync.reconcile.every}`);
   return { result: { check: 'config', status: 'ok', summary: `${displayPath(sync.path)} is valid: ${parts.join(', ')}` }, sync };
