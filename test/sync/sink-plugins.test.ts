@@ -335,6 +335,45 @@ describe('sinks as plugins', () => {
     },
   );
 
+  it.each(backends.filter((b) => b.available).map((b) => [b.name, b] as const))(
+    'the change notices reach store.listen in the same process (%s: PGlite delivers them in-process too)',
+    async (_name, chosen) => {
+      const store = await chosen.open();
+      const schema = `${store.schema}_mirror`;
+      const channel = `changes_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+      const notices: { payload: unknown; rowVisible: boolean }[] = [];
+      const unlisten = await store.listen(channel, (payload) => {
+        const notice = JSON.parse(payload) as { id: string };
+        void sql<{ id: string }>`select id from ${sql.id(schema, 'invoices')} where id = ${notice.id}`
+          .execute(store.db.withoutPlugins())
+          .then((result) => notices.push({ payload: notice, rowVisible: result.rows.length === 1 }));
+      });
+      const hooks = createPayhooks<ApiClient>({ database: store, logger: silent, worker: { pollIntervalMs: 50 } });
+      try {
+        await registerMirror(hooks, { schema });
+        await registerSinks(
+          hooks,
+          { forward: [], brokers: [], connectors: [], sinks: sinksSchema.parse([{ kind: 'pg-notify', name: 'app', channel }]) },
+          { mirrorSchema: schema, logger: silent },
+        );
+        const event = exampleEvent('INVOICE_CREATED', { eventId: `evt_notice_${randomUUID().slice(0, 8)}` });
+        await putEvent(store, event);
+        await hooks.start();
+        await eventDone(store, event.eventId);
+        await waitFor(() => notices.length === 1, 'one notice');
+        expect(notices).toEqual([{ payload: { kind: 'invoice', id: event.data.invoiceId, eventId: event.eventId }, rowVisible: true }]);
+        // Sent on the first attempt: the mirror had completed the event when the notice ran.
+        expect((await getEvent(store, event.eventId))?.attempts).toBe(1);
+      } finally {
+        await hooks.stop();
+        await unlisten();
+        await dropMirrorSchema(store, schema);
+        await dispose(store);
+      }
+    },
+    60_000,
+  );
+
   it('the change notices refuse to start without the mirror', async () => {
     const store = await backend.open();
     const hooks = createPayhooks<ApiClient>({ database: store, logger: silent });
