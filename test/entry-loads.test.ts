@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { packagesLoadedBy } from './helpers/module-loads.js';
 
-const brokerClients = (packages: string[]) => packages.filter((name) => name === 'amqplib' || name.startsWith('@nats-io/'));
+const brokerClients = (packages: string[]) =>
+  packages.filter((name) => name === 'amqplib' || name.startsWith('@nats-io/') || name.startsWith('@redis/'));
 
 // A publish to a port nothing listens on: it fails at connect, after the publisher has loaded its client.
 const publishOnce = `
@@ -43,6 +44,25 @@ describe('import of payhooks and payhooks/sync', () => {
     // Opened: the RabbitMQ client, then the NATS client, are loaded (and seen being loaded).
     expect(brokerClients(marks.rabbitmq!)).toEqual(['amqplib']);
     expect(brokerClients(marks.nats!)).toEqual(expect.arrayContaining(['amqplib', '@nats-io/jetstream', '@nats-io/transport-node']));
+  });
+});
+
+describe('the Redis Streams sink', () => {
+  it('loads @redis/client only when it first publishes, not when payhooks/sync is imported or the sink is made', async () => {
+    const marks = await packagesLoadedBy(`
+      const entry = await import('./src/sync/index.ts');
+      mark('imported');
+      const kind = entry.SINK_KINDS.find((k) => k.kind === 'redis-streams');
+      const sink = await kind.create(kind.schema.parse({ url: 'redis://127.0.0.1:1' }), {});
+      mark('made');
+      const event = { eventId: 'evt_1', eventType: 'INVOICE_PAID', data: {} };
+      await sink.handle(event, { signal: AbortSignal.timeout(10_000), receivedAt: new Date() }, async () => null).catch(() => undefined);
+      await sink.close();
+      mark('published');
+    `);
+    expect(brokerClients(marks.imported!)).toEqual([]);
+    expect(brokerClients(marks.made!)).toEqual([]);
+    expect(brokerClients(marks.published!)).toEqual(['@redis/client']);
   });
 });
 

@@ -33,12 +33,16 @@ function listening(port: number): Promise<boolean> {
 }
 
 /** The brokers the sink suites publish to, on their standard ports. */
-const BROKERS = { rabbitmq: { name: 'RabbitMQ', port: 5672 }, nats: { name: 'NATS with JetStream', port: 4222 } } as const;
+const BROKERS = {
+  rabbitmq: { name: 'RabbitMQ', port: 5672 },
+  nats: { name: 'NATS with JetStream', port: 4222 },
+  redis: { name: 'Redis', port: 6379 },
+} as const;
 
 declare module 'vitest' {
   export interface ProvidedContext {
     pgUrl: string | null;
-    brokers: { rabbitmq: boolean; nats: boolean };
+    brokers: { rabbitmq: boolean; nats: boolean; redis: boolean };
   }
 }
 
@@ -52,7 +56,11 @@ export default async function setup(project: TestProject): Promise<void> {
   }
   project.provide('pgUrl', ok ? url : null);
 
-  const brokers = { rabbitmq: await listening(BROKERS.rabbitmq.port), nats: await listening(BROKERS.nats.port) };
+  const brokers = {
+    rabbitmq: await listening(BROKERS.rabbitmq.port),
+    nats: await listening(BROKERS.nats.port),
+    redis: await listening(BROKERS.redis.port),
+  };
   for (const [key, { name, port }] of Object.entries(BROKERS)) {
     if (brokers[key as keyof typeof brokers]) continue;
     if (process.env.CI) throw new Error(`CI needs ${name} for the broker sink suites, and nothing answered on 127.0.0.1:${port}`);

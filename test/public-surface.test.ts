@@ -77,7 +77,7 @@ describe('run-time exports of each entry', () => {
     }
   });
 
-  it('payhooks/sync holds the sync names the root entry had, as the same objects, plus backfill, reconciliation and verify', async () => {
+  it('payhooks/sync holds the sync names the root entry had, as the same objects, plus backfill, reconciliation, verify and the sink kinds', async () => {
     const rootEntry = (await import(new URL('src/index.ts', root).href)) as Record<string, unknown>;
     const syncEntry = (await import(new URL('src/sync/index.ts', root).href)) as Record<string, unknown>;
     const syncNames = snapshot['./sync'] as string[];
@@ -92,10 +92,14 @@ describe('run-time exports of each entry', () => {
       'DRIFT_KINDS',
       'NoMirrorError',
       'RECONCILE_DEFAULTS',
+      'SINK_KINDS',
+      'SINK_KIND_NAMES',
       'VERIFY_DEFAULTS',
       'VERIFY_RESOURCES',
       'VerifyConflictError',
+      'defineSinkKind',
       'reconcile',
+      'registerSink',
       'runBackfill',
       'verifyMirror',
     ]);

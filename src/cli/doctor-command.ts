@@ -215,6 +215,7 @@ function configCheck({ problems, sync }: ServiceConfigCheck): CheckResult {
     countOf(sync.forward.length, 'forward target'),
     countOf(sync.brokers.length, 'broker'),
     countOf(sync.connectors.length, 'connector'),
+    ...(sync.sinks.length ? [countOf(sync.sinks.length, 'other sink')] : []),
   ];
   if (sync.reconcile.every) parts.push(`reconcile every ${sync.reconcile.every}`);
   return { check: 'config', status: 'ok', summary: `${displayPath(sync.path)} is valid: ${parts.join(', ')}` };

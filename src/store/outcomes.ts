@@ -201,3 +201,19 @@ export async function releaseLeases(
   `.execute(store.db);
   return Number(result.numAffectedRows ?? 0n);
 }
+
+/**
+ * How one handler settled an event: `done`, `dead` (it gave up), or null while it has not (yet) settled it.
+ *
+ * @example
+ * await handlerOutcome(store.db, 'evt_1', 'mirror') // 'done' once the mirror's write committed
+ */
+export async function handlerOutcome(db: PayhooksDatabase['db'], eventId: string, handler: string): Promise<'done' | 'dead' | null> {
+  const row = await db
+    .selectFrom('handler_runs')
+    .select('outcome')
+    .where('event_id', '=', eventId)
+    .where('handler', '=', handler)
+    .executeTakeFirst();
+  return (row?.outcome as 'done' | 'dead' | undefined) ?? null;
+}

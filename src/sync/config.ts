@@ -3,14 +3,14 @@ import { extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { PayhooksError } from '../errors.js';
-import { EVENT_TYPES, type EventType, isEventType } from '../events/event-types.js';
-import { isSchemaName } from '../store/database.js';
-import { type DurationRange, durationRangeProblem, formatDuration, parseDuration } from '../internal/duration.js';
+import type { EventType } from '../events/event-types.js';
+import { formatDuration } from '../internal/duration.js';
 import { within } from '../internal/within.js';
-import { type Connector, isConnector } from './connector.js';
-import { FORWARD_LIMITS, type ForwardTarget, forwardHeaderProblem, ratePerSecondProblem } from './http-forward.js';
-import { urlCredentialsProblem } from './http-helper.js';
-import { MIRROR_DEFAULTS } from './mirror/mirror-sink.js';
+import { durationText } from './config-fields.js';
+import { type Connector, connectorKind } from './connector.js';
+import { type ForwardTarget, httpForwardSink } from './http-forward.js';
+import { MIRROR_DEFAULTS, mirrorConfigSchema } from './mirror/mirror-sink.js';
+import { type BrokerConfig, brokersSchema, type SinkEntry, sinksSchema } from './sink-registry.js';
 import { type ServiceWorkerOptions, workerConfigSchema } from './worker-config.js';
 
 /** The file names `serve`, `backfill` and `reconcile` look for in the working directory, in this order. */
@@ -19,53 +19,8 @@ export const CONFIG_FILE_NAMES = ['payhooks.config.js', 'payhooks.config.mjs', '
 /** How long a `.js`/`.mjs` configuration file may take to load (its top-level awaits included) before the command gives up. */
 export const CONFIG_LOAD_TIMEOUT_MS = 10_000;
 
-const MINUTE = 60_000;
-const DAY = 86_400_000;
-
-/**
- * The range of each duration of the file, checked when it is read (docs/configuration.md#durations): a duration
- * is a timer's delay or a span of history, and one out of range either misbehaves (Node fires a timer past
- * 24.8 days after 1 ms) or makes no sense (`0s` between two reconciliations).
- */
-export const DURATION_RANGES = {
-  /** Each run lists the delivery history: more often than a minute only spends the shared API budget. */
-  'reconcile.every': { minMs: MINUTE, maxMs: 24 * DAY },
-  'reconcile.lookback': { minMs: MINUTE, maxMs: 90 * DAY },
-  'forward.timeout': { minMs: 1000, maxMs: FORWARD_LIMITS.timeoutMs.maxMs },
-  'brokers.duplicateWindow': { minMs: 1000, maxMs: 7 * DAY },
-} as const satisfies Record<string, DurationRange>;
-
-const DURATION = /^(\d+\s*[dhms]\s*)+$/;
-
-const eventTypes = z
-  .array(
-    z.string().refine(isEventType, {
-      error: (issue) => `${JSON.stringify(issue.input)} is not an event type (expected one of ${EVENT_TYPES.join(', ')})`,
-    }),
-  )
-  .min(1, 'list at least one event type, or leave the key out for all of them');
-
-const mirrorSchema = z.strictObject({
-  /** Default true. */
-  enabled: z.boolean().optional(),
-  schema: z
-    .string()
-    .refine(isSchemaName, 'expected a schema name of lower-case letters, digits and underscores, starting with a letter or underscore')
-    .optional(),
-  eventTypes: eventTypes.optional(),
-});
-
-/** A duration of the file, in the range {@link DURATION_RANGES} gives its key. */
-const durationText = (example: string, key: keyof typeof DURATION_RANGES) =>
-  z
-    .string()
-    .regex(DURATION, `expected a duration such as ${example} (a number with d, h, m or s)`)
-    .superRefine((text, ctx) => {
-      if (!DURATION.test(text)) return;
-      const range = DURATION_RANGES[key];
-      const problem = durationRangeProblem(parseDuration(text), range);
-      if (problem) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(text)} is out of range: ${key} ${problem}` });
-    });
+/** The range of each duration of the file (config-fields.ts). */
+export { DURATION_RANGES } from './config-fields.js';
 
 const reconcileSchema = z.strictObject({
   /** How often serve runs reconciliation, 1m to 24d; unset: never (run `payhooks reconcile` yourself). */
@@ -76,103 +31,19 @@ const reconcileSchema = z.strictObject({
   endpointId: z.string().min(1).optional(),
 });
 
-/** A secret or credential: written out, or `{ env: 'NAME' }` to read it from the environment when the file is loaded. */
-const secretText = z.union([z.string().min(1, 'must not be empty'), z.strictObject({ env: z.string().min(1) })]);
-
-const sinkName = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'expected 1 to 63 lower-case letters, digits, ".", "_" or "-", starting with a letter or digit');
-
-// The URL itself is never repeated in a message: it may hold credentials.
-const httpUrl = z
-  .string()
-  .refine((value) => {
-    try {
-      return ['http:', 'https:'].includes(new URL(value).protocol);
-    } catch {
-      return false;
-    }
-  }, 'expected an http:// or https:// URL')
-  .superRefine((value, ctx) => {
-    const problem = urlCredentialsProblem(value);
-    if (problem) ctx.addIssue({ code: 'custom', message: `the URL ${problem}` });
-  });
-
-/** Headers every request carries; each name and value checked, values never repeated (they are often keys). */
-const forwardHeaders = z.record(z.string(), z.string()).superRefine((headers, ctx) => {
-  for (const [name, value] of Object.entries(headers)) {
-    const problem = forwardHeaderProblem(name, value);
-    if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
-  }
-});
-
-const forwardTargetSchema = z.strictObject({
-  /** Completion is recorded under `forward:<name>`; keep it when the URL changes. */
-  name: sinkName,
-  url: httpUrl,
-  /** The target's own signing secret (default scheme). */
-  secret: secretText,
-  /** Default 10s; 1s to 10m. */
-  timeout: durationText('10s', 'forward.timeout').optional(),
-  concurrency: z.number().int().min(1).max(FORWARD_LIMITS.concurrency.max).optional(),
-  /** 0.01 to 10,000; a fraction spaces requests out (0.5: one every 2 s). */
-  ratePerSecond: z
-    .number()
-    .superRefine((rate, ctx) => {
-      const problem = ratePerSecondProblem(rate);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    })
-    .optional(),
-  eventTypes: eventTypes.optional(),
-  headers: forwardHeaders.optional(),
-});
-
-const rabbitMqSchema = z.strictObject({
-  kind: z.literal('rabbitmq'),
-  /** Default `rabbitmq`. */
-  name: sinkName.optional(),
-  url: secretText,
-  exchange: z.string().min(1).optional(),
-  queue: z.union([z.string().min(1), z.literal(false)]).optional(),
-  eventTypes: eventTypes.optional(),
-});
-
-const natsSchema = z.strictObject({
-  kind: z.literal('nats'),
-  /** Default `nats`. */
-  name: sinkName.optional(),
-  servers: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
-  stream: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]+$/, 'expected letters, digits, "_" or "-"')
-    .optional(),
-  subjectPrefix: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'expected dot-separated tokens such as payhooks.events')
-    .optional(),
-  duplicateWindow: durationText('2m', 'brokers.duplicateWindow').optional(),
-  user: z.string().optional(),
-  pass: secretText.optional(),
-  token: secretText.optional(),
-  eventTypes: eventTypes.optional(),
-});
-
-const connectorEntry = z.custom<Connector>(
-  isConnector,
-  'expected a connector made by defineConnector (connectors need a .js or .mjs configuration file)',
-);
-
 /** The sync configuration file's shape (docs/configuration.md#the-sync-configuration-file). */
 export const syncConfigSchema = z.strictObject({
   /** The Postgres mirror: `true`/`false`, or its options. Unset: on when serve has no --handlers. */
-  mirror: z.union([z.boolean(), mirrorSchema]).optional(),
+  mirror: mirrorConfigSchema.optional(),
   reconcile: reconcileSchema.optional(),
   /** HTTP forward targets (docs/sinks.md#http-forward). */
-  forward: z.array(forwardTargetSchema).optional(),
-  /** Message brokers (docs/sinks.md#message-brokers). */
-  brokers: z.array(z.discriminatedUnion('kind', [rabbitMqSchema, natsSchema])).optional(),
+  forward: z.array(httpForwardSink.schema).optional(),
+  /** Message brokers: `rabbitmq`, `nats`, `redis-streams` entries (docs/sinks.md#message-brokers). */
+  brokers: brokersSchema.optional(),
   /** Connectors made with defineConnector (docs/sinks.md#connectors). */
-  connectors: z.array(connectorEntry).optional(),
+  connectors: z.array(connectorKind.schema).optional(),
+  /** Sinks of any kind, each `{ kind, name, … }` (docs/sinks.md#the-sinks-list). */
+  sinks: sinksSchema.optional(),
   /** The worker of `serve`: `WORKER_DEFAULTS`' names, durations in ms (docs/configuration.md#the-worker-of-serve). */
   worker: workerConfigSchema.optional(),
 });
@@ -189,32 +60,13 @@ export interface SyncConfig {
   forward: ForwardTarget[];
   brokers: BrokerConfig[];
   connectors: Connector[];
+  /** The entries of the `sinks` list, each with its kind (sink-registry.ts). */
+  sinks: SinkEntry[];
   /** The worker's options the file sets (the rest default to `WORKER_DEFAULTS`); serve's variables override them. */
   worker: ServiceWorkerOptions;
 }
 
-/** A broker of the configuration file, with its name and secrets resolved. */
-export type BrokerConfig =
-  | {
-      kind: 'rabbitmq';
-      name: string;
-      url: string;
-      exchange: string | undefined;
-      queue: string | false | undefined;
-      eventTypes: EventType[] | undefined;
-    }
-  | {
-      kind: 'nats';
-      name: string;
-      servers: string | string[];
-      stream: string | undefined;
-      subjectPrefix: string | undefined;
-      duplicateWindowMs: number | undefined;
-      user: string | undefined;
-      pass: string | undefined;
-      token: string | undefined;
-      eventTypes: EventType[] | undefined;
-    };
+export type { BrokerConfig } from './sink-registry.js';
 
 /** A configuration file that cannot be read or is not valid; the message names the file and each bad key. */
 export class ConfigError extends PayhooksError {}
@@ -291,16 +143,22 @@ export async function loadSyncConfig(
     file = parsed.data;
   }
   const mirror = typeof file.mirror === 'object' ? file.mirror : { enabled: file.mirror };
-  const unresolved: string[] = [];
-  const resolveSecret = (value: z.infer<typeof secretText>, key: string): string => {
-    if (typeof value === 'string') return value;
-    const found = process.env[value.env];
-    if (found) return found;
-    unresolved.push(`  - ${key}: the environment variable ${value.env} is not set`);
-    return '';
+  const sinks = {
+    forward: file.forward ?? [],
+    brokers: (file.brokers ?? []).map((entry) => entry.options as BrokerConfig),
+    connectors: file.connectors ?? [],
+    sinks: file.sinks ?? [],
   };
-  const sinks = resolveSinks(file, resolveSecret);
-  if (unresolved.length) throw new ConfigError(`The configuration file ${path} is not valid:\n${unresolved.join('\n')}`);
+  const names = [
+    ...sinks.forward.map((t) => `forward:${t.name}`),
+    ...(file.brokers ?? []).map((e) => `${e.kind.prefix}:${e.options.name}`),
+    ...sinks.connectors.map((c) => `connector:${c.name}`),
+    ...sinks.sinks.map((e) => `${e.kind.prefix}:${e.options.name}`),
+  ];
+  const repeated = [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
+  if (repeated.length) {
+    throw new ConfigError(`Sink names must be unique (completion is recorded under them); used more than once: ${repeated.join(', ')}.`);
+  }
   return {
     path,
     mirror: {
@@ -316,60 +174,4 @@ export async function loadSyncConfig(
     ...sinks,
     worker: file.worker ?? {},
   };
-}
-
-/** The sinks of a checked file, with defaults named and secrets read; a name used twice is refused. */
-function resolveSinks(
-  file: SyncConfigFile,
-  resolveSecret: (value: z.infer<typeof secretText>, key: string) => string,
-): Pick<SyncConfig, 'forward' | 'brokers' | 'connectors'> {
-  const forward = (file.forward ?? []).map(
-    (target, i): ForwardTarget => ({
-      name: target.name,
-      url: target.url,
-      secret: resolveSecret(target.secret, `forward.${i}.secret`),
-      timeoutMs: target.timeout ? parseDuration(target.timeout) : undefined,
-      concurrency: target.concurrency,
-      ratePerSecond: target.ratePerSecond,
-      eventTypes: target.eventTypes as EventType[] | undefined,
-      headers: target.headers,
-    }),
-  );
-  const brokers = (file.brokers ?? []).map((broker, i): BrokerConfig => {
-    const eventTypes = broker.eventTypes as EventType[] | undefined;
-    if (broker.kind === 'rabbitmq') {
-      const { exchange, queue } = broker;
-      return {
-        kind: 'rabbitmq',
-        name: broker.name ?? 'rabbitmq',
-        url: resolveSecret(broker.url, `brokers.${i}.url`),
-        exchange,
-        queue,
-        eventTypes,
-      };
-    }
-    return {
-      kind: 'nats',
-      name: broker.name ?? 'nats',
-      servers: broker.servers,
-      stream: broker.stream,
-      subjectPrefix: broker.subjectPrefix,
-      duplicateWindowMs: broker.duplicateWindow ? parseDuration(broker.duplicateWindow) : undefined,
-      user: broker.user,
-      pass: broker.pass ? resolveSecret(broker.pass, `brokers.${i}.pass`) : undefined,
-      token: broker.token ? resolveSecret(broker.token, `brokers.${i}.token`) : undefined,
-      eventTypes,
-    };
-  });
-  const connectors = file.connectors ?? [];
-  const names = [
-    ...forward.map((t) => `forward:${t.name}`),
-    ...brokers.map((b) => `broker:${b.name}`),
-    ...connectors.map((c) => `connector:${c.name}`),
-  ];
-  const repeated = [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
-  if (repeated.length) {
-    throw new ConfigError(`Sink names must be unique (completion is recorded under them); used more than once: ${repeated.join(', ')}.`);
-  }
-  return { forward, brokers, connectors };
 }

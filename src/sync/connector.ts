@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { ApiClient } from '../client/api-client.js';
-import type { EventType, UnknownEvent, WebhookEvent } from '../events/index.js';
+import { z } from 'zod';
+import type { EventType, WebhookEvent } from '../events/index.js';
 import { assertKnownEventTypes } from '../worker/unknown-event-type.js';
 import type { Payhooks } from '../payhooks.js';
 import type { HandlerContext } from '../worker/handlers.js';
 import { createHttpHelper, type HttpHelper } from './http-helper.js';
-import { readResourceState, type ResourceState } from './resource-state.js';
+import type { ResourceState } from './resource-state.js';
+import { defineSinkKind, registerSink, type Sink } from './sink.js';
 
 /** What a connector's `handle` gets besides the event: the handler's context, plus what a sync needs. */
 export interface ConnectorContext extends HandlerContext<ApiClient> {
@@ -98,6 +100,49 @@ export interface RegisterConnectorOptions {
 }
 
 /**
+ * The sink of a connector, as the handler `connector:<name>`: its `handle` gets the event with a
+ * {@link ConnectorContext} whose `currentState()` is the state the event's other sinks get too.
+ */
+export function connectorSink(connector: Connector): Sink {
+  if (!isConnector(connector)) throw new TypeError('A connector sink takes a connector made by defineConnector.');
+  const handlerName = `connector:${connector.name}`;
+  return {
+    kind: 'connector',
+    name: handlerName,
+    eventTypes: connector.events === '*' ? undefined : connector.events,
+    describe: `connector ${connector.name}`,
+    async handle(event, ctx, state) {
+      if ('unknown' in event) return; // '*' means the catalog; a type this version does not know has no typed data
+      const connectorCtx: ConnectorContext = {
+        ...ctx,
+        transaction: ctx.transaction,
+        connector: connector.name,
+        idempotencyKey: idempotencyKey(handlerName, event.eventId),
+        currentState: state,
+        http: createHttpHelper({
+          signal: ctx.signal,
+          timeoutMs: connector.httpTimeoutMs,
+          userAgent: `payhooks connector ${connector.name}`,
+        }),
+      };
+      await connector.handle(event as WebhookEvent<EventType>, connectorCtx);
+    },
+    async close() {},
+  };
+}
+
+/** The `connector` sink kind: the `connectors` of a `.js`/`.mjs` configuration file (docs/sinks.md#connectors). */
+export const connectorKind = defineSinkKind({
+  kind: 'connector',
+  prefix: 'connector',
+  schema: z.custom<Connector>(
+    isConnector,
+    'expected a connector made by defineConnector (connectors need a .js or .mjs configuration file)',
+  ),
+  create: connectorSink,
+});
+
+/**
  * Registers a connector on a payhooks instance as the handler `connector:<name>`. Call before `hooks.start()`.
  *
  * @example
@@ -109,29 +154,5 @@ export async function registerConnector(
   options: RegisterConnectorOptions = {},
 ): Promise<void> {
   if (!isConnector(connector)) throw new TypeError('registerConnector takes a connector made by defineConnector.');
-  const store = await hooks.ready();
-  const handlerName = `connector:${connector.name}`;
-  const run = async (event: WebhookEvent | UnknownEvent, ctx: HandlerContext<ApiClient>) => {
-    if ('unknown' in event) return; // '*' means the catalog; a type this version does not know has no typed data
-    let state: Promise<ResourceState | null> | undefined;
-    const connectorCtx: ConnectorContext = {
-      ...ctx,
-      transaction: ctx.transaction,
-      connector: connector.name,
-      idempotencyKey: idempotencyKey(handlerName, event.eventId),
-      currentState: () => {
-        state ??= readResourceState(event, {
-          api: ctx.api,
-          mirror: options.mirrorSchema ? { store, schema: options.mirrorSchema } : undefined,
-          receivedAt: ctx.receivedAt,
-          signal: ctx.signal,
-        });
-        return state;
-      },
-      http: createHttpHelper({ signal: ctx.signal, timeoutMs: connector.httpTimeoutMs, userAgent: `payhooks connector ${connector.name}` }),
-    };
-    await connector.handle(event as WebhookEvent<EventType>, connectorCtx);
-  };
-  if (connector.events === '*') hooks.onAny(run, { name: handlerName });
-  else hooks.on(connector.events, run, { name: handlerName });
+  registerSink(hooks, connectorSink(connector), { store: await hooks.ready(), mirrorSchema: options.mirrorSchema });
 }

@@ -1,8 +1,5 @@
 import type { UnknownEvent, WebhookEvent } from '../events/index.js';
-import type { ApiClient } from '../client/api-client.js';
-import type { PayhooksDatabase } from '../store/database.js';
-import type { HandlerContext } from '../worker/handlers.js';
-import { type ResourceState, readResourceState } from './resource-state.js';
+import type { ResourceState } from './resource-state.js';
 
 /** The version of the document's shape; a change that breaks readers raises it. */
 export const FORWARD_DOCUMENT_VERSION = 1;
@@ -30,7 +27,7 @@ export interface ForwardDocument {
  * Builds the document of one event for one sink (docs/sinks.md#the-document).
  *
  * @example
- * JSON.stringify(forwardDocument(event, await readResourceState(event, from), 'forward:erp', ctx.receivedAt));
+ * JSON.stringify(forwardDocument(event, await state(), 'forward:erp', ctx.receivedAt));
  */
 export function forwardDocument(
   event: WebhookEvent | UnknownEvent,
@@ -45,25 +42,4 @@ export function forwardDocument(
     payhooks: { version: FORWARD_DOCUMENT_VERSION, sink, receivedAt: receivedAt.toISOString() },
     resource,
   };
-}
-
-/**
- * The document of one event for one sink, as JSON text, with its resource's current state read for it (the API,
- * else the mirror's row in `mirrorSchema`, else the event's snapshot).
- *
- * @example
- * const body = await forwardDocumentText(event, ctx, { sink: 'forward:erp', store, mirrorSchema: 'payhooks_mirror' });
- */
-export async function forwardDocumentText(
-  event: WebhookEvent | UnknownEvent,
-  ctx: HandlerContext<ApiClient>,
-  options: { sink: string; store: PayhooksDatabase; mirrorSchema?: string | undefined },
-): Promise<string> {
-  const resource = await readResourceState(event, {
-    api: ctx.api,
-    mirror: options.mirrorSchema ? { store: options.store, schema: options.mirrorSchema } : undefined,
-    receivedAt: ctx.receivedAt,
-    signal: ctx.signal,
-  });
-  return JSON.stringify(forwardDocument(event, resource, options.sink, ctx.receivedAt));
 }

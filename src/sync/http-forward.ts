@@ -1,11 +1,13 @@
 import PQueue from 'p-queue';
 import type { ApiClient } from '../client/api-client.js';
-import type { EventType, UnknownEvent, WebhookEvent } from '../events/index.js';
+import { z } from 'zod';
+import type { EventType } from '../events/index.js';
 import type { Payhooks } from '../payhooks.js';
 import { createDefaultScheme } from '../signature/default-scheme.js';
-import type { HandlerContext } from '../worker/handlers.js';
+import { durationMs, eventTypesField, httpUrlField, secretField, sinkNameField } from './config-fields.js';
 import { idempotencyKey } from './connector.js';
-import { forwardDocumentText } from './forward-document.js';
+import { forwardDocument } from './forward-document.js';
+import { defineSinkKind, registerSink, type Sink } from './sink.js';
 import { describeUrl } from '../internal/describe-url.js';
 import { durationRangeProblem } from '../internal/duration.js';
 import { PayhooksError } from '../errors.js';
@@ -135,29 +137,63 @@ export function rateLimitSettings(rate: number): { intervalCap: number; interval
   return { intervalCap: 1, interval: Math.max(1, Math.round(1000 / rate)) };
 }
 
-/** Options of {@link registerHttpForward} that concern every target. */
-export interface ForwardOptions {
-  /** The mirror's schema when it runs: the document's resource falls back to its row without an API key. */
-  mirrorSchema?: string | undefined;
-}
+/** One entry of `forward` (or a `sinks` entry of kind `http-forward`) in the configuration file. */
+const forwardTargetSchema = z
+  .strictObject({
+    /** Completion is recorded under `forward:<name>`; keep it when the URL changes. */
+    name: sinkNameField,
+    url: httpUrlField,
+    /** The target's own signing secret (default scheme). */
+    secret: secretField,
+    /** Default 10s; 1s to 10m. */
+    timeout: durationMs('10s', 'forward.timeout').optional(),
+    concurrency: z.number().int().min(1).max(FORWARD_LIMITS.concurrency.max).optional(),
+    /** 0.01 to 10,000; a fraction spaces requests out (0.5: one every 2 s). */
+    ratePerSecond: z
+      .number()
+      .superRefine((rate, ctx) => {
+        const problem = ratePerSecondProblem(rate);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .optional(),
+    eventTypes: eventTypesField.optional(),
+    /** Headers every request carries; each name and value checked, values never repeated (they are often keys). */
+    headers: z
+      .record(z.string(), z.string())
+      .superRefine((headers, ctx) => {
+        for (const [name, value] of Object.entries(headers)) {
+          const problem = forwardHeaderProblem(name, value);
+          if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+        }
+      })
+      .optional(),
+  })
+  .transform(
+    ({ timeout, ...target }): ForwardTarget => ({
+      name: target.name,
+      url: target.url,
+      secret: target.secret,
+      timeoutMs: timeout,
+      concurrency: target.concurrency,
+      ratePerSecond: target.ratePerSecond,
+      eventTypes: target.eventTypes,
+      headers: target.headers,
+    }),
+  );
 
 /**
- * Registers one HTTP forward target as the handler `forward:<name>`: each event is POSTed as a JSON document
+ * The HTTP forward sink of one target, as the handler `forward:<name>`: each event is POSTed as a JSON document
  * (docs/sinks.md#the-document) signed with the target's secret. 5xx, 408, 429 (after its `Retry-After`) and
  * connection failures are retried with backoff; another 4xx puts the event in dead letters for this target only.
- *
- * @example
- * await registerHttpForward(hooks, { name: 'erp', url: 'https://erp.example.com/inbound/payhooks', secret: process.env.ERP_SECRET! });
+ * Settings that would fail every request are refused here, not at the first event.
  */
-export async function registerHttpForward(hooks: Payhooks<ApiClient>, target: ForwardTarget, options: ForwardOptions = {}): Promise<void> {
-  // Checked here rather than at the first event: each of these would fail every request, one event at a time.
+function forwardSink(target: ForwardTarget): Sink {
   const problems = forwardTargetProblems(target);
   if (problems.length) {
     throw new PayhooksError(
       `The forward target ${JSON.stringify(target.name)} cannot be used:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
     );
   }
-  const store = await hooks.ready();
   const sink = `forward:${target.name}`;
   const scheme = createDefaultScheme({ secrets: [target.secret] });
   const queue = new PQueue({
@@ -165,31 +201,61 @@ export async function registerHttpForward(hooks: Payhooks<ApiClient>, target: Fo
     ...(target.ratePerSecond === undefined ? {} : rateLimitSettings(target.ratePerSecond)),
   });
   const where = describeUrl(target.url);
-  const run = async (event: WebhookEvent | UnknownEvent, ctx: HandlerContext<ApiClient>) => {
-    const body = await forwardDocumentText(event, ctx, { sink, store, mirrorSchema: options.mirrorSchema });
-    const http = createHttpHelper({ signal: ctx.signal, timeoutMs: target.timeoutMs, userAgent: `payhooks ${sink}` });
-    const response = await queue.add(
-      () => {
-        // Signed when sent, not when queued: a wait for the rate limit must not age the timestamp.
-        const signature = scheme.sign({ rawBody: body });
-        return http.request(target.url, {
-          method: 'POST',
-          body,
-          maxResponseBytes: FORWARD_ANSWER_BYTES,
-          headers: {
-            ...target.headers,
-            ...signature,
-            'content-type': 'application/json',
-            'idempotency-key': idempotencyKey(sink, event.eventId),
-            'x-payhooks-event-id': event.eventId,
-            'x-payhooks-event-type': event.eventType,
-          },
-        });
-      },
-      { signal: ctx.signal },
-    );
-    ctx.logger.debug({ target: where, status: response.status, attempt: ctx.attempt }, 'forwarded');
+  return {
+    kind: 'http-forward',
+    name: sink,
+    eventTypes: target.eventTypes,
+    describe: `HTTP forward ${target.name} to ${where}`,
+    async handle(event, ctx, state) {
+      const body = JSON.stringify(forwardDocument(event, await state(), sink, ctx.receivedAt));
+      const http = createHttpHelper({ signal: ctx.signal, timeoutMs: target.timeoutMs, userAgent: `payhooks ${sink}` });
+      const response = await queue.add(
+        () => {
+          // Signed when sent, not when queued: a wait for the rate limit must not age the timestamp.
+          const signature = scheme.sign({ rawBody: body });
+          return http.request(target.url, {
+            method: 'POST',
+            body,
+            maxResponseBytes: FORWARD_ANSWER_BYTES,
+            headers: {
+              ...target.headers,
+              ...signature,
+              'content-type': 'application/json',
+              'idempotency-key': idempotencyKey(sink, event.eventId),
+              'x-payhooks-event-id': event.eventId,
+              'x-payhooks-event-type': event.eventType,
+            },
+          });
+        },
+        { signal: ctx.signal },
+      );
+      ctx.logger.debug({ target: where, status: response.status, attempt: ctx.attempt }, 'forwarded');
+    },
+    async close() {},
   };
-  if (target.eventTypes) hooks.on(target.eventTypes, run, { name: sink });
-  else hooks.onAny(run, { name: sink });
+}
+
+/** The `http-forward` sink kind (docs/sinks.md#http-forward). */
+export const httpForwardSink = defineSinkKind({
+  kind: 'http-forward',
+  prefix: 'forward',
+  schema: forwardTargetSchema,
+  create: forwardSink,
+});
+
+/** Options of {@link registerHttpForward} that concern every target. */
+export interface ForwardOptions {
+  /** The mirror's schema when it runs: the document's resource falls back to its row without an API key. */
+  mirrorSchema?: string | undefined;
+}
+
+/**
+ * Registers one HTTP forward target as the handler `forward:<name>` (see the `http-forward` sink kind).
+ *
+ * @example
+ * await registerHttpForward(hooks, { name: 'erp', url: 'https://erp.example.com/inbound/payhooks', secret: process.env.ERP_SECRET! });
+ */
+export async function registerHttpForward(hooks: Payhooks<ApiClient>, target: ForwardTarget, options: ForwardOptions = {}): Promise<void> {
+  const sink = forwardSink(target);
+  registerSink(hooks, sink, { store: await hooks.ready(), mirrorSchema: options.mirrorSchema });
 }

@@ -4,8 +4,8 @@
 // re-exports the names it had before this entry existed, as the same objects, so that existing imports keep
 // working; backfill and reconciliation are here only.
 //
-// Importing it loads no broker client: `amqplib` and the NATS client are loaded when a RabbitMQ or NATS publisher
-// first opens (test/entry-loads.test.ts).
+// Importing it loads no broker client: `amqplib`, the NATS client and `@redis/client` are loaded when a RabbitMQ, NATS
+// or Redis Streams sink first opens (test/entry-loads.test.ts).
 
 // The Postgres mirror
 export { MIRROR_DEFAULTS, registerMirror, type MirrorOptions } from './mirror/mirror-sink.js';
@@ -15,6 +15,10 @@ export { migrateMirror } from '../store/migrate.js';
 // The configuration file, and the sinks it names
 export { type BrokerConfig, ConfigError, loadSyncConfig, type SyncConfig } from './config.js';
 export { registerSinks, type RegisteredSinks } from './sinks.js';
+
+// Sinks as plugins: the interface, the registry of built-in kinds (docs/sinks.md#writing-a-sink-kind)
+export { defineSinkKind, registerSink, type Sink, type SinkKind, type SinkSetup, type SinkState } from './sink.js';
+export { SINK_KINDS, SINK_KIND_NAMES } from './sink-registry.js';
 
 // Connectors, and what their context offers
 export {

@@ -4,6 +4,7 @@ import { NotFoundError } from '../client/errors.js';
 import { resourceKeyOf, type UnknownEvent, type WebhookEvent } from '../events/index.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { quoteIdent } from '../store/quote-ident.js';
+import type { HandlerContext } from '../worker/handlers.js';
 
 /** The kinds of resource an event can be about (the first part of its resource key). */
 export type ResourceKind = 'customer' | 'invoice' | 'payment' | 'dispute' | 'subscription';
@@ -29,6 +30,15 @@ export interface StateSources {
   mirror?: { store: PayhooksDatabase; schema: string } | undefined;
   receivedAt: Date;
   signal?: AbortSignal | undefined;
+  /** The handler's `ctx.shared`: the API read is then made once per event and shared by every sink of it. */
+  shared?: HandlerContext['shared'] | undefined;
+}
+
+/** What one read of a resource from the API found: its answer (undefined when not found), and when it was made. */
+export interface ApiRead {
+  answer: unknown;
+  /** When the read started, ISO 8601. */
+  readAt: string;
 }
 
 const MIRROR_TABLE_OF: Record<ResourceKind, string> = {
@@ -57,6 +67,27 @@ function snapshotOf(event: WebhookEvent | UnknownEvent, kind: ResourceKind): Rec
   if (kind === 'customer' && event.eventType.startsWith('CUSTOMER_')) return data;
   const embedded = data[kind];
   return isObject(embedded) ? embedded : data;
+}
+
+/**
+ * Reads one resource from the API, once per event when given the handler's `ctx.shared`: the mirror, the
+ * connectors and the forward and broker sinks of an event then share one read, one call on the rate budget.
+ * A "not found" answers `undefined`; any other failure rejects (every sink of the event fails this attempt).
+ *
+ * @example
+ * const { answer } = await readApiResource(ctx.api, 'customer', 'cus_1', { shared: ctx.shared, signal: ctx.signal });
+ */
+export function readApiResource(
+  api: ApiClient,
+  kind: ResourceKind,
+  id: string,
+  options: { shared?: HandlerContext['shared'] | undefined; signal?: AbortSignal | undefined } = {},
+): Promise<ApiRead> {
+  const read = async (signal: AbortSignal | undefined): Promise<ApiRead> => {
+    const readAt = new Date().toISOString();
+    return { answer: await readFromApi(api, kind, id, signal), readAt };
+  };
+  return options.shared ? options.shared(`payhooks.api-read:${kind}:${id}`, read) : read(options.signal);
 }
 
 async function readFromApi(api: ApiClient, kind: ResourceKind, id: string, signal: AbortSignal | undefined): Promise<unknown> {
@@ -97,8 +128,8 @@ export async function readResourceState(event: WebhookEvent | UnknownEvent, from
   if (!resource) return null;
   const { kind, id } = resource;
   if (from.api) {
-    const state = await readFromApi(from.api, kind, id, from.signal);
-    if (isObject(state)) return { kind, id, source: 'api', readAt: new Date().toISOString(), state };
+    const { answer, readAt } = await readApiResource(from.api, kind, id, { shared: from.shared, signal: from.signal });
+    if (isObject(answer)) return { kind, id, source: 'api', readAt, state: answer };
   }
   if (from.mirror) {
     const row = await readFromMirror(from.mirror, kind, id);

@@ -1,65 +1,56 @@
 import type { Logger } from 'pino';
 import type { ApiClient } from '../client/api-client.js';
 import type { Payhooks } from '../payhooks.js';
-import { type BrokerPublisher, registerBrokerSink } from './brokers/broker-sink.js';
-import { natsPublisher } from './brokers/nats.js';
-import { rabbitMqPublisher } from './brokers/rabbitmq.js';
-import type { BrokerConfig, SyncConfig } from './config.js';
-import { registerConnector } from './connector.js';
-import { describeUrl } from '../internal/describe-url.js';
-import { registerHttpForward } from './http-forward.js';
+import type { SyncConfig } from './config.js';
+import { registerSink, type Sink } from './sink.js';
+import { sinkKind, type SinkEntry } from './sink-registry.js';
 
 /** The sinks registered from a configuration; close them after `hooks.stop()`. */
 export interface RegisteredSinks {
-  /** Handler names, as completion is recorded: `connector:crm`, `forward:erp`, `broker:rabbitmq`. */
+  /** Handler names, as completion is recorded: `connector:crm`, `forward:erp`, `broker:rabbitmq`, `notify:mirror`. */
   names: string[];
   /** One line per sink for the start-up log (no credentials). */
   descriptions: string[];
   close(): Promise<void>;
 }
 
-function publisherFor(broker: BrokerConfig, logger: Logger): BrokerPublisher {
-  if (broker.kind === 'rabbitmq') return rabbitMqPublisher({ ...broker, logger });
-  return natsPublisher({ ...broker, logger });
-}
-
 /**
- * Registers the configuration's connectors, HTTP forward targets and brokers, in that order, each as its own
- * handler: one failing never holds back another, nor the mirror (docs/sinks.md).
+ * Registers the configuration's connectors, HTTP forward targets, brokers and `sinks` entries, in that order, each
+ * as its own handler: one failing never holds back another, nor the mirror (docs/sinks.md). Each is made by its
+ * kind in the registry (sink-registry.ts); the mirror is registered before, by `registerMirror`.
  *
  * @example
  * const sinks = await registerSinks(hooks, config, { mirrorSchema: 'payhooks_mirror', logger });
  */
 export async function registerSinks(
   hooks: Payhooks<ApiClient>,
-  config: Pick<SyncConfig, 'forward' | 'brokers' | 'connectors'>,
+  config: Pick<SyncConfig, 'forward' | 'brokers' | 'connectors'> & Partial<Pick<SyncConfig, 'sinks'>>,
   options: { mirrorSchema?: string | undefined; logger: Logger },
 ): Promise<RegisteredSinks> {
-  const names: string[] = [];
-  const descriptions: string[] = [];
-  const publishers: BrokerPublisher[] = [];
-  for (const connector of config.connectors) {
-    await registerConnector(hooks, connector, { mirrorSchema: options.mirrorSchema });
-    names.push(`connector:${connector.name}`);
-    descriptions.push(`connector ${connector.name}`);
-  }
-  for (const target of config.forward) {
-    await registerHttpForward(hooks, target, { mirrorSchema: options.mirrorSchema });
-    names.push(`forward:${target.name}`);
-    descriptions.push(`HTTP forward ${target.name} to ${describeUrl(target.url)}`);
-  }
-  for (const broker of config.brokers) {
-    const publisher = publisherFor(broker, options.logger.child({ sink: `broker:${broker.name}` }));
-    publishers.push(publisher);
-    await registerBrokerSink(hooks, { name: broker.name, publisher, eventTypes: broker.eventTypes, mirrorSchema: options.mirrorSchema });
-    names.push(`broker:${broker.name}`);
-    descriptions.push(`${broker.kind === 'rabbitmq' ? 'RabbitMQ' : 'NATS JetStream'} ${publisher.describe}`);
+  const store = await hooks.ready();
+  const entries: SinkEntry[] = [
+    ...config.connectors.map((connector) => ({ kind: sinkKind('connector'), options: connector })),
+    ...config.forward.map((target) => ({ kind: sinkKind('http-forward'), options: target })),
+    ...config.brokers.map((broker) => ({ kind: sinkKind(broker.kind), options: broker })),
+    ...(config.sinks ?? []),
+  ];
+  const sinks: Sink[] = [];
+  try {
+    for (const { kind, options: settings } of entries) {
+      const logger = options.logger.child({ sink: `${kind.prefix}:${settings.name}` });
+      const sink = await kind.create(settings, { store, mirrorSchema: options.mirrorSchema, logger });
+      sinks.push(sink);
+      registerSink(hooks, sink, { store, mirrorSchema: options.mirrorSchema });
+    }
+  } catch (err) {
+    await Promise.all(sinks.map((s) => s.close().catch(() => undefined)));
+    throw err;
   }
   return {
-    names,
-    descriptions,
+    names: sinks.map((s) => s.name),
+    descriptions: sinks.map((s) => s.describe),
     async close() {
-      await Promise.all(publishers.map((p) => p.close()));
+      await Promise.all(sinks.map((s) => s.close()));
     },
   };
 }

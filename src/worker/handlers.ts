@@ -19,6 +19,16 @@ export interface HandlerContext<Api = unknown> {
   /** Aborted when the worker shuts down or the handler times out. */
   signal: AbortSignal;
   /**
+   * A value shared by the handlers of this event during this attempt: the first call with a key runs `compute`
+   * (its signal aborts when the worker shuts down), every later call with that key, from any handler of the event,
+   * gets the same promise, a rejection included. A new attempt starts afresh. The sinks read the resource's current
+   * state through it: one API read per event, however many sinks it has (docs/sinks.md#one-state-read-per-event).
+   *
+   * @example
+   * const customer = await ctx.shared(`customer:${id}`, (signal) => ctx.api!.customers.get(id, { signal }));
+   */
+  shared<T>(key: string, compute: (signal: AbortSignal) => Promise<T>): Promise<T>;
+  /**
    * Runs `fn` in a transaction on the inbox's database and records this handler's completion in the same
    * transaction: the writes and the completion mark commit together or not at all. Call it at most once.
    *

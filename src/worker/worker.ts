@@ -403,6 +403,8 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       // retried or given up for its own handler (a sink down must not stall the mirror or another sink).
       const failures: HandlerFailure[] = [];
       const skipped: string[] = [];
+      // ctx.shared's values: one map per attempt, so that the handlers of this run share a read and the next attempt reads afresh.
+      const shared = new Map<string, Promise<unknown>>();
       for (const handler of handlers) {
         if (settled.has(handler.name)) continue;
         if (blocked.has(handler.name)) {
@@ -420,7 +422,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
             seconds: (performance.now() - started) / 1000,
           });
         try {
-          const markedInTransaction = await runHandler(handler, parsed.event, entry, handlerLog);
+          const markedInTransaction = await runHandler(handler, parsed.event, entry, handlerLog, shared);
           observe(false);
           // Written with the event's outcome, or before it: the batches go out in order.
           if (!markedInTransaction)
@@ -445,6 +447,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     event: Parameters<RegisteredHandler<Api>['run']>[0],
     entry: InFlight,
     log: Logger,
+    shared: Map<string, Promise<unknown>>,
   ): Promise<boolean> {
     const controller = new AbortController();
     const onShutdown = () => controller.abort(entry.abort.signal.reason);
@@ -456,6 +459,17 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       logger: log,
       api: options.api,
       signal: controller.signal,
+      shared<T>(key: string, compute: (signal: AbortSignal) => Promise<T>): Promise<T> {
+        let value = shared.get(key) as Promise<T> | undefined;
+        if (!value) {
+          // The shutdown signal, not this handler's: a timeout of the handler that started it must not fail the others' wait.
+          value = Promise.resolve().then(() => compute(entry.abort.signal));
+          // Awaited by whoever asks; an unasked rejection must not stop the process.
+          value.catch(() => undefined);
+          shared.set(key, value);
+        }
+        return value;
+      },
       async transaction<DB, T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
         if (markedInTransaction)
           throw new Error(`ctx.transaction was already used by handler ${handler.name} for this event; call it once.`);

@@ -20,6 +20,7 @@ describe('the sync configuration file', () => {
       forward: [],
       brokers: [],
       connectors: [],
+      sinks: [],
       worker: {},
     });
     expect(mirrorRuns(config, false)).toBe(true);
@@ -52,7 +53,7 @@ describe('the sync configuration file', () => {
       JSON.stringify({
         mirror: { schema: 'Bad Schema', eventTypes: ['INVOICE_PAYED'] },
         reconcile: { evry: '1h', lookback: 'soon' },
-        sinks: [],
+        sinkz: [],
       }),
     );
     const error = await loadSyncConfig({ cwd: dir }).catch((err: unknown) => err);
@@ -63,7 +64,7 @@ describe('the sync configuration file', () => {
     expect(message).toMatch(/- mirror\.eventTypes\.0: "INVOICE_PAYED" is not an event type/);
     expect(message).toMatch(/- reconcile: Unrecognized key: "evry"/);
     expect(message).toMatch(/- reconcile\.lookback: expected a duration such as 5d/);
-    expect(message).toMatch(/- \(the whole file\): Unrecognized key: "sinks"/);
+    expect(message).toMatch(/- \(the whole file\): Unrecognized key: "sinkz"/);
   });
 
   it('refuses a missing PAYHOOKS_CONFIG file, a file of another kind, broken JSON and a module that throws', async () => {

@@ -1,8 +1,8 @@
 import type { ApiClient } from '../../client/api-client.js';
-import type { EventType, UnknownEvent, WebhookEvent } from '../../events/index.js';
+import type { EventType } from '../../events/index.js';
 import type { Payhooks } from '../../payhooks.js';
-import type { HandlerContext } from '../../worker/handlers.js';
-import { forwardDocumentText } from '../forward-document.js';
+import { forwardDocument } from '../forward-document.js';
+import { registerSink, type Sink } from '../sink.js';
 
 /** One message for a broker: the document, and what identifies and routes it. */
 export interface BrokerMessage {
@@ -33,23 +33,45 @@ export interface BrokerSinkOptions {
 }
 
 /**
- * Registers a broker as the handler `broker:<name>`: each event is published (the same document the HTTP forward
- * sink sends), and counts as done for this sink only once the broker acknowledged it; at least once, since a lost
- * acknowledgement means publishing again. Returns the publisher, to close after `hooks.stop()`.
+ * The sink of one broker, as the handler `broker:<name>`: each event is published (the same document the HTTP
+ * forward sink sends), and counts as done for this sink only once the broker acknowledged it; at least once, since
+ * a lost acknowledgement means publishing again. Closing the sink closes the publisher.
+ *
+ * @example
+ * const sink = brokerSink('rabbitmq', 'RabbitMQ', 'rabbitmq', rabbitMqPublisher({ url }), undefined);
+ */
+export function brokerSink(
+  kind: string,
+  title: string,
+  name: string,
+  publisher: BrokerPublisher,
+  eventTypes: readonly EventType[] | undefined,
+): Sink {
+  const sink = `broker:${name}`;
+  return {
+    kind,
+    name: sink,
+    eventTypes,
+    describe: `${title} ${publisher.describe}`,
+    async handle(event, ctx, state) {
+      const body = Buffer.from(JSON.stringify(forwardDocument(event, await state(), sink, ctx.receivedAt)));
+      await publisher.publish({ eventId: event.eventId, eventType: event.eventType, body }, ctx.signal);
+    },
+    close: () => publisher.close(),
+  };
+}
+
+/**
+ * Registers a broker as the handler `broker:<name>` (see {@link brokerSink}). Returns the publisher, to close after
+ * `hooks.stop()`.
  *
  * @example
  * const broker = await registerBrokerSink(hooks, { name: 'rabbitmq', publisher: rabbitMqPublisher({ url }) });
  * // … on shutdown: await hooks.stop(); await broker.close();
  */
 export async function registerBrokerSink(hooks: Payhooks<ApiClient>, options: BrokerSinkOptions): Promise<BrokerPublisher> {
-  const store = await hooks.ready();
-  const sink = `broker:${options.name}`;
-  const run = async (event: WebhookEvent | UnknownEvent, ctx: HandlerContext<ApiClient>) => {
-    const body = Buffer.from(await forwardDocumentText(event, ctx, { sink, store, mirrorSchema: options.mirrorSchema }));
-    await options.publisher.publish({ eventId: event.eventId, eventType: event.eventType, body }, ctx.signal);
-  };
-  if (options.eventTypes) hooks.on(options.eventTypes, run, { name: sink });
-  else hooks.onAny(run, { name: sink });
+  const sink = brokerSink('broker', 'Broker', options.name, options.publisher, options.eventTypes);
+  registerSink(hooks, sink, { store: await hooks.ready(), mirrorSchema: options.mirrorSchema });
   return options.publisher;
 }
 

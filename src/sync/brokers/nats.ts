@@ -2,7 +2,10 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { abortableWait, type BrokerMessage, type BrokerPublisher } from './broker-sink.js';
+import { z } from 'zod';
+import { durationMs, eventTypesField, secretField, sinkNameField } from '../config-fields.js';
+import { defineSinkKind } from '../sink.js';
+import { abortableWait, type BrokerMessage, type BrokerPublisher, brokerSink } from './broker-sink.js';
 import { LINK_END_TIMEOUT_MS, lazyLink } from './lazy-link.js';
 import { within } from '../../internal/within.js';
 
@@ -158,3 +161,42 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
     close: () => link.close(),
   };
 }
+
+/** The `nats` sink kind (docs/sinks.md#nats-jetstream), in `brokers` or `sinks`; completion is recorded under `broker:<name>`. */
+export const natsSink = defineSinkKind({
+  kind: 'nats',
+  prefix: 'broker',
+  schema: z
+    .strictObject({
+      /** Default `nats`. */
+      name: sinkNameField.default('nats'),
+      servers: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
+      stream: z
+        .string()
+        .regex(/^[A-Za-z0-9_-]+$/, 'expected letters, digits, "_" or "-"')
+        .optional(),
+      subjectPrefix: z
+        .string()
+        .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'expected dot-separated tokens such as payhooks.events')
+        .optional(),
+      duplicateWindow: durationMs('2m', 'brokers.duplicateWindow').optional(),
+      user: z.string().optional(),
+      pass: secretField.optional(),
+      token: secretField.optional(),
+      eventTypes: eventTypesField.optional(),
+    })
+    .transform(({ duplicateWindow, ...options }) => ({
+      kind: 'nats' as const,
+      name: options.name,
+      servers: options.servers,
+      stream: options.stream,
+      subjectPrefix: options.subjectPrefix,
+      duplicateWindowMs: duplicateWindow,
+      user: options.user,
+      pass: options.pass,
+      token: options.token,
+      eventTypes: options.eventTypes,
+    })),
+  create: (options, setup) =>
+    brokerSink('nats', 'NATS JetStream', options.name, natsPublisher({ ...options, logger: setup.logger }), options.eventTypes),
+});

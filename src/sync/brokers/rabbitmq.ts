@@ -1,7 +1,10 @@
 // The client is loaded when a publisher first opens (open() below), so that `import 'payhooks'` does not load it.
 import type { ChannelModel, ConfirmChannel } from 'amqplib';
 import type { Logger } from 'pino';
-import { abortableWait, type BrokerMessage, type BrokerPublisher } from './broker-sink.js';
+import { z } from 'zod';
+import { eventTypesField, secretField, sinkNameField } from '../config-fields.js';
+import { defineSinkKind } from '../sink.js';
+import { abortableWait, type BrokerMessage, type BrokerPublisher, brokerSink } from './broker-sink.js';
 import { BrokerSetupError, LINK_END_TIMEOUT_MS, lazyLink } from './lazy-link.js';
 import { explainRabbitMqError, type RabbitMqStep } from './rabbitmq-errors.js';
 import { within } from '../../internal/within.js';
@@ -134,3 +137,21 @@ export function rabbitMqPublisher(options: RabbitMqOptions): BrokerPublisher {
     close: () => link.close(),
   };
 }
+
+/** The `rabbitmq` sink kind (docs/sinks.md#rabbitmq), in `brokers` or `sinks`; completion is recorded under `broker:<name>`. */
+export const rabbitMqSink = defineSinkKind({
+  kind: 'rabbitmq',
+  prefix: 'broker',
+  schema: z
+    .strictObject({
+      /** Default `rabbitmq`. */
+      name: sinkNameField.default('rabbitmq'),
+      url: secretField,
+      exchange: z.string().min(1).optional(),
+      queue: z.union([z.string().min(1), z.literal(false)]).optional(),
+      eventTypes: eventTypesField.optional(),
+    })
+    .transform(({ name, url, exchange, queue, eventTypes }) => ({ kind: 'rabbitmq' as const, name, url, exchange, queue, eventTypes })),
+  create: (options, setup) =>
+    brokerSink('rabbitmq', 'RabbitMQ', options.name, rabbitMqPublisher({ ...options, logger: setup.logger }), options.eventTypes),
+});

@@ -1,10 +1,14 @@
 import type { ApiClient } from '../../client/api-client.js';
-import { NotFoundError } from '../../client/errors.js';
-import type { EventType, UnknownEvent, WebhookEvent } from '../../events/index.js';
+import type { EventType, WebhookEvent } from '../../events/index.js';
+import type { ApiCustomer, ApiInvoice, ApiPayment } from '../../events/rest-contract.js';
+import { z } from 'zod';
 import type { Payhooks } from '../../payhooks.js';
-import type { PayhooksDatabase } from '../../store/database.js';
+import { isSchemaName, type PayhooksDatabase } from '../../store/database.js';
 import { migrateMirror } from '../../store/migrate.js';
 import type { HandlerContext } from '../../worker/handlers.js';
+import { eventTypesField } from '../config-fields.js';
+import { readApiResource } from '../resource-state.js';
+import { registerSink, type Sink } from '../sink.js';
 import { mirrorTargets, type MirrorTarget } from './event-targets.js';
 import { customerFromApi, invoiceFromApi, type MirrorState, paymentFromApi } from './states.js';
 import { readCoveredSince, touchMirrorRow, writeMirrorState } from './write.js';
@@ -25,28 +29,37 @@ export interface MirrorOptions {
   eventTypes?: readonly EventType[] | undefined;
 }
 
+const KIND_OF = { customers: 'customer', invoices: 'invoice', payments: 'payment' } as const;
+
 /**
- * Reads the current state of one target from the API; null when the service does not know the resource (the
- * caller then falls back to the event's snapshot).
+ * Reads the current state of one target from the API, through the read the event's sinks share; null when the
+ * service does not know the resource (the caller then falls back to the event's snapshot). `dbNow` stamps a read
+ * this call made; a read another sink of the event made earlier is stamped with the event's receipt instead, a
+ * time it certainly started after, so that the coverage check never counts it as newer than it is.
  */
 async function readCurrent(
-  api: ApiClient,
+  ctx: HandlerContext<ApiClient> & { api: ApiClient },
   target: Extract<MirrorTarget, { kind: 'read' }>,
-  readAt: Date,
-  signal: AbortSignal,
+  dbNow: Date,
 ): Promise<MirrorState | null> {
-  try {
-    switch (target.table) {
-      case 'customers':
-        return customerFromApi(await api.customers.get(target.id, { signal }), readAt);
-      case 'invoices':
-        return invoiceFromApi(await api.invoices.get(target.id, { signal }), readAt);
-      case 'payments':
-        return paymentFromApi(await api.payments.get(target.id, { signal }), target.links, readAt);
-    }
-  } catch (err) {
-    if (err instanceof NotFoundError) return null;
-    throw err;
+  let mine = false;
+  const { answer } = await readApiResource(ctx.api, KIND_OF[target.table], target.id, {
+    signal: ctx.signal,
+    shared: (key, compute) =>
+      ctx.shared(key, (signal) => {
+        mine = true;
+        return compute(signal);
+      }),
+  });
+  if (answer === undefined) return null;
+  const readAt = mine ? dbNow : ctx.receivedAt;
+  switch (target.table) {
+    case 'customers':
+      return customerFromApi(answer as ApiCustomer, readAt);
+    case 'invoices':
+      return invoiceFromApi(answer as ApiInvoice, readAt);
+    case 'payments':
+      return paymentFromApi(answer as ApiPayment, target.links, readAt);
   }
 }
 
@@ -81,7 +94,7 @@ export async function mirrorEvent(
       continue;
     }
     reads++;
-    const current = await readCurrent(ctx.api, target, coverage.now, ctx.signal);
+    const current = await readCurrent({ ...ctx, api: ctx.api }, target, coverage.now);
     if (current) states.push(current);
     else if (target.snapshot) {
       ctx.logger.warn({ table: target.table, id: target.id }, 'the API does not know this resource; mirrored from the event instead');
@@ -94,6 +107,38 @@ export async function mirrorEvent(
     for (const target of touched) await touchMirrorRow(trx, schema, target.table, target.id, cause);
   });
   return { written, reads, skippedReads: touched.length };
+}
+
+/** The `mirror` key of the configuration file: `true`/`false`, or its options (docs/mirror.md). */
+export const mirrorConfigSchema = z.union([
+  z.boolean(),
+  z.strictObject({
+    /** Default true. */
+    enabled: z.boolean().optional(),
+    /** Default `payhooks_mirror`. */
+    schema: z
+      .string()
+      .refine(isSchemaName, 'expected a schema name of lower-case letters, digits and underscores, starting with a letter or underscore')
+      .optional(),
+    eventTypes: eventTypesField.optional(),
+  }),
+]);
+
+/** The mirror's sink, as the handler `mirror`, on a schema already migrated. */
+export function mirrorSink(store: PayhooksDatabase, options: { schema: string; eventTypes?: readonly EventType[] | undefined }): Sink {
+  return {
+    kind: 'mirror',
+    name: MIRROR_DEFAULTS.handlerName,
+    eventTypes: options.eventTypes,
+    describe: `Postgres mirror in schema ${options.schema}`,
+    async handle(event, ctx) {
+      // A type this version does not know names no resource it can map; the event is done for the mirror.
+      if ('unknown' in event) return;
+      const result = await mirrorEvent(event, ctx, store, options.schema);
+      ctx.logger.debug(result, 'mirrored');
+    },
+    async close() {},
+  };
 }
 
 /**
@@ -109,13 +154,6 @@ export async function registerMirror(hooks: Payhooks<ApiClient>, options: Mirror
   const schema = options.schema ?? MIRROR_DEFAULTS.schema;
   const store = await hooks.ready();
   await migrateMirror(store, schema);
-  const handle = async (event: WebhookEvent | UnknownEvent, ctx: HandlerContext<ApiClient>) => {
-    // A type this version does not know names no resource it can map; the event is done for the mirror.
-    if ('unknown' in event) return;
-    const result = await mirrorEvent(event, ctx, store, schema);
-    ctx.logger.debug(result, 'mirrored');
-  };
-  if (options.eventTypes) hooks.on(options.eventTypes, handle, { name: MIRROR_DEFAULTS.handlerName });
-  else hooks.onAny(handle, { name: MIRROR_DEFAULTS.handlerName });
+  registerSink(hooks, mirrorSink(store, { schema, eventTypes: options.eventTypes }), { store });
   return { schema };
 }

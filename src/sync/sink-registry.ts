@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import { natsSink } from './brokers/nats.js';
+import { rabbitMqSink } from './brokers/rabbitmq.js';
+import { redisStreamsKind } from './brokers/redis-streams.js';
+import { connectorKind, isConnector } from './connector.js';
+import { httpForwardSink } from './http-forward.js';
+import { changeNoticesKind } from './mirror/change-notices.js';
+import type { SinkKind } from './sink.js';
+
+/** The kinds the `brokers` key takes (it predates `sinks`). */
+const BROKER_KINDS = ['rabbitmq', 'nats', 'redis-streams'] as const;
+
+/**
+ * The built-in sink kinds, one line each: a new kind is one file that states its schema and `create`, plus its line
+ * here (docs/sinks.md#writing-a-sink-kind). The mirror is configured by its own `mirror` key (docs/mirror.md).
+ */
+export const SINK_KINDS = [
+  httpForwardSink, // http-forward.ts
+  rabbitMqSink, // brokers/rabbitmq.ts
+  natsSink, // brokers/nats.ts
+  redisStreamsKind, // brokers/redis-streams.ts
+  changeNoticesKind, // mirror/change-notices.ts
+  connectorKind, // connector.ts
+] as const;
+
+/** The settings of each built-in kind, as its schema outputs them (defaults applied, secrets read). */
+export type SinkOptions = z.output<(typeof SINK_KINDS)[number]['schema']>;
+
+/** A broker of the configuration file (`rabbitmq`, `nats`, `redis-streams`), with its name and secrets resolved. */
+export type BrokerConfig = Extract<SinkOptions, { kind: (typeof BROKER_KINDS)[number] }>;
+
+/** The `kind`s a `sinks` entry may name. */
+export const SINK_KIND_NAMES: readonly string[] = SINK_KINDS.map((k) => k.kind);
+
+/** One checked entry of `sinks` or `brokers`: its kind and its settings, defaults applied, secrets read. */
+export interface SinkEntry {
+  kind: SinkKind<{ name: string }>;
+  options: { name: string };
+}
+
+/**
+ * The kind named `kind`, or an error that names the known ones.
+ *
+ * @example
+ * sinkKind('redis-streams').kind // 'redis-streams'
+ */
+export function sinkKind(kind: string, known: readonly string[] = SINK_KIND_NAMES): SinkKind<{ name: string }> {
+  const found = known.includes(kind) ? SINK_KINDS.find((k) => k.kind === kind) : undefined;
+  if (!found) throw new Error(`unknown sink kind ${JSON.stringify(kind)}; the known kinds are ${known.join(', ')}`);
+  return found as unknown as SinkKind<{ name: string }>;
+}
+
+/** The schema of a list of sink entries, each checked against its kind's schema (`kind` picks it). */
+export function sinkListSchema(known: readonly string[]) {
+  return z.array(
+    z.unknown().transform((entry, ctx): SinkEntry => {
+      // A connector made by defineConnector carries its own `kind` marker.
+      if (isConnector(entry) && known.includes('connector')) return { kind: sinkKind('connector'), options: entry };
+      if (entry === null || typeof entry !== 'object' || typeof (entry as { kind?: unknown }).kind !== 'string') {
+        ctx.addIssue({ code: 'custom', path: ['kind'], message: `expected the sink's kind, one of ${known.join(', ')}` });
+        return z.NEVER;
+      }
+      const { kind: name, ...settings } = entry as { kind: string };
+      let kind: SinkKind<{ name: string }>;
+      try {
+        kind = sinkKind(name, known);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', path: ['kind'], message: (err as Error).message });
+        return z.NEVER;
+      }
+      const parsed = kind.schema.safeParse(settings);
+      if (!parsed.success) {
+        for (const issue of parsed.error.issues) ctx.addIssue({ ...issue, code: 'custom', message: issue.message, path: issue.path });
+        return z.NEVER;
+      }
+      return { kind, options: parsed.data };
+    }),
+  );
+}
+
+/** The `sinks` key: entries of every kind but connectors, which need a `.js` file (they may be listed there too). */
+export const sinksSchema = sinkListSchema(SINK_KIND_NAMES);
+/** The `brokers` key: `rabbitmq`, `nats` and `redis-streams` entries. */
+export const brokersSchema = sinkListSchema(BROKER_KINDS);
