@@ -9,15 +9,23 @@ import { type ServiceConfig, serviceConfigSchema } from './service-config.js';
  */
 export const SERVICE_CONFIG_VARIABLE = 'PAYHOOKS_RESOLVED_SERVICE_CONFIG';
 
-const transferred = z.object({ config: z.unknown(), connectors: z.array(z.string()) });
+const transferred = z.object({ config: z.unknown(), connectors: z.array(z.string()), listed: z.array(z.string()).default([]) });
+
+/** How a `sinks` entry is named across the process boundary: its handler name. */
+const listedName = (entry: ServiceConfig['sinks']['sinks'][number]) => `${entry.kind.prefix}:${entry.options.name}`;
 
 /**
- * The configuration as text for a child process. Connectors are code (made by defineConnector in a .js file) and
- * cannot cross a process boundary: only their names go, and the child imports them from the same file.
+ * The configuration as text for a child process. Connectors are code (made by defineConnector in a .js file), and an
+ * entry of the `sinks` list holds its kind (code, from the registry): neither crosses a process boundary, so only
+ * their names go, and the child takes them from the same file.
  */
 export function serializeServiceConfig(config: ServiceConfig): string {
-  const { connectors, ...sinks } = config.sinks;
-  return JSON.stringify({ config: { ...config, sinks: { ...sinks, connectors: [] } }, connectors: connectors.map((c) => c.name) });
+  const { connectors, sinks: listed, ...sinks } = config.sinks;
+  return JSON.stringify({
+    config: { ...config, sinks: { ...sinks, connectors: [], sinks: [] } },
+    connectors: connectors.map((c) => c.name),
+    listed: listed.map(listedName),
+  });
 }
 
 /**
@@ -28,14 +36,20 @@ export async function deserializeServiceConfig(text: string): Promise<ServiceCon
   const parsed = transferred.safeParse(JSON.parse(text));
   if (!parsed.success) throw new PayhooksError(`${SERVICE_CONFIG_VARIABLE} does not hold a service configuration.`);
   const config = serviceConfigSchema.parse(parsed.data.config);
-  const names = parsed.data.connectors;
-  if (names.length === 0) return config;
-  // The file was checked by the parent; a change to it since then shows as a missing connector, named.
+  const { connectors: connectorNames, listed: listedNames } = parsed.data;
+  if (connectorNames.length === 0 && listedNames.length === 0) return config;
+  // The file was checked by the parent; a change to it since then shows as a missing sink, named.
   const file = await loadSyncConfig({ explicitPath: config.configFile ?? undefined, mirrorSchema: config.mirror.schema });
-  const connectors = names.map((name) => {
+  const missing = (what: string) => new PayhooksError(`The ${what} is no longer in ${config.configFile}; restart serve.`);
+  const connectors = connectorNames.map((name) => {
     const found = file.connectors.find((c) => c.name === name);
-    if (!found) throw new PayhooksError(`The connector ${name} is no longer in ${config.configFile}; restart serve.`);
+    if (!found) throw missing(`connector ${name}`);
     return found;
   });
-  return { ...config, sinks: { ...config.sinks, connectors } };
+  const listed = listedNames.map((name) => {
+    const found = file.sinks.find((entry) => listedName(entry) === name);
+    if (!found) throw missing(`sink ${name}`);
+    return found;
+  });
+  return { ...config, sinks: { ...config.sinks, connectors, sinks: listed } };
 }

@@ -121,7 +121,7 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
     configFile: sync.path,
     mirror: sync.mirror,
     reconcile: sync.reconcile,
-    sinks: { forward: sync.forward, brokers: sync.brokers, connectors: sync.connectors },
+    sinks: { forward: sync.forward, brokers: sync.brokers, connectors: sync.connectors, sinks: sync.sinks },
   });
   return { config, problems, env: variables, sync };
 }

@@ -97,10 +97,15 @@ export const serviceConfigSchema = z.object({
   mirror: fromSyncConfig('mirror').default({ enabled: undefined, schema: MIRROR_DEFAULTS.schema, eventTypes: undefined }),
   /** Periodic reconciliation: `reconcile` of the file; `every` unset: never. */
   reconcile: fromSyncConfig('reconcile').default({ every: undefined, lookback: '5d', endpointId: undefined }),
-  /** The sinks of the file: HTTP forward targets, brokers, connectors (docs/sinks.md). */
+  /** The sinks of the file: HTTP forward targets, brokers, connectors and the `sinks` list of any kind (docs/sinks.md). */
   sinks: z
-    .object({ forward: fromSyncConfig('forward'), brokers: fromSyncConfig('brokers'), connectors: fromSyncConfig('connectors') })
-    .prefault({ forward: [], brokers: [], connectors: [] }),
+    .object({
+      forward: fromSyncConfig('forward'),
+      brokers: fromSyncConfig('brokers'),
+      connectors: fromSyncConfig('connectors'),
+      sinks: fromSyncConfig('sinks').default([]),
+    })
+    .prefault({ forward: [], brokers: [], connectors: [], sinks: [] }),
 });
 
 /** The standalone service's resolved configuration: every field set (docs/configuration.md#serviceconfig). */
