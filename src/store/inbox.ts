@@ -51,6 +51,20 @@ export function unstorableReason(event: IncomingEvent): string | undefined {
   return undefined;
 }
 
+/**
+ * `headers` without the entries jsonb cannot hold (a U+0000 or a lone surrogate in the name or value), and the names
+ * of those left out: what releasing a delivery quarantined for its headers stores (they are kept for the record only).
+ */
+export function storableHeaders(headers: Record<string, string>): { headers: Record<string, string>; dropped: string[] } {
+  const kept: Record<string, string> = {};
+  const dropped: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (isStorableJsonText(name) && isStorableJsonText(value)) kept[name] = value;
+    else dropped.push(JSON.stringify(name.slice(0, 64)));
+  }
+  return { headers: kept, dropped };
+}
+
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 function isStorableJsonText(text: string): boolean {
