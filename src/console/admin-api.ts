@@ -250,7 +250,10 @@ const ROUTES: readonly AdminRoute[] = [
       if (!event) throw new BadRequest(404, `No event ${eventId} is stored.`);
       if (reveal) logger?.info({ eventId, via }, 'console: personal data of an event revealed');
       const rawBody = reveal ? event.rawBody : maskPersonalData(event.rawBody);
-      return ok({ ...(reveal ? event : summary(event)), rawBody, masked: !reveal });
+      const handlerAttempts = reveal
+        ? event.handlerAttempts
+        : event.handlerAttempts.map((a) => ({ ...a, error: a.error === null ? null : maskPersonalData(a.error) }));
+      return ok({ ...(reveal ? event : summary(event)), rawBody, handlerAttempts, masked: !reveal });
     },
   },
   {

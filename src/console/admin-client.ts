@@ -42,6 +42,19 @@ const eventDetail = storedEvent.extend({
   headers: z.record(z.string(), z.string()),
   completedHandlers: z.array(z.string()),
   givenUpHandlers: z.array(z.string()),
+  handlerAttempts: z
+    .array(
+      z.object({
+        handler: z.string(),
+        attempt: z.number().nullable(),
+        startedAt: date.nullable(),
+        endedAt: date,
+        durationMs: z.number().nullable(),
+        outcome: z.enum(['completed', 'failed']),
+        error: z.string().nullable(),
+      }),
+    )
+    .default([]),
 });
 const quarantined = z.object({
   id: z.string(),

@@ -176,6 +176,22 @@ export interface StoredEventDetail extends StoredEvent {
   completedHandlers: string[];
   /** Handlers that gave up on it (dead-lettered, or ran out of attempts): why the event is `dead`; replay runs them again. */
   givenUpHandlers: string[];
+  /** Every run of a handler for it, oldest first: the timeline `events show` and the console's detail view print. */
+  handlerAttempts: HandlerAttempt[];
+}
+
+/** One run of a handler for an event (a `handler_attempts` row). */
+export interface HandlerAttempt {
+  handler: string;
+  /** The event's attempt it ran in (1, 2, …; a replay starts again at 1); null when carried over by migration 008. */
+  attempt: number | null;
+  /** Null when carried over by migration 008 (the start was not recorded), as is `durationMs`. */
+  startedAt: Date | null;
+  endedAt: Date;
+  durationMs: number | null;
+  outcome: 'completed' | 'failed';
+  /** Why it failed (capped at 8 KB); null when it completed. */
+  error: string | null;
 }
 
 /** Which events {@link countEventsByStatus} counts: all, or those of a state and/or a type. */
@@ -261,9 +277,35 @@ export async function getEvent(store: PayhooksDatabase, eventId: string): Promis
     .orderBy('completed_at')
     .orderBy('handler')
     .execute();
+  const attempts = await store.db
+    .selectFrom('handler_attempts')
+    .select(['handler', 'attempt', 'started_at', 'ended_at', 'outcome', 'error'])
+    .where('event_id', '=', eventId)
+    // In the order they ran; rows carried over by migration 008 (no start) by when they ended.
+    .orderBy(sql`coalesce(started_at, ended_at)`)
+    .orderBy('id')
+    .execute();
+  const handlerAttempts = attempts.map(
+    (a): HandlerAttempt => ({
+      handler: a.handler,
+      attempt: a.attempt,
+      startedAt: a.started_at,
+      endedAt: a.ended_at,
+      durationMs: a.started_at ? a.ended_at.getTime() - a.started_at.getTime() : null,
+      outcome: a.outcome,
+      error: a.error,
+    }),
+  );
   const rawBody = store.kind === 'pglite' && row.raw_body.startsWith('{') ? await exactRawBody(store, eventId, row.raw_body) : row.raw_body;
   const handlers = (outcome: string) => runs.filter((run) => run.outcome === outcome).map((run) => run.handler);
-  return { ...toStoredEvent(row), rawBody, headers: row.headers, completedHandlers: handlers('done'), givenUpHandlers: handlers('dead') };
+  return {
+    ...toStoredEvent(row),
+    rawBody,
+    headers: row.headers,
+    completedHandlers: handlers('done'),
+    givenUpHandlers: handlers('dead'),
+    handlerAttempts,
+  };
 }
 
 const keepingBom = new TextDecoder('utf-8', { ignoreBOM: true });

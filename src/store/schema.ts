@@ -99,6 +99,21 @@ export interface EventLedgerTable {
   deliveries: Generated<number>;
 }
 
+/** The `handler_attempts` table of migrations/008: one row per run of a handler for an event. */
+export interface HandlerAttemptTable {
+  id: ColumnType<string, never, never>;
+  event_id: string;
+  /** The event's receipt time (the key of future time partitions). */
+  received_at: Date;
+  handler: string;
+  /** Null on rows carried over from handler_runs by the migration. */
+  attempt: number | null;
+  started_at: Date | null;
+  ended_at: Date;
+  outcome: 'completed' | 'failed';
+  error: string | null;
+}
+
 /** The Kysely database type of the payhooks schema. */
 export interface PayhooksTables {
   inbox_events: InboxEventTable;
@@ -106,4 +121,5 @@ export interface PayhooksTables {
   inbox_event_states: InboxEventStateView;
   handler_runs: HandlerRunTable;
   event_ledger: EventLedgerTable;
+  handler_attempts: HandlerAttemptTable;
 }
