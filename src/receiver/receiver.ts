@@ -111,7 +111,7 @@ const KEPT_HEADERS = ['content-type', 'user-agent'];
  */
 export function createReceiver(options: ReceiverOptions): Receiver {
   if (typeof options !== 'object' || options === null) throw new TypeError('createReceiver takes an options object ({ store, scheme }).');
-  const { maxBodyBytes, ackBudgetMs } = receiverLimits(options);
+  const { maxBodyBytes, ackBudgetMs, maxQuarantined } = receiverLimits(options);
   if (typeof options.store !== 'object' || options.store === null || !('db' in options.store)) {
     throw new TypeError('store must be an open database from openDatabase().');
   }
@@ -120,10 +120,6 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     throw new TypeError('onStored must be a function (eventId) => void, or left out.');
   }
   const ingest = createGroupCommit(options.store, options.groupCommit, ackBudgetMs);
-  const maxQuarantined = options.maxQuarantined ?? DEFAULT_MAX_QUARANTINED;
-  if (!Number.isSafeInteger(maxQuarantined) || maxQuarantined < 0) {
-    throw new RangeError(`maxQuarantined must be a whole number of at least 0, not ${String(maxQuarantined)}.`);
-  }
   const log = options.logger;
   const keptHeaders = [...new Set([...options.scheme.headerNames, ...KEPT_HEADERS])];
 
@@ -299,9 +295,10 @@ function outcomeOf(status: number, note: DeliveryNote): DeliveryObservation['out
  * @example
  * receiverLimits({ maxBodyBytes: 0 }); // throws RangeError: maxBodyBytes must be a positive whole number of bytes, not 0.
  */
-export function receiverLimits(options: Pick<ReceiverOptions, 'maxBodyBytes' | 'ackBudgetMs'>): {
+export function receiverLimits(options: Pick<ReceiverOptions, 'maxBodyBytes' | 'ackBudgetMs' | 'maxQuarantined'>): {
   maxBodyBytes: number;
   ackBudgetMs: number;
+  maxQuarantined: number;
 } {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) {
@@ -317,7 +314,11 @@ export function receiverLimits(options: Pick<ReceiverOptions, 'maxBodyBytes' | '
       `ackBudgetMs must be at most ${MAX_TIMER_MS} ms (Node's longest timer), not ${ackBudgetMs}; keep it well under the sender's 10 s.`,
     );
   }
-  return { maxBodyBytes, ackBudgetMs };
+  const maxQuarantined = options.maxQuarantined ?? DEFAULT_MAX_QUARANTINED;
+  if (!Number.isSafeInteger(maxQuarantined) || maxQuarantined < 0) {
+    throw new RangeError(`maxQuarantined must be a whole number of at least 0, not ${String(maxQuarantined)}.`);
+  }
+  return { maxBodyBytes, ackBudgetMs, maxQuarantined };
 }
 
 /** Throws a TypeError unless `scheme` looks like a {@link SignatureScheme}; `option` names it in the message. */

@@ -145,3 +145,13 @@ describe.each(backends.filter((backend) => backend.available))('quarantine ($nam
     }
   });
 });
+
+describe('maxQuarantined', () => {
+  it('is checked when createPayhooks is called: a RangeError names it and the bad value', async () => {
+    const { createPayhooks } = await import('../../src/payhooks.js');
+    expect(() => createPayhooks({ secret: 's', maxQuarantined: -1 })).toThrow(
+      new RangeError('maxQuarantined must be a whole number of at least 0, not -1.'),
+    );
+    expect(() => createPayhooks({ secret: 's', maxQuarantined: 1.5 })).toThrow(/not 1\.5/);
+  });
+});
