@@ -87,6 +87,11 @@ export interface PayhooksOptions<Api = unknown> {
   /** Storage time allowed in all (a batch, a connection, the statement) before answering 503. Default 5000 ms (the sender allows 10 s). */
   ackBudgetMs?: number | undefined;
   /**
+   * Signed deliveries that cannot be stored as events held in the quarantine at most; past it such a delivery is
+   * answered 503 and not kept, so the sender keeps it (docs/receiver.md#quarantine). Default 10,000.
+   */
+  maxQuarantined?: number | undefined;
+  /**
    * How concurrent deliveries share one INSERT (group commit): `maxWaitMs` (default 2), `maxRows` (500),
    * `maxConcurrentBatches` (4). Each delivery is answered once the statement holding it has committed.
    */

@@ -5,11 +5,13 @@ import { UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { formatAge, printableJson, table } from './format.js';
 import { positiveInt } from './parse-options.js';
+import { quarantineTable } from './quarantine-command.js';
 import { withInbox } from './with-inbox.js';
 
 /** The options of `payhooks events list`. */
 export interface ListCommandOptions {
-  status?: EventStatus | undefined;
+  /** A state, or `quarantined`: the signed deliveries that could not be stored as events. */
+  status?: EventStatus | 'quarantined' | undefined;
   type?: string | undefined;
   limit: number;
   json?: boolean | undefined;
@@ -31,11 +33,24 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
   events
     .command('list')
     .description('list stored events, newest first, and how many match in all')
-    .addOption(new Option('--status <status>', 'only events in this state').choices(EVENT_STATUSES))
+    .addOption(
+      new Option('--status <status>', 'only events in this state (quarantined: deliveries that could not be stored as events)').choices([
+        ...EVENT_STATUSES,
+        'quarantined',
+      ]),
+    )
     .option('--type <type>', 'only events of this type, e.g. INVOICE_PAID')
     .option('--limit <n>', 'at most this many', positiveInt('--limit'), 100)
     .option('--json', 'print one JSON array (the "showing N of M" note goes to stderr, when not all are shown)')
     .action(async (opts: ListCommandOptions) => {
+      if (opts.status === 'quarantined') {
+        const held = await withInbox(ctx.env('events'), (inbox) => inbox.listQuarantined({ state: 'held', limit: opts.limit }));
+        const shown = opts.type === undefined ? held : held.filter((q) => q.eventType === opts.type);
+        if (opts.json) return ctx.out(printableJson(JSON.stringify(shown, null, 2)));
+        if (shown.length === 0) return ctx.out('no events');
+        await ctx.out(quarantineTable(shown));
+        return ctx.out(`showing ${shown.length} quarantined deliveries (payhooks quarantine show|release|discard ID)`);
+      }
       const filter = { status: opts.status, eventType: opts.type };
       const [rows, counts] = await withInbox(ctx.env('events'), async (inbox) => [
         await inbox.listEvents({ ...filter, limit: opts.limit }),

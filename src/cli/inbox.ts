@@ -1,4 +1,12 @@
+import { discardQuarantined, type ReleaseOptions, type ReleaseOutcome, releaseQuarantined } from '../receiver/release-quarantined.js';
 import type { PayhooksDatabase } from '../store/database.js';
+import {
+  getQuarantined,
+  listQuarantined,
+  type QuarantinedDelivery,
+  type QuarantinedDetail,
+  type QuarantineFilter,
+} from '../store/quarantine.js';
 import {
   countEventsByStatus,
   countEventsByTypeAndStatus,
@@ -37,6 +45,12 @@ export interface Inbox {
   countEventsByTypeAndStatus(): Promise<TypeStatusCount[]>;
   oldestPendingEvent(): Promise<OldestPending | undefined>;
   previewReplay(which: ReplaySelection, sampleSize: number): Promise<ReplayPreview>;
+  /** Quarantined deliveries, newest first (held ones by default). */
+  listQuarantined(filter: QuarantineFilter): Promise<QuarantinedDelivery[]>;
+  /** One quarantined delivery with its exact bytes; undefined when there is none. */
+  getQuarantined(id: string): Promise<QuarantinedDetail | undefined>;
+  releaseQuarantined(id: string, options: ReleaseOptions): Promise<ReleaseOutcome>;
+  discardQuarantined(id: string): Promise<void>;
   replayBatch(
     which: ReplaySelection,
     batch: { limit: number; after?: ArrivalPosition | undefined; through?: ArrivalPosition | undefined },
@@ -52,6 +66,10 @@ export function localInbox(store: PayhooksDatabase): Inbox {
     countEventsByTypeAndStatus: () => countEventsByTypeAndStatus(store),
     oldestPendingEvent: () => oldestPendingEvent(store),
     previewReplay: (which, sampleSize) => previewReplay(store, which, sampleSize),
+    listQuarantined: (filter) => listQuarantined(store, filter),
+    getQuarantined: (id) => getQuarantined(store, id),
+    releaseQuarantined: (id, options) => releaseQuarantined(store, id, options),
+    discardQuarantined: (id) => discardQuarantined(store, id),
     replayBatch: (which, batch) => replayBatch(store, which, batch),
   };
 }

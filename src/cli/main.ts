@@ -13,6 +13,7 @@ import { addDoctorCommand } from './doctor-command.js';
 import { addEventsCommands } from './events-command.js';
 import { addInitCommand } from './init-command.js';
 import { addPruneCommand } from './prune-command.js';
+import { addQuarantineCommands } from './quarantine-command.js';
 import { addBackfillCommand } from './backfill-command.js';
 import { addReconcileCommand } from './reconcile-command.js';
 import { addVerifyCommand } from './verify-command.js';
@@ -193,6 +194,7 @@ function buildProgram(print: (text: string) => void): Command {
     });
 
   addEventsCommands(program, ctx);
+  addQuarantineCommands(program, ctx);
   addInitCommand(program, ctx, version);
   addDoctorCommand(program, ctx);
 

@@ -23,7 +23,7 @@ export function addPruneCommand(program: Command, ctx: CommandContext): void {
   const command = program
     .command('prune')
     .description('delete finished (done, ignored) events older than the given age; never unfinished, dead or invalid ones')
-    .requiredOption('--older-than <age>', "minimum age, e.g. 30d (at least 4d7h, the sender's retry horizon)");
+    .requiredOption('--older-than <age>', 'minimum age, e.g. 30d; any age (deduplication lives in the ledger, which prune keeps)');
   addBulkOptions(command).action(async (opts: PruneCommandOptions) => {
     const olderThanMs = parseDuration(opts.olderThan);
     assertPruneAge(olderThanMs);

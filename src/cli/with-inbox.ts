@@ -72,6 +72,10 @@ function serveInbox(session: ServeSession, inUse: DataDirInUseError): Inbox {
     countEventsByTypeAndStatus: async () => (await stats()).byTypeAndStatus,
     oldestPendingEvent: async () => (await stats()).oldestPending ?? undefined,
     previewReplay: (which, sampleSize) => asked((api) => api.previewReplay(which, sampleSize)),
+    listQuarantined: (filter) => asked((api) => api.listQuarantined(filter)),
+    getQuarantined: (id) => asked((api) => api.getQuarantined(id)),
+    releaseQuarantined: (id, options) => asked((api) => api.releaseQuarantined(id, options)),
+    discardQuarantined: (id) => asked((api) => api.discardQuarantined(id)),
     replayBatch: (which, batch) => asked((api) => api.replayBatch(which, batch)),
   };
 }

@@ -11,6 +11,8 @@ import type { PayhooksDatabase } from '../store/database.js';
 import { countEventsByTypeAndStatus, getEvent, oldestPendingEvent, type StoredEvent } from '../store/inbox.js';
 import { countReplayable, previewReplay, type ReplaySelection, replayBatch, replayEvents } from '../store/maintenance.js';
 import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
+import { discardQuarantined, QuarantineError, releaseQuarantined } from '../receiver/release-quarantined.js';
+import { getQuarantined, listQuarantined } from '../store/quarantine.js';
 import { consoleAsset } from './console-page.js';
 import { FailureThrottle } from './failure-throttle.js';
 import { arrivalPosition, filterText, identifierText } from './inputs.js';
@@ -99,6 +101,13 @@ const listQuery = z.strictObject({
   reveal: revealFlag.optional(),
 });
 const statsQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(168).default(3) });
+
+const quarantineQuery = z.strictObject({
+  state: z.enum(['held', 'released', 'discarded', 'all']).optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_EVENT_PAGE).optional(),
+});
+
+const releaseBody = z.strictObject({ unordered: z.boolean().optional() });
 
 /**
  * `POST /admin/api/replay`: which events (every event in a state, of a type or not; or named ids, optionally only
@@ -241,7 +250,10 @@ const ROUTES: readonly AdminRoute[] = [
       if (!event) throw new BadRequest(404, `No event ${eventId} is stored.`);
       if (reveal) logger?.info({ eventId, via }, 'console: personal data of an event revealed');
       const rawBody = reveal ? event.rawBody : maskPersonalData(event.rawBody);
-      return ok({ ...(reveal ? event : summary(event)), rawBody, masked: !reveal });
+      const handlerAttempts = reveal
+        ? event.handlerAttempts
+        : event.handlerAttempts.map((a) => ({ ...a, error: a.error === null ? null : maskPersonalData(a.error) }));
+      return ok({ ...(reveal ? event : summary(event)), rawBody, handlerAttempts, masked: !reveal });
     },
   },
   {
@@ -278,6 +290,70 @@ const ROUTES: readonly AdminRoute[] = [
       const replayed = await replayEvents(store, which);
       logger?.info({ ...described, count: replayed.length }, 'console: events replayed');
       return ok({ replayed: replayed.length, eventIds: replayed, left: await countReplayable(store, which) });
+    },
+  },
+  {
+    method: 'GET',
+    pattern: /^\/admin\/api\/quarantine$/,
+    commandLine: true,
+    async answer({ store, query }) {
+      const { state, limit } = parse(quarantineQuery, query, 'query');
+      return ok({ deliveries: await listQuarantined(store, { state, limit }) });
+    },
+  },
+  {
+    method: 'GET',
+    pattern: /^\/admin\/api\/quarantine\/(\d{1,18})$/,
+    commandLine: true,
+    async answer({ store, query, param, via }, logger) {
+      const reveal = query.reveal === 'true';
+      const held = await getQuarantined(store, param!);
+      if (!held) throw new BadRequest(404, `No quarantined delivery #${param}.`);
+      if (reveal) logger?.info({ quarantineId: held.id, via }, 'console: personal data of a quarantined delivery revealed');
+      const { rawBody, ...rest } = held;
+      // The bytes exactly (base64), and as text for reading: they may not be UTF-8 at all.
+      const text = new TextDecoder().decode(rawBody);
+      return ok({
+        ...rest,
+        rawBodyText: reveal ? text : maskPersonalData(text),
+        rawBodyBase64: reveal ? Buffer.from(rawBody).toString('base64') : null,
+        masked: !reveal,
+      });
+    },
+  },
+  {
+    method: 'POST',
+    pattern: /^\/admin\/api\/quarantine\/(\d{1,18})\/release$/,
+    commandLine: true,
+    async answer({ request, store, param, via }, logger) {
+      const text = await bodyText(request);
+      const { unordered } = parse(releaseBody, text.trim() === '' ? {} : jsonBody(text), 'body');
+      try {
+        const released = await releaseQuarantined(store, param!, { unordered });
+        logger?.info(
+          { quarantineId: param, eventId: released.eventId, queued: released.queued, via },
+          'console: quarantined delivery released',
+        );
+        return ok(released);
+      } catch (err) {
+        if (err instanceof QuarantineError) throw new BadRequest(err.status, err.message);
+        throw err;
+      }
+    },
+  },
+  {
+    method: 'POST',
+    pattern: /^\/admin\/api\/quarantine\/(\d{1,18})\/discard$/,
+    commandLine: true,
+    async answer({ store, param, via }, logger) {
+      try {
+        await discardQuarantined(store, param!);
+      } catch (err) {
+        if (err instanceof QuarantineError) throw new BadRequest(err.status, err.message);
+        throw err;
+      }
+      logger?.info({ quarantineId: param, via }, 'console: quarantined delivery discarded');
+      return ok({ discarded: param });
     },
   },
   {

@@ -2,6 +2,8 @@
 // method is one route, and each answer is checked against the shape the route documents (dates revived), so what
 // the command line prints from it is what it prints from the database itself.
 import { z } from 'zod';
+import type { ReleaseOptions, ReleaseOutcome } from '../receiver/release-quarantined.js';
+import { QUARANTINE_KINDS, type QuarantinedDelivery, type QuarantinedDetail, type QuarantineFilter } from '../store/quarantine.js';
 import { PayhooksError } from '../errors.js';
 import type { EventPage } from '../store/console-queries.js';
 import type { OldestPending, StoredEventDetail, TypeStatusCount } from '../store/inbox.js';
@@ -40,7 +42,39 @@ const eventDetail = storedEvent.extend({
   headers: z.record(z.string(), z.string()),
   completedHandlers: z.array(z.string()),
   givenUpHandlers: z.array(z.string()),
+  handlerAttempts: z
+    .array(
+      z.object({
+        handler: z.string(),
+        attempt: z.number().nullable(),
+        startedAt: date.nullable(),
+        endedAt: date,
+        durationMs: z.number().nullable(),
+        outcome: z.enum(['completed', 'failed']),
+        error: z.string().nullable(),
+      }),
+    )
+    .default([]),
 });
+const quarantined = z.object({
+  id: z.string(),
+  kind: z.enum(QUARANTINE_KINDS),
+  reason: z.string(),
+  eventId: z.string().nullable(),
+  eventType: z.string().nullable(),
+  state: z.enum(['held', 'released', 'discarded']),
+  deliveries: z.number(),
+  receivedAt: date,
+  lastReceivedAt: date,
+  releasedEventId: z.string().nullable(),
+  resolvedAt: date.nullable(),
+});
+const quarantineList = z.object({ deliveries: z.array(quarantined) });
+const quarantinedDetail = quarantined.extend({
+  headers: z.record(z.string(), z.string()),
+  rawBodyBase64: z.string(),
+});
+const released = z.object({ eventId: z.string(), queued: z.boolean(), droppedHeaders: z.array(z.string()) });
 const stats = z.object({
   byTypeAndStatus: z.array(z.object({ eventType: z.string(), status: z.enum(EVENT_STATUSES), count: z.number() })),
   oldestPending: z.object({ eventId: z.string(), receivedAt: date, ageMs: z.number() }).nullable(),
@@ -83,6 +117,14 @@ export interface AdminClient {
   getEvent(eventId: string, options: { reveal: boolean }): Promise<StoredEventDetail | undefined>;
   /** `GET /admin/api/stats`: the counts per type and state, and the oldest pending event. */
   stats(): Promise<AdminStats>;
+  /** `GET /admin/api/quarantine`: quarantined deliveries, newest first. */
+  listQuarantined(filter: QuarantineFilter): Promise<QuarantinedDelivery[]>;
+  /** `GET /admin/api/quarantine/{id}?reveal=true`: one, with its exact bytes; undefined when there is none (404). */
+  getQuarantined(id: string): Promise<QuarantinedDetail | undefined>;
+  /** `POST /admin/api/quarantine/{id}/release`. */
+  releaseQuarantined(id: string, options: ReleaseOptions): Promise<ReleaseOutcome>;
+  /** `POST /admin/api/quarantine/{id}/discard`. */
+  discardQuarantined(id: string): Promise<void>;
   /** `POST /admin/api/replay` with `dryRun`: how many events a replay would re-queue, a sample, and its bound. */
   previewReplay(which: ReplaySelection, sampleSize: number): Promise<ReplayPreview>;
   /** `POST /admin/api/replay` with `limit`: one batch of a replay in order of arrival. */
@@ -158,6 +200,23 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       return answer.status === 404 ? undefined : decode(eventDetail, 'GET', path, answer);
     },
     stats: () => call(stats, 'GET', '/stats'),
+    async listQuarantined({ state, limit }) {
+      const query = new URLSearchParams();
+      if (state !== undefined) query.set('state', state);
+      if (limit !== undefined) query.set('limit', String(limit));
+      return (await call(quarantineList, 'GET', `/quarantine?${query}`)).deliveries;
+    },
+    async getQuarantined(id) {
+      const path = `/quarantine/${encodeURIComponent(id)}?reveal=true`;
+      const answer = await send('GET', path);
+      if (answer.status === 404) return undefined;
+      const { rawBodyBase64, ...rest } = decode(quarantinedDetail, 'GET', path, answer);
+      return { ...rest, rawBody: new Uint8Array(Buffer.from(rawBodyBase64, 'base64')) };
+    },
+    releaseQuarantined: (id, { unordered }) => call(released, 'POST', `/quarantine/${encodeURIComponent(id)}/release`, { unordered }),
+    async discardQuarantined(id) {
+      await call(z.object({ discarded: z.string() }), 'POST', `/quarantine/${encodeURIComponent(id)}/discard`, {});
+    },
     previewReplay: (which, sampleSize) => call(preview, 'POST', '/replay', { ...selection(which), dryRun: true, sample: sampleSize }),
     replayBatch: (which, page) => call(batch, 'POST', '/replay', { ...selection(which), ...page }),
   };

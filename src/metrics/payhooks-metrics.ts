@@ -3,6 +3,7 @@ import type { ApiRequestObservation } from '../client/http-transport.js';
 import type { PayhooksObserver } from '../payhooks.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { countEventsByStatus, oldestPendingEvent } from '../store/inbox.js';
+import { countQuarantined } from '../store/quarantine.js';
 import { EVENT_STATUSES } from '../store/schema.js';
 
 /** The series payhooks exposes, and the callbacks that move them. */
@@ -93,15 +94,15 @@ export function createPayhooksMetrics(registry: Registry, options: { store?: () 
     const storeOf = options.store;
     new Gauge({
       name: 'payhooks_events',
-      help: 'Stored events, by state.',
+      help: 'Stored events, by state; quarantined: signed deliveries held because they could not be stored as events.',
       labelNames: ['status'],
       registers,
       async collect() {
         // A database that does not answer leaves the last values: the scrape still shows everything else.
         const counts = await storeOf()
-          .then((store) => countEventsByStatus(store))
+          .then(async (store) => ({ ...(await countEventsByStatus(store)), quarantined: await countQuarantined(store) }))
           .catch(() => undefined);
-        if (counts) for (const status of EVENT_STATUSES) this.set({ status }, counts[status] ?? 0);
+        if (counts) for (const status of [...EVENT_STATUSES, 'quarantined'] as const) this.set({ status }, counts[status] ?? 0);
       },
     });
     new Gauge({

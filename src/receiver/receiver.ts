@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
 import { within } from '../internal/within.js';
-import { envelopeSchema, MAX_IDENTIFIER_LENGTH, parseBodyJson, resourceKeyOf } from '../events/index.js';
-import { describeIssues, issuesOf } from '../events/issues.js';
 import { errorResponse, JSON_CONTENT_TYPE } from '../internal/error-response.js';
 import { BodyBudget, bodyReadRefusal } from '../internal/limited-body.js';
 import { assertRawBody, WebhookVerificationError, type HeaderMap, type SignatureScheme } from '../signature/index.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { PayhooksError } from '../errors.js';
+import { DEFAULT_MAX_QUARANTINED, type QuarantineReceipt, quarantineDelivery } from '../store/quarantine.js';
+import { readDelivery, type UnstorableDelivery } from './read-delivery.js';
 import { createGroupCommit, type GroupCommitOptions, StorageTimeoutError, UnstorableEventError } from '../store/group-commit.js';
 
 /** A request as any HTTP framework can describe it. Header names must be lower-case. */
@@ -54,6 +54,12 @@ export interface ReceiverOptions {
    * `GROUP_COMMIT_DEFAULTS` (2 ms, 500 rows, 4).
    */
   groupCommit?: GroupCommitOptions | undefined;
+  /**
+   * Signed deliveries that cannot be stored as events kept in the quarantine at most (held, not yet released or
+   * discarded); past it such a delivery is answered 503 and not kept, so the sender keeps it. Default 10,000. Each
+   * holds at most `maxBodyBytes` of body.
+   */
+  maxQuarantined?: number | undefined;
   logger?: Logger | undefined;
   /** Called after a new event is stored, e.g. to wake a worker in the same process. */
   onStored?: ((eventId: string) => void) | undefined;
@@ -63,8 +69,11 @@ export interface ReceiverOptions {
 
 /** What became of one request to the receiver, for metrics. */
 export interface DeliveryObservation {
-  /** stored, duplicate, rejected (the signature), refused (another 4xx), unavailable (503), or error (500). */
-  outcome: 'stored' | 'duplicate' | 'rejected' | 'refused' | 'unavailable' | 'error';
+  /**
+   * stored, duplicate, rejected (the signature), quarantined (signed but not storable as an event: kept, answered
+   * 400), refused (another 4xx), unavailable (503), or error (500).
+   */
+  outcome: 'stored' | 'duplicate' | 'rejected' | 'quarantined' | 'refused' | 'unavailable' | 'error';
   status: number;
   /** The event type, once the signed envelope was read; null before. */
   eventType: string | null;
@@ -102,7 +111,7 @@ const KEPT_HEADERS = ['content-type', 'user-agent'];
  */
 export function createReceiver(options: ReceiverOptions): Receiver {
   if (typeof options !== 'object' || options === null) throw new TypeError('createReceiver takes an options object ({ store, scheme }).');
-  const { maxBodyBytes, ackBudgetMs } = receiverLimits(options);
+  const { maxBodyBytes, ackBudgetMs, maxQuarantined } = receiverLimits(options);
   if (typeof options.store !== 'object' || options.store === null || !('db' in options.store)) {
     throw new TypeError('store must be an open database from openDatabase().');
   }
@@ -160,49 +169,29 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       return errorResponse(401, cause.publicMessage);
     }
 
-    const text = decodeUtf8(rawBody);
-    if (text === undefined) return errorResponse(400, 'The body is not valid UTF-8.');
-    let json: unknown;
-    try {
-      json = parseBodyJson(text);
-    } catch {
-      // Also what V8 answers to nesting too deep to parse: refused the same way every time.
-      return errorResponse(400, 'The body is not valid JSON.');
-    }
-    const envelope = envelopeSchema.safeParse(json);
-    if (!envelope.success) {
-      log?.warn({ issues: describeIssues(issuesOf(envelope.error)) }, 'signed delivery refused: not a storable envelope');
-      return errorResponse(
-        400,
-        `The body is not a webhook envelope ({eventId, eventType, data}): ${describeIssues(issuesOf(envelope.error))}.`,
-      );
-    }
-    const { eventId, eventType, data } = envelope.data;
+    const headers = pickHeaders(request.headers, keptHeaders);
+    const read = readDelivery(rawBody, headers);
+    if (!read.ok) return quarantine(read, rawBody, headers, note);
+    const { eventId, eventType } = read.event;
     note.eventType = eventType;
-    const resourceKey = resourceKeyOf(eventType, data);
-    if (resourceKey !== null && !isStorableKey(resourceKey)) {
-      log?.warn({ eventId, eventType }, 'signed delivery refused: the resource id it names cannot be stored');
-      return errorResponse(
-        400,
-        `The resource id this ${eventType} names cannot be stored: ids of at most ${MAX_IDENTIFIER_LENGTH} characters without U+0000 are.`,
-      );
-    }
 
-    const stored = ingest.store({
-      eventId,
-      eventType,
-      resourceKey,
-      rawBody: text,
-      headers: pickHeaders(request.headers, keptHeaders),
-    });
+    const stored = ingest.store(read.event);
     let outcome: Awaited<typeof stored> | 'timeout';
     try {
       // The group commit gives up on the delivery at the same budget; this timer answers even if it could not.
       outcome = await within(stored, ackBudgetMs);
     } catch (cause) {
       if (cause instanceof UnstorableEventError) {
-        log?.warn({ eventId, eventType }, `signed delivery refused: ${cause.message}`);
-        return errorResponse(400, PayhooksError.describe(cause));
+        const message = PayhooksError.describe(cause);
+        const refusal = {
+          ok: false,
+          kind: 'unstorable_event',
+          message,
+          logLine: `signed delivery refused: ${cause.message}`,
+          eventId,
+          eventType,
+        } as const;
+        return quarantine(refusal, rawBody, headers, note);
       }
       if (cause instanceof StorageTimeoutError) outcome = 'timeout';
       else {
@@ -227,6 +216,58 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     return ok({ received: true });
   }
 
+  /**
+   * A signed delivery that cannot be stored as an event: kept in the quarantine, byte for byte, and answered 400 with
+   * the reason and where it is kept, the same way on every repeat (docs/receiver.md#quarantine). 503 when it could
+   * not be kept (storage away, or the quarantine full), so that the sender keeps it and retries.
+   */
+  async function quarantine(
+    refusal: UnstorableDelivery,
+    rawBody: Uint8Array,
+    headers: Record<string, string>,
+    note: DeliveryNote,
+  ): Promise<ReceiveResponse> {
+    const { eventId, eventType } = refusal;
+    if (eventType !== undefined && !eventType.includes('\u0000')) note.eventType = eventType;
+    const logged = { kind: refusal.kind, eventType: note.eventType };
+    const kept = quarantineDelivery(
+      options.store,
+      { kind: refusal.kind, reason: refusal.message, eventId, eventType, rawBody, headers },
+      maxQuarantined,
+    );
+    let receipt: QuarantineReceipt | undefined | 'timeout';
+    try {
+      receipt = await within(kept, ackBudgetMs);
+    } catch (cause) {
+      log?.error({ err: cause, ...logged }, 'could not quarantine an unstorable delivery; answering 503 so the sender retries');
+      return errorResponse(503, 'Storage is unavailable; the delivery was not accepted and should be retried.');
+    }
+    if (receipt === 'timeout') {
+      // It may still be kept; the sender's retry then counts on its row.
+      kept.catch(() => undefined);
+      log?.error({ ...logged, ackBudgetMs }, 'quarantining did not finish within the ack budget; answering 503');
+      return errorResponse(503, 'Storage did not answer in time; the delivery was not accepted and should be retried.');
+    }
+    if (receipt === undefined) {
+      log?.error(
+        { ...logged, maxQuarantined },
+        'the quarantine is full: an unstorable delivery was not kept; answering 503 so the sender keeps it',
+      );
+      return errorResponse(
+        503,
+        'The delivery cannot be stored as an event and the quarantine is full; it was not accepted and should be retried.',
+      );
+    }
+    if (receipt.state === 'released') {
+      // An operator released an earlier delivery of these bytes as an event: this one is its duplicate.
+      note.duplicate = true;
+      return ok({ received: true, duplicate: true });
+    }
+    note.quarantined = true;
+    log?.warn({ ...logged, quarantineId: receipt.id, deliveries: receipt.deliveries }, refusal.logLine);
+    return errorResponse(400, `${refusal.message} The delivery is kept in quarantine as #${receipt.id}.`);
+  }
+
   const bodyBudget = new BodyBudget(options.maxInFlightBodyBytes ?? DEFAULT_MAX_IN_FLIGHT_BODY_BYTES);
   return { maxBodyBytes, bodyBudget, receive, logger: log };
 }
@@ -236,12 +277,14 @@ interface DeliveryNote {
   eventType?: string;
   reason?: string;
   duplicate?: boolean;
+  quarantined?: boolean;
 }
 
 function outcomeOf(status: number, note: DeliveryNote): DeliveryObservation['outcome'] {
   if (status === 200) return note.duplicate ? 'duplicate' : 'stored';
   if (status === 401) return 'rejected';
   if (status === 503) return 'unavailable';
+  if (note.quarantined) return 'quarantined';
   return status >= 500 ? 'error' : 'refused';
 }
 
@@ -252,9 +295,10 @@ function outcomeOf(status: number, note: DeliveryNote): DeliveryObservation['out
  * @example
  * receiverLimits({ maxBodyBytes: 0 }); // throws RangeError: maxBodyBytes must be a positive whole number of bytes, not 0.
  */
-export function receiverLimits(options: Pick<ReceiverOptions, 'maxBodyBytes' | 'ackBudgetMs'>): {
+export function receiverLimits(options: Pick<ReceiverOptions, 'maxBodyBytes' | 'ackBudgetMs' | 'maxQuarantined'>): {
   maxBodyBytes: number;
   ackBudgetMs: number;
+  maxQuarantined: number;
 } {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) {
@@ -270,7 +314,11 @@ export function receiverLimits(options: Pick<ReceiverOptions, 'maxBodyBytes' | '
       `ackBudgetMs must be at most ${MAX_TIMER_MS} ms (Node's longest timer), not ${ackBudgetMs}; keep it well under the sender's 10 s.`,
     );
   }
-  return { maxBodyBytes, ackBudgetMs };
+  const maxQuarantined = options.maxQuarantined ?? DEFAULT_MAX_QUARANTINED;
+  if (!Number.isSafeInteger(maxQuarantined) || maxQuarantined < 0) {
+    throw new RangeError(`maxQuarantined must be a whole number of at least 0, not ${String(maxQuarantined)}.`);
+  }
+  return { maxBodyBytes, ackBudgetMs, maxQuarantined };
 }
 
 /** Throws a TypeError unless `scheme` looks like a {@link SignatureScheme}; `option` names it in the message. */
@@ -281,11 +329,6 @@ export function assertScheme(scheme: unknown, option: string): asserts scheme is
       `${option} must be a signature scheme such as createDefaultScheme({ secrets }) (an object with verify and headerNames).`,
     );
   }
-}
-
-/** A resource key the inbox's index can hold: its id part bounded like an eventId, and no U+0000. */
-function isStorableKey(key: string): boolean {
-  return key.length <= MAX_IDENTIFIER_LENGTH + 20 && !key.includes('\u0000');
 }
 
 function ok(body: object): ReceiveResponse {
@@ -309,15 +352,4 @@ function pickHeaders(headers: HeaderMap, names: readonly string[]): Record<strin
     if (value !== undefined) kept[name] = typeof value === 'string' ? value : value.join(', ');
   }
   return kept;
-}
-
-// ignoreBOM: a byte order mark stays in the text, so the stored body is byte for byte what was signed.
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-function decodeUtf8(bytes: Uint8Array): string | undefined {
-  try {
-    return utf8.decode(bytes);
-  } catch {
-    return undefined;
-  }
 }

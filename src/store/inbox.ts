@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
 import type { EventStatus } from './schema.js';
@@ -50,6 +51,20 @@ export function unstorableReason(event: IncomingEvent): string | undefined {
   return undefined;
 }
 
+/**
+ * `headers` without the entries jsonb cannot hold (a U+0000 or a lone surrogate in the name or value), and the names
+ * of those left out: what releasing a delivery quarantined for its headers stores (they are kept for the record only).
+ */
+export function storableHeaders(headers: Record<string, string>): { headers: Record<string, string>; dropped: string[] } {
+  const kept: Record<string, string> = {};
+  const dropped: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (isStorableJsonText(name) && isStorableJsonText(value)) kept[name] = value;
+    else dropped.push(JSON.stringify(name.slice(0, 64)));
+  }
+  return { headers: kept, dropped };
+}
+
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 function isStorableJsonText(text: string): boolean {
@@ -68,10 +83,12 @@ export async function storeEvent(store: PayhooksDatabase, event: IncomingEvent):
 }
 
 /**
- * Stores a batch of deliveries in one INSERT … ON CONFLICT statement, and tells each whether it was new. Deliveries
- * of one eventId, in the batch or before it, leave one row whose `deliveries` counts them all; within a batch the
- * first of them is the one that may be new. Rows are written in eventId order, so two batches that share ids lock
- * them in the same order and cannot deadlock. The insert trigger queues the new events and wakes workers once.
+ * Stores a batch of deliveries in one statement, and tells each whether it was new. The deduplication ledger
+ * (`event_ledger`, migrations/006) decides: an eventId it already holds is a repeat, whether or not its inbox row is
+ * still there (history may be pruned; the ledger is kept). Deliveries of one eventId, in the batch or before it,
+ * count in the ledger row's `deliveries`; within a batch the first of them is the one that may be new. Rows are
+ * written in eventId order, so two batches that share ids lock them in the same order and cannot deadlock. The
+ * inbox's insert trigger queues the new events and wakes workers once.
  *
  * @example
  * const [first, second] = await storeEvents(store, [event, event]); // first.inserted true, second.inserted false
@@ -86,26 +103,41 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
     repeats.set(event.eventId, (seen ?? 0) + 1);
   }
   rows.sort((a, b) => (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0));
-  const stored = await store.db
-    .insertInto('inbox_events')
-    .values(
-      rows.map((event) => ({
-        event_id: event.eventId,
-        event_type: event.eventType,
-        resource_key: event.resourceKey,
-        raw_body: event.rawBody,
-        // Not written at receipt: jsonb refuses some bodies that are valid JSON (a \u0000 or lone-surrogate escape, a
-        // number beyond its range, very deep nesting), and a signed delivery must never be answered 503 forever for
-        // that. raw_body is the record; the column stays for rows stored by earlier versions.
-        payload: null,
-        headers: JSON.stringify(event.headers),
-        deliveries: repeats.get(event.eventId)!,
-      })),
+  const texts = (values: (string | null)[]) => sql`${values}::text[]`;
+  const ledger = sql.id(store.schema, 'event_ledger');
+  const inbox = sql.id(store.schema, 'inbox_events');
+  // One statement, one round trip per batch: the ledger row first (new, or a repeat counted), then the inbox row of
+  // each new one. payload is not written at receipt: jsonb refuses some bodies that are valid JSON (a \u0000 or
+  // lone-surrogate escape, a number beyond its range, very deep nesting), and a signed delivery must never be
+  // answered 503 forever for that; raw_body is the record.
+  const { rows: stored } = await sql<{ event_id: string; deliveries: number; inserted: boolean }>`
+    with incoming as (
+      select * from unnest(${texts(rows.map((e) => e.eventId))}, ${texts(rows.map((e) => e.eventType))},
+                           ${texts(rows.map((e) => e.resourceKey))}, ${texts(rows.map((e) => e.rawBody))},
+                           ${texts(rows.map((e) => JSON.stringify(e.headers)))}, ${texts(rows.map((e) => bodySha256(e.rawBody)))},
+                           ${sql`${rows.map((e) => repeats.get(e.eventId)!)}::int[]`})
+             as i(event_id, event_type, resource_key, raw_body, headers, body_sha256, deliveries)
+    ),
+    ledger as (
+      insert into ${ledger} as t (event_id, body_sha256, deliveries)
+      select event_id, decode(body_sha256, 'hex'), deliveries from incoming order by event_id
+      on conflict (event_id) do update set deliveries = t.deliveries + excluded.deliveries
+      -- xmax is 0 on a freshly inserted row version and set on one the conflict branch updated.
+      returning event_id, deliveries, (xmax = 0) as inserted
+    ),
+    added as (
+      insert into ${inbox} (event_id, event_type, resource_key, raw_body, payload, headers, deliveries)
+      select i.event_id, i.event_type, i.resource_key, i.raw_body, null, i.headers::jsonb, i.deliveries
+        from incoming i join ledger l on l.event_id = i.event_id
+       where l.inserted
+       order by i.event_id
+      -- An inbox row without a ledger row: stored by a receiver of an earlier version during a rolling upgrade.
+      on conflict (event_id) do nothing
+      returning event_id
     )
-    .onConflict((conflict) => conflict.column('event_id').doUpdateSet({ deliveries: sql`inbox_events.deliveries + excluded.deliveries` }))
-    // xmax is 0 on a freshly inserted row version and set on one the conflict branch updated.
-    .returning(['event_id', 'deliveries', sql<boolean>`(xmax = 0)`.as('inserted')])
-    .execute();
+    select l.event_id, l.deliveries, (a.event_id is not null) as inserted
+      from ledger l left join added a on a.event_id = l.event_id
+  `.execute(store.db);
   const byId = new Map(stored.map((row) => [row.event_id, row]));
   const answered = new Set<string>();
   return events.map((event) => {
@@ -115,6 +147,11 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
     answered.add(event.eventId);
     return { inserted: first && row.inserted, deliveries: row.deliveries };
   });
+}
+
+/** The SHA-256 of a body's UTF-8 bytes, in hex: what the ledger keeps of it. */
+function bodySha256(rawBody: string): string {
+  return createHash('sha256').update(rawBody, 'utf8').digest('hex');
 }
 
 /** An inbox row as operators and the CLI see it. */
@@ -139,6 +176,22 @@ export interface StoredEventDetail extends StoredEvent {
   completedHandlers: string[];
   /** Handlers that gave up on it (dead-lettered, or ran out of attempts): why the event is `dead`; replay runs them again. */
   givenUpHandlers: string[];
+  /** Every run of a handler for it, oldest first: the timeline `events show` and the console's detail view print. */
+  handlerAttempts: HandlerAttempt[];
+}
+
+/** One run of a handler for an event (a `handler_attempts` row). */
+export interface HandlerAttempt {
+  handler: string;
+  /** The event's attempt it ran in (1, 2, …; a replay starts again at 1); null when carried over by migration 008. */
+  attempt: number | null;
+  /** Null when carried over by migration 008 (the start was not recorded), as is `durationMs`. */
+  startedAt: Date | null;
+  endedAt: Date;
+  durationMs: number | null;
+  outcome: 'completed' | 'failed';
+  /** Why it failed (capped at 8 KB); null when it completed. */
+  error: string | null;
 }
 
 /** Which events {@link countEventsByStatus} counts: all, or those of a state and/or a type. */
@@ -224,9 +277,35 @@ export async function getEvent(store: PayhooksDatabase, eventId: string): Promis
     .orderBy('completed_at')
     .orderBy('handler')
     .execute();
+  const attempts = await store.db
+    .selectFrom('handler_attempts')
+    .select(['handler', 'attempt', 'started_at', 'ended_at', 'outcome', 'error'])
+    .where('event_id', '=', eventId)
+    // In the order they ran; rows carried over by migration 008 (no start) by when they ended.
+    .orderBy(sql`coalesce(started_at, ended_at)`)
+    .orderBy('id')
+    .execute();
+  const handlerAttempts = attempts.map(
+    (a): HandlerAttempt => ({
+      handler: a.handler,
+      attempt: a.attempt,
+      startedAt: a.started_at,
+      endedAt: a.ended_at,
+      durationMs: a.started_at ? a.ended_at.getTime() - a.started_at.getTime() : null,
+      outcome: a.outcome,
+      error: a.error,
+    }),
+  );
   const rawBody = store.kind === 'pglite' && row.raw_body.startsWith('{') ? await exactRawBody(store, eventId, row.raw_body) : row.raw_body;
   const handlers = (outcome: string) => runs.filter((run) => run.outcome === outcome).map((run) => run.handler);
-  return { ...toStoredEvent(row), rawBody, headers: row.headers, completedHandlers: handlers('done'), givenUpHandlers: handlers('dead') };
+  return {
+    ...toStoredEvent(row),
+    rawBody,
+    headers: row.headers,
+    completedHandlers: handlers('done'),
+    givenUpHandlers: handlers('dead'),
+    handlerAttempts,
+  };
 }
 
 const keepingBom = new TextDecoder('utf-8', { ignoreBOM: true });

@@ -193,19 +193,21 @@ export async function replayBatch(
 /** The sender retries for 2 s + 10 s + 5 min + 20 min + 1 h + 5 h + 1 d + 3 d (about 4 d 6.5 h) plus timeouts. */
 export const SENDER_RETRY_HORIZON_MS = (4 * 24 + 7) * 3600 * 1000;
 
-/** Throws unless `olderThanMs` reaches past the sender's retry horizon. */
+/**
+ * Throws unless `olderThanMs` is an age prune can take: a whole number of milliseconds of at least 0. There is no
+ * floor at the sender's retry horizon any more: deduplication answers from the ledger (migrations/006), which prune
+ * leaves alone, so a pruned eventId delivered again is still a duplicate.
+ */
 export function assertPruneAge(olderThanMs: number): void {
-  if (!(olderThanMs >= SENDER_RETRY_HORIZON_MS)) {
-    throw new Error(
-      `Refusing to prune events younger than the sender's retry horizon (4 days 7 hours): a pruned eventId could be delivered again and run twice. Use an age of at least 4d7h (e.g. --older-than 30d).`,
-    );
+  if (!(Number.isFinite(olderThanMs) && olderThanMs >= 0)) {
+    throw new RangeError(`The prune age must be a duration of at least 0 (e.g. --older-than 30d), not ${String(olderThanMs)}.`);
   }
 }
 
 /**
- * Deletes finished events (`done`, `ignored`) received more than `olderThanMs` ago. Refuses an age inside
- * the sender's retry horizon: a pruned eventId could otherwise come back and run twice. Dead, invalid and
- * unfinished events are never pruned. Resolves to the number deleted.
+ * Deletes finished events (`done`, `ignored`) received more than `olderThanMs` ago, with their handler runs and
+ * attempts. Dead, invalid and unfinished events are never pruned. Their eventIds stay in the deduplication ledger,
+ * so a redelivery of one is still answered as a duplicate and not run. Resolves to the number deleted.
  */
 export async function pruneEvents(store: PayhooksDatabase, olderThanMs: number): Promise<number> {
   assertPruneAge(olderThanMs);
@@ -218,8 +220,7 @@ function ago(ms: number) {
 
 /**
  * The moment before which events count as old enough to prune: `olderThanMs` before now, by the database's
- * clock. Taken once, so that a count, a sample and the batches of one prune agree. Refuses an age inside
- * the sender's retry horizon, as {@link pruneEvents} does.
+ * clock. Taken once, so that a count, a sample and the batches of one prune agree.
  *
  * @example
  * const cutoff = await pruneCutoff(store, 30 * 86_400_000);
@@ -230,9 +231,9 @@ export async function pruneCutoff(store: PayhooksDatabase, olderThanMs: number):
   return new Date(row.cutoff);
 }
 
-// Finished events received before the cutoff, and never inside the retry horizon whatever cutoff is given.
+// Finished events received before the cutoff.
 function prunable(cutoff: Date | RawBuilder<Date>) {
-  return sql<boolean>`(status in ('done', 'ignored') and received_at < least((${cutoff})::timestamptz, ${ago(SENDER_RETRY_HORIZON_MS)}))`;
+  return sql<boolean>`(status in ('done', 'ignored') and received_at < (${cutoff})::timestamptz)`;
 }
 
 /** How many finished events {@link pruneBatch} would delete for `cutoff` (from {@link pruneCutoff}). */
@@ -253,8 +254,7 @@ export async function samplePrunable(store: PayhooksDatabase, cutoff: Date, limi
 
 /**
  * Deletes at most `limit` finished events received before `cutoff` (oldest first), in one statement, with
- * their handler runs; resolves to the number deleted. Call it until it returns 0 to prune in batches; it
- * never deletes inside the sender's retry horizon, whatever `cutoff` says.
+ * their handler runs; resolves to the number deleted. Call it until it returns 0 to prune in batches.
  *
  * @example
  * const cutoff = await pruneCutoff(store, 30 * 86_400_000);
@@ -294,6 +294,25 @@ async function deletePrunable(store: PayhooksDatabase, cutoff: Date | RawBuilder
           .$if(limit !== null, (query) => query.limit(limit!))
           .forUpdate()
           .skipLocked(),
+    )
+    // A row stored by a receiver of an earlier version during a rolling upgrade has no ledger row yet: it gets one
+    // before its history goes, so its eventId stays a duplicate. For every other row this inserts nothing.
+    .with('remembered', (db) =>
+      db
+        .insertInto('event_ledger')
+        .columns(['event_id', 'first_received_at', 'body_sha256', 'deliveries'])
+        .expression(
+          db
+            .selectFrom('inbox_events as e')
+            .innerJoin('candidates as c', 'c.event_id', 'e.event_id')
+            .select([
+              'e.event_id',
+              'e.received_at',
+              sql<Uint8Array>`sha256(convert_to(e.raw_body, 'UTF8'))`.as('body_sha256'),
+              'e.deliveries',
+            ]),
+        )
+        .onConflict((conflict) => conflict.column('event_id').doNothing()),
     )
     .deleteFrom('inbox_events')
     .where('event_id', 'in', (db) => db.selectFrom('candidates').select('candidates.event_id'))

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { sql, type Kysely } from 'kysely';
 import { PayhooksError } from '../errors.js';
 import { assertSchemaName, type PayhooksDatabase } from './database.js';
+import { withDeadline } from './evicting-pool.js';
 import { quoteIdent } from './quote-ident.js';
 
 /** The migrations shipped with payhooks (`migrations/` at the package root). */
@@ -218,7 +219,19 @@ interface MigrationTarget {
   onUnknown?: ((unknown: string[]) => void) | undefined;
 }
 
+/**
+ * How long one migration run may take, applying its files included. Not the pool's query timeout (15 s by default,
+ * meant for payhooks' short statements): a migration that carries data over takes longer on a large database
+ * (migration 006 took 59 s for 1,000,000 events on a busy machine, see docs/storage.md), and would otherwise fail
+ * with "Query read timeout" on every start.
+ */
+export const MIGRATION_TIMEOUT_MS = 60 * 60 * 1000;
+
 async function applyMigrations<DB>(db: Kysely<DB>, files: readonly MigrationFile[], target: MigrationTarget): Promise<MigrationReport> {
+  return withDeadline(performance.now() + MIGRATION_TIMEOUT_MS, () => applyMigrationsNow(db, files, target));
+}
+
+async function applyMigrationsNow<DB>(db: Kysely<DB>, files: readonly MigrationFile[], target: MigrationTarget): Promise<MigrationReport> {
   const table = sql.raw(`${quoteIdent(target.table.schema)}.${quoteIdent(target.table.name)}`);
   return db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(${advisoryKey(target.lock)}::bigint)`.execute(trx);

@@ -23,8 +23,11 @@ export type FinalStatus = 'done' | 'ignored' | 'invalid' | 'dead';
 
 /** What a worker records for events it holds a lease on; see {@link recordOutcomes}. */
 export type Outcome =
-  /** A handler completed: it will not run again for this event (also recorded without a lease). */
-  | { kind: 'completed'; eventId: string; handler: string }
+  /**
+   * A handler completed: it will not run again for this event (also recorded without a lease). With `run`, the run is
+   * kept as a `handler_attempts` row too, in the same item (the usual case costs the batch no item more).
+   */
+  | { kind: 'completed'; eventId: string; handler: string; run?: HandlerRun | undefined }
   /**
    * A handler gave up on the event (a dead letter, or the event's last attempt): it will not run again for it until a
    * replay, whatever happens to the other handlers (also recorded without a lease).
@@ -42,14 +45,27 @@ export type Outcome =
    * back to waiting with its attempt given back, due when the earliest of those earlier events is, and at once when
    * one of them settles a handler.
    */
-  | { kind: 'park'; eventId: string; owed: string[]; lastError: string | null };
+  | { kind: 'park'; eventId: string; owed: string[]; lastError: string | null }
+  /**
+   * One run of a handler for the event, kept as a row of `handler_attempts` (also recorded without a lease): when it
+   * started and ended, and whether it completed or failed (with the error, capped).
+   */
+  | ({ kind: 'attempt'; eventId: string; handler: string; error: string | null } & HandlerRun);
+
+/** When a handler ran for an event, in which of its attempts. */
+export interface HandlerRun {
+  attempt: number;
+  startedAt: Date;
+  endedAt: Date;
+}
 
 /**
- * Records a batch of outcomes for `workerId` in one statement: handler marks (completed or given up), finished events
+ * Records a batch of outcomes for `workerId` in one statement: handler marks (completed or given up), the handlers'
+ * attempts (one `handler_attempts` row each), finished events
  * (out of the queue, their state, attempts and error onto the inbox row), retries and parks (back to waiting, with
  * what they owe and the error). A finish, retry or park counts only while the event's lease is still this worker's:
  * resolves to one boolean per outcome, false where the lease had been lost (another worker took the event after it
- * ran out). Marks are always recorded.
+ * ran out). Marks and attempts are always recorded.
  *
  * The later events of a resource that wait on an earlier one (parked) follow its outcome in the same statement: when it
  * finishes, or settles one of the handlers it owed, they are due at once; when it is only retried, they wait for its
@@ -62,6 +78,11 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
   const marks = outcomes.filter((o) => o.kind === 'completed' || o.kind === 'gaveUp');
   const finished = outcomes.filter((o) => o.kind === 'finished');
   const requeues = outcomes.filter((o) => o.kind === 'retry' || o.kind === 'park');
+  const attempts = outcomes.flatMap((o): (HandlerRun & { eventId: string; handler: string; error: string | null })[] =>
+    o.kind === 'attempt' ? [o] : o.kind === 'completed' && o.run ? [{ ...o.run, eventId: o.eventId, handler: o.handler, error: null }] : [],
+  );
+  const attemptsTable = sql.id(store.schema, 'handler_attempts');
+  const times = (values: Date[]) => sql`${values.map((value) => value.toISOString())}::timestamptz[]`;
   const queue = sql.id(store.schema, 'inbox_queue');
   const events = sql.id(store.schema, 'inbox_events');
   const runs = sql.id(store.schema, 'handler_runs');
@@ -77,6 +98,16 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
                     ${texts(marks.map((m) => (m.kind === 'gaveUp' ? m.error : null)))}) as m(event_id, handler, outcome, error)
        where exists (select 1 from ${events} e where e.event_id = m.event_id)
       on conflict do nothing
+    ),
+    tried as (
+      insert into ${attemptsTable} (event_id, received_at, handler, attempt, started_at, ended_at, outcome, error)
+      select a.event_id, e.received_at, a.handler, a.attempt, a.started_at, a.ended_at,
+             case when a.error is null then 'completed' else 'failed' end, a.error
+        from unnest(${texts(attempts.map((a) => a.eventId))}, ${texts(attempts.map((a) => a.handler))},
+                    ${sql`${attempts.map((a) => a.attempt)}::int[]`}, ${times(attempts.map((a) => a.startedAt))},
+                    ${times(attempts.map((a) => a.endedAt))}, ${texts(attempts.map((a) => a.error))})
+             as a(event_id, handler, attempt, started_at, ended_at, error)
+        join ${events} e on e.event_id = a.event_id
     ),
     finished as (
       select * from unnest(${texts(finished.map((f) => f.eventId))}, ${texts(finished.map((f) => f.status))},
@@ -153,7 +184,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
   `.execute(store.db);
   const held = new Set(rows.map((row) => `${row.kind}:${row.event_id}`));
   return outcomes.map((outcome) => {
-    if (outcome.kind === 'completed' || outcome.kind === 'gaveUp') return true;
+    if (outcome.kind === 'completed' || outcome.kind === 'gaveUp' || outcome.kind === 'attempt') return true;
     return held.has(`${outcome.kind === 'finished' ? 'finished' : 'requeued'}:${outcome.eventId}`);
   });
 }

@@ -86,10 +86,40 @@ export interface HandlerRunTable {
   error: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
+/**
+ * The `event_ledger` table of migrations/006: one row per eventId ever accepted, kept when its history is pruned;
+ * the receiver's deduplication answers from it.
+ */
+export interface EventLedgerTable {
+  event_id: string;
+  first_received_at: Generated<Date>;
+  /** SHA-256 of the first delivery's body bytes. */
+  body_sha256: ColumnType<Uint8Array, Uint8Array, Uint8Array>;
+  /** Every delivery of the eventId, the first included. */
+  deliveries: Generated<number>;
+}
+
+/** The `handler_attempts` table of migrations/008: one row per run of a handler for an event. */
+export interface HandlerAttemptTable {
+  id: ColumnType<string, never, never>;
+  event_id: string;
+  /** The event's receipt time (the key of future time partitions). */
+  received_at: Date;
+  handler: string;
+  /** Null on rows carried over from handler_runs by the migration. */
+  attempt: number | null;
+  started_at: Date | null;
+  ended_at: Date;
+  outcome: 'completed' | 'failed';
+  error: string | null;
+}
+
 /** The Kysely database type of the payhooks schema. */
 export interface PayhooksTables {
   inbox_events: InboxEventTable;
   inbox_queue: InboxQueueTable;
   inbox_event_states: InboxEventStateView;
   handler_runs: HandlerRunTable;
+  event_ledger: EventLedgerTable;
+  handler_attempts: HandlerAttemptTable;
 }

@@ -414,6 +414,11 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         if (!leaseHeld(entry, log)) return;
         const handlerLog = log.child({ handler: handler.name });
         const started = performance.now();
+        const startedAt = new Date();
+        const run = () => ({ attempt: event.attempt, startedAt, endedAt: new Date() });
+        // Every run is kept, in the batch that carries the outcome (no statement more): a completion carries its run.
+        const attempted = (error: string | null) =>
+          void write(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error, ...run() }).catch(() => undefined);
         const observe = (failed: boolean) =>
           options.onHandlerRun?.({
             handler: handler.name,
@@ -426,10 +431,12 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           observe(false);
           // Written with the event's outcome, or before it: the batches go out in order.
           if (!markedInTransaction)
-            void write(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name }).catch(() => undefined);
+            void write(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name, run: run() }).catch(() => undefined);
+          else attempted(null);
         } catch (err) {
           if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
           observe(true);
+          attempted(describeThrown(err));
           failures.push({ handler: handler.name, error: err });
           handlerLog.warn({ err }, 'handler failed');
         }

@@ -28,6 +28,10 @@ const ROUTES = [
   ['POST', '/admin/api/events/evt_any/replay'],
   ['POST', '/admin/api/replay'],
   ['GET', '/admin/api/stats'],
+  ['GET', '/admin/api/quarantine'],
+  ['GET', '/admin/api/quarantine/1'],
+  ['POST', '/admin/api/quarantine/1/release'],
+  ['POST', '/admin/api/quarantine/1/discard'],
 ] as const;
 
 describe('console access, whatever the database', () => {
@@ -460,5 +464,33 @@ describe.each(backends)('the console API on $name', (backend) => {
     expect(activity.reduce((sum, minute) => sum + minute.deliveries, 0)).toBe(12);
     expect(activity.reduce((sum, minute) => sum + minute.failures, 0)).toBeGreaterThanOrEqual(0);
     expect(stats.body.hours).toBe(1);
+  });
+
+  it.skipIf(!backend.available)('lists quarantined deliveries, shows one masked, releases one and discards another', async () => {
+    const bad = exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_quarantined' });
+    const withEmail = { ...bad, data: { ...bad.data, email: 'quarantined.person@example.com' } };
+    const signed = signedRequest(withEmail, { secret: SECRET });
+    const refused = await hooks.receive({ ...signed, headers: { ...signed.headers, 'user-agent': 'agent\u0000x' } });
+    expect(refused.status).toBe(400);
+    const notJson = await hooks.receive(signedRequest('{"not":json', { secret: SECRET }));
+    const ids = [refused, notJson].map((answer) => /#(\d+)\./.exec(JSON.parse(answer.body).error.message)![1]!);
+
+    const listed = await call('GET', '/admin/api/quarantine');
+    expect(listed.status).toBe(200);
+    expect(listed.body.deliveries.map((q: { id: string }) => q.id)).toEqual([...ids].reverse());
+    const shown = await call('GET', `/admin/api/quarantine/${ids[0]}`);
+    expect(shown.body).toMatchObject({ kind: 'unstorable_event', state: 'held', masked: true, rawBodyBase64: null });
+    expect(shown.body.rawBodyText).not.toContain('quarantined.person@example.com');
+
+    const released = await call('POST', `/admin/api/quarantine/${ids[0]}/release`, {});
+    expect(released).toEqual({ status: 200, body: { eventId: 'evt_quarantined', queued: true, droppedHeaders: ['"user-agent"'] } });
+    expect((await call('POST', `/admin/api/quarantine/${ids[0]}/release`, {})).status).toBe(409);
+    const stillBad = await call('POST', `/admin/api/quarantine/${ids[1]}/release`, {});
+    expect(stillBad.status).toBe(409);
+    expect(stillBad.body.error.message).toMatch(/still cannot be stored: The body is not valid JSON/);
+    expect(await call('POST', `/admin/api/quarantine/${ids[1]}/discard`)).toEqual({ status: 200, body: { discarded: ids[1] } });
+    expect((await call('GET', '/admin/api/quarantine')).body.deliveries).toEqual([]);
+    expect((await call('GET', '/admin/api/quarantine?state=all')).body.deliveries).toHaveLength(2);
+    expect((await call('GET', '/admin/api/quarantine/424242')).status).toBe(404);
   });
 });

@@ -39,7 +39,7 @@ describe.skipIf(!pgUrl)('durability on the real PostgreSQL server', () => {
       expect(responses.every((r) => r.status === 200)).toBe(true);
       expect(responses.filter((r) => !(r.body as { duplicate?: boolean }).duplicate)).toHaveLength(100);
       const rows = await store.db
-        .selectFrom('inbox_events')
+        .selectFrom('inbox_event_states')
         .select(['event_id', 'deliveries'])
         .where('event_id', 'like', 'conc_%')
         .execute();
@@ -127,7 +127,7 @@ describe.skipIf(!pgUrl)('durability on the real PostgreSQL server', () => {
       // Both deliveries reached the database (the first one's bytes were only held back), so once the late insert
       // has finished the row counts exactly two, read on a connection that bypasses the proxy.
       const row = () =>
-        store.db.selectFrom('inbox_events').select(['deliveries', 'headers']).where('event_id', '=', 'hang_1').executeTakeFirst();
+        store.db.selectFrom('inbox_event_states').select(['deliveries', 'headers']).where('event_id', '=', 'hang_1').executeTakeFirst();
       await waitFor(async () => ((await row())?.deliveries ?? 0) >= 2, 'both deliveries of hang_1 to reach the database');
       const stored = (await row())!;
       expect(stored.deliveries).toBe(2);

@@ -81,7 +81,7 @@ describe.each(backends.filter((backend) => backend.available))('poison deliverie
     expect((await receiver.receive(signed(body))).body).toBe('{"received":true}');
     expect((await receiver.receive(signed(body))).body).toBe('{"received":true,"duplicate":true}');
     const row = await store.db
-      .selectFrom('inbox_events')
+      .selectFrom('inbox_event_states')
       .select(['raw_body', 'deliveries'])
       .where('event_id', '=', eventId)
       .executeTakeFirstOrThrow();

@@ -115,7 +115,7 @@ describe.each(backends)('operator queries on $name', (backend) => {
       await put(store, 'dead_old', 'dead', { ageDays: 40 });
       await put(store, 'pending_old', 'pending', { ageDays: 40 });
       await put(store, 'done_young', 'done', { ageDays: 10 });
-      await expect(pruneCutoff(store, DAY_MS)).rejects.toThrow(/retry horizon/);
+      await expect(pruneCutoff(store, -DAY_MS)).rejects.toThrow(/at least 0/);
       const cutoff = await pruneCutoff(store, 30 * DAY_MS);
       expect(await countPrunable(store, cutoff)).toBe(4);
       expect(await samplePrunable(store, cutoff, 2)).toEqual(['done1', 'done2']);
@@ -127,14 +127,16 @@ describe.each(backends)('operator queries on $name', (backend) => {
       expect(Object.keys(await statuses(store)).sort()).toEqual(['dead_old', 'done_young', 'pending_old']);
     });
 
-    it('never deletes inside the retry horizon, whatever cutoff it is given', async () => {
+    it('deletes recent finished events too when the cutoff says so (the ledger keeps deduplication)', async () => {
       store = await backend.open();
       await put(store, 'done_recent', 'done', { ageDays: 2 });
       const now = new Date(Date.now() + DAY_MS);
-      expect(await countPrunable(store, now)).toBe(0);
-      expect(await pruneBatch(store, now, 10)).toBe(0);
-      expect(await statuses(store)).toEqual({ done_recent: 'done' });
+      expect(await countPrunable(store, now)).toBe(1);
+      expect(await pruneBatch(store, now, 10)).toBe(1);
+      expect(await statuses(store)).toEqual({});
       expect(SENDER_RETRY_HORIZON_MS).toBeGreaterThan(2 * DAY_MS);
+      const ledger = await store.db.selectFrom('event_ledger').select('event_id').execute();
+      expect(ledger).toEqual([{ event_id: 'done_recent' }]);
     });
   });
 });

@@ -151,6 +151,24 @@ async function showEvent(eventId, focus, reveal = false) {
     ].flatMap(([term, value]) => [el('dt', {}, term), el('dd', { 'data-fact': term }, value)]),
   );
   $('detail-error').textContent = event.lastError || 'no error recorded';
+  // The timeline: every run of a handler, oldest first (rows carried over from before it was kept have no start).
+  const attempts = event.handlerAttempts || [];
+  $('detail-attempts').replaceChildren(
+    ...(attempts.length
+      ? attempts.map((a) =>
+          el(
+            'tr',
+            { 'data-outcome': a.outcome },
+            el('td', {}, a.attempt === null ? '—' : String(a.attempt)),
+            el('td', {}, a.handler),
+            el('td', {}, a.startedAt ? new Date(a.startedAt).toLocaleString() : '—'),
+            el('td', {}, a.durationMs === null ? '—' : `${a.durationMs} ms`),
+            el('td', {}, a.outcome),
+            el('td', {}, a.error || ''),
+          ),
+        )
+      : [el('tr', {}, el('td', { colspan: '6' }, 'no handler has run for it yet'))]),
+  );
   $('detail-body').textContent = body;
   $('detail-headers').textContent = JSON.stringify(event.headers, null, 2);
   $('reveal').hidden = !event.masked;

@@ -1,0 +1,57 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createReceiver } from '../../src/receiver/receiver.js';
+import { createDefaultScheme } from '../../src/signature/index.js';
+import { openDatabase } from '../../src/store/database.js';
+import { migrate } from '../../src/store/migrate.js';
+import { runCli } from '../helpers/cli.js';
+
+describe('payhooks quarantine', () => {
+  it('lists what is held (also as events list --status quarantined), shows it, releases one and discards another', {
+    timeout: 180_000,
+  }, async () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), 'payhooks-quarantine-')), 'pgdata');
+    const store = await openDatabase({ dataDir });
+    const scheme = createDefaultScheme({ secrets: 'cli-quarantine' });
+    const send = async (body: string) => {
+      const rawBody = Buffer.from(body);
+      const receiver = createReceiver({ store, scheme, logger: pino({ level: 'silent' }) });
+      const answer = await receiver.receive({
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...scheme.sign({ rawBody }) },
+        rawBody,
+      });
+      return /#(\d+)\./.exec(JSON.parse(answer.body).error.message)![1]!;
+    };
+    let longResource: string;
+    let notJson: string;
+    try {
+      await migrate(store);
+      longResource = await send(JSON.stringify({ eventId: 'evt_cli_q', eventType: 'INVOICE_PAID', data: { invoiceId: 'i'.repeat(400) } }));
+      notJson = await send('{"eventId": oops');
+    } finally {
+      await store.close();
+    }
+    const env = { DATABASE_URL: '', PAYHOOKS_DATA_DIR: dataDir };
+    const list = await runCli(['events', 'list', '--status', 'quarantined'], env);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(new RegExp(`${notJson}\\s+-\\s+-\\s+quarantined\\s+not_json`));
+    expect(list.stdout).toMatch(new RegExp(`${longResource}\\s+evt_cli_q\\s+INVOICE_PAID\\s+quarantined\\s+unstorable_resource`));
+
+    const show = await runCli(['quarantine', 'show', notJson], env);
+    expect(JSON.parse(show.stdout)).toMatchObject({ kind: 'not_json', rawBody: '{"eventId": oops', state: 'held' });
+
+    const refused = await runCli(['quarantine', 'release', longResource], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/still cannot be stored: .*release it with --unordered/i);
+    const released = await runCli(['quarantine', 'release', longResource, '--unordered'], env);
+    expect(released.stdout.trim()).toBe(`released #${longResource} as event evt_cli_q: queued`);
+    const discarded = await runCli(['quarantine', 'discard', notJson], env);
+    expect(discarded.stdout.trim()).toBe(`discarded #${notJson}`);
+    expect((await runCli(['quarantine', 'list'], env)).stdout.trim()).toBe('nothing quarantined');
+    expect((await runCli(['events', 'list'], env)).stdout).toMatch(/evt_cli_q\s+INVOICE_PAID\s+pending/);
+  });
+});
