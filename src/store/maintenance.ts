@@ -77,7 +77,9 @@ export async function replayEvents(store: PayhooksDatabase, which: ReplaySelecti
       on conflict (event_id) do update set run_at = now(), attempts = 0, owed = null, parked = false where inbox_queue.lease_owner is null
     `.execute(trx);
     await sql`select pg_notify(${newEventChannel(store.schema)}, '')`.execute(trx);
-    return rows.map((row) => row.event_id);
+    // In order of arrival, as locked: an UPDATE … RETURNING gives its rows in no promised order.
+    const requeued = new Set(rows.map((row) => row.event_id));
+    return ids.filter((id) => requeued.has(id));
   });
 }
 
