@@ -1,8 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Command } from 'commander';
-import { createLogger } from '../logger.js';
 import type { PayhooksDatabase } from '../store/database.js';
-import { budgetedClient } from '../service/budgeted-client.js';
 import {
   BACKFILL_DEFAULTS,
   BACKFILL_RESOURCES,
@@ -15,11 +13,11 @@ import {
   parseSince,
   runBackfill,
 } from '../sync/backfill.js';
-import { MIRROR_DEFAULTS } from '../sync/mirror/mirror-sink.js';
-import { SilentFailure, UsageError } from './cli-errors.js';
+import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { countOf } from './format.js';
 import { type Progress, startProgress } from './progress.js';
+import { mirrorApi } from './mirror-api.js';
 import { withDatabase } from './with-database.js';
 
 /** The options of `payhooks backfill`. */
@@ -69,19 +67,7 @@ export function addBackfillCommand(program: Command, ctx: CommandContext): void 
       // Every check before the database opens: a mistake stops the command with nothing opened or written.
       const resources = opts.resource === undefined ? [...BACKFILL_RESOURCES] : parseResources(opts.resource);
       const since = opts.since === undefined ? undefined : parseSince(opts.since);
-      const env = ctx.env('backfill');
-      if (!env.PAYHOOKS_API_KEY) {
-        throw new UsageError(
-          "PAYHOOKS_API_KEY is not set: backfill reads the service's API and needs the organization's secret key (sk_…), " +
-            "with PAYHOOKS_API_URL set to the service's base URL.",
-        );
-      }
-      const mirrorSchema = env.PAYHOOKS_MIRROR_SCHEMA ?? MIRROR_DEFAULTS.schema;
-      const { api, bind } = budgetedClient({
-        apiKey: env.PAYHOOKS_API_KEY,
-        baseUrl: env.PAYHOOKS_API_URL,
-        logger: createLogger({ level: env.PAYHOOKS_LOG_LEVEL }),
-      });
+      const { env, mirrorSchema, api, bind } = mirrorApi(ctx, 'backfill');
       await withDatabase(env, async (store) => {
         bind(store);
         await backfill(ctx, store, api, { mirrorSchema, resources, since });

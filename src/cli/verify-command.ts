@@ -1,9 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Command } from 'commander';
 import { maskPersonalData } from '../console/mask.js';
-import { createLogger } from '../logger.js';
 import { parseSince } from '../sync/backfill.js';
-import { MIRROR_DEFAULTS } from '../sync/mirror/mirror-sink.js';
 import type { FieldDiff } from '../sync/verify/compare-row.js';
 import {
   type Drift,
@@ -16,11 +14,11 @@ import {
   type VerifyResourceReport,
   verifyMirror,
 } from '../sync/verify/verify-mirror.js';
-import { budgetedClient } from '../service/budgeted-client.js';
-import { SilentFailure, UsageError } from './cli-errors.js';
+import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { countOf } from './format.js';
 import { type Progress, startProgress } from './progress.js';
+import { mirrorApi } from './mirror-api.js';
 import { withDatabase } from './with-database.js';
 
 /** The exit code of a run that found drift (0: the mirror matches; 1: an error). */
@@ -79,19 +77,7 @@ export function addVerifyCommand(program: Command, ctx: CommandContext): void {
       const resources = opts.resource === undefined ? [...VERIFY_RESOURCES] : parseVerifyResources(opts.resource);
       const since = opts.since === undefined ? undefined : parseSince(opts.since);
       const sample = opts.sample === undefined ? undefined : parseSample(opts.sample);
-      const env = ctx.env('verify');
-      if (!env.PAYHOOKS_API_KEY) {
-        throw new UsageError(
-          "PAYHOOKS_API_KEY is not set: verify reads the service's API and needs the organization's secret key (sk_…), " +
-            "with PAYHOOKS_API_URL set to the service's base URL.",
-        );
-      }
-      const mirrorSchema = env.PAYHOOKS_MIRROR_SCHEMA ?? MIRROR_DEFAULTS.schema;
-      const { api, bind } = budgetedClient({
-        apiKey: env.PAYHOOKS_API_KEY,
-        baseUrl: env.PAYHOOKS_API_URL,
-        logger: createLogger({ level: env.PAYHOOKS_LOG_LEVEL }),
-      });
+      const { env, mirrorSchema, api, bind } = mirrorApi(ctx, 'verify');
       const started = performance.now();
       const { report, stoppedBy } = await withDatabase(env, async (store) => {
         bind(store);
