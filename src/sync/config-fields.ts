@@ -21,6 +21,10 @@ export const DURATION_RANGES = {
   /** The upper bound is FORWARD_LIMITS.timeoutMs.maxMs: a worker slot is held meanwhile. */
   'forward.timeout': { minMs: 1000, maxMs: 600_000 },
   'brokers.duplicateWindow': { minMs: 1000, maxMs: 7 * DAY },
+  /** A publish holds a worker slot while it waits for its acknowledgement. */
+  'brokers.ackTimeout': { minMs: 1000, maxMs: 60_000 },
+  /** Below a second the pings are traffic of their own; above a minute a dead connection goes unseen for minutes. */
+  'brokers.pingInterval': { minMs: 1000, maxMs: 60_000 },
 } as const satisfies Record<string, DurationRange>;
 
 const DURATION = /^(\d+\s*[dhms]\s*)+$/;

@@ -213,7 +213,22 @@ describe('the sync configuration file', () => {
       'reconcile.lookback': { minMs: 60_000, maxMs: 90 * 86_400_000 },
       'forward.timeout': { minMs: 1000, maxMs: 600_000 },
       'brokers.duplicateWindow': { minMs: 1000, maxMs: 7 * 86_400_000 },
+      'brokers.ackTimeout': { minMs: 1000, maxMs: 60_000 },
+      'brokers.pingInterval': { minMs: 1000, maxMs: 60_000 },
     });
+  });
+
+  it("sets a NATS sink's acknowledgement wait and pings from the file, within their ranges", async () => {
+    const dir = folder();
+    const path = join(dir, 'payhooks.config.json');
+    const nats = (settings: object) => JSON.stringify({ brokers: [{ kind: 'nats', servers: 'nats://127.0.0.1:4222', ...settings }] });
+    writeFileSync(path, nats({ ackTimeout: '3s', pingInterval: '2s', maxPingOut: 3 }));
+    expect((await loadSyncConfig({ cwd: dir })).brokers[0]).toMatchObject({ ackTimeoutMs: 3000, pingIntervalMs: 2000, maxPingOut: 3 });
+    writeFileSync(path, nats({ ackTimeout: '2m', pingInterval: '0s', maxPingOut: 0 }));
+    const message = String(await loadSyncConfig({ cwd: dir }).catch((err: unknown) => err));
+    expect(message).toContain('- brokers.0.ackTimeout: "2m" is out of range: brokers.ackTimeout must be between 1s and 1m');
+    expect(message).toContain('- brokers.0.pingInterval: "0s" is out of range: brokers.pingInterval must be between 1s and 1m');
+    expect(message).toContain('- brokers.0.maxPingOut:');
   });
 
   it('takes a fractional ratePerSecond (0.5: one request every 2 s), and refuses a rate p-queue cannot keep', async () => {

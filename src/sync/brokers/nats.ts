@@ -77,7 +77,7 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
   const prefix = options.subjectPrefix ?? NATS_DEFAULTS.subjectPrefix;
   const stream = options.stream ?? NATS_DEFAULTS.stream;
   const ackTimeoutMs = options.ackTimeoutMs ?? NATS_DEFAULTS.ackTimeoutMs;
-  const where = `${servers.join(',')} stream ${stream}`;
+  const where = `${servers.map(withoutCredentials).join(',')} stream ${stream}`;
   const link = lazyLink('NATS', where, open, {
     // Draining flushes what is buffered and waits for the server to confirm; a silent server never does.
     end: ({ connection }) => connection.drain(),
@@ -162,6 +162,11 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
   };
 }
 
+/** A server as logs may show it: `nats://user:pass@host:4222` loses its user and password (or token). */
+function withoutCredentials(server: string): string {
+  return server.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^@/]*@/i, '$1');
+}
+
 /** The `nats` sink kind (docs/sinks.md#nats-jetstream), in `brokers` or `sinks`; completion is recorded under `broker:<name>`. */
 export const natsSink = defineSinkKind({
   kind: 'nats',
@@ -180,18 +185,27 @@ export const natsSink = defineSinkKind({
         .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'expected dot-separated tokens such as payhooks.events')
         .optional(),
       duplicateWindow: durationMs('2m', 'brokers.duplicateWindow').optional(),
+      /** Default 10s. */
+      ackTimeout: durationMs('10s', 'brokers.ackTimeout').optional(),
+      /** Default 5s; the connection counts as dead after `maxPingOut` unanswered pings. */
+      pingInterval: durationMs('5s', 'brokers.pingInterval').optional(),
+      /** Default 2. */
+      maxPingOut: z.number().int().min(1).max(10).optional(),
       user: z.string().optional(),
       pass: secretField.optional(),
       token: secretField.optional(),
       eventTypes: eventTypesField.optional(),
     })
-    .transform(({ duplicateWindow, ...options }) => ({
+    .transform(({ duplicateWindow, ackTimeout, pingInterval, ...options }) => ({
       kind: 'nats' as const,
       name: options.name,
       servers: options.servers,
       stream: options.stream,
       subjectPrefix: options.subjectPrefix,
       duplicateWindowMs: duplicateWindow,
+      ackTimeoutMs: ackTimeout,
+      pingIntervalMs: pingInterval,
+      maxPingOut: options.maxPingOut,
       user: options.user,
       pass: options.pass,
       token: options.token,
