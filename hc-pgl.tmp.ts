@@ -1,0 +1,18 @@
+import { PGlite } from '@electric-sql/pglite';
+import { openDatabase } from '/work/wt/hc/src/store/database.ts';
+import { migrate } from '/work/wt/hc/src/store/migrate.ts';
+let t = performance.now();
+const s = await openDatabase({ dataDir: 'memory://', schema: 'x' });
+console.log('create', performance.now() - t); t = performance.now();
+await migrate(s);
+console.log('migrate', performance.now() - t); t = performance.now();
+const p = await PGlite.create('memory://');
+console.log('create2', performance.now() - t); t = performance.now();
+const c = await p.clone();
+console.log('clone', performance.now() - t); t = performance.now();
+const c2 = await p.clone();
+console.log('clone2', performance.now() - t); t = performance.now();
+const blob = await p.dumpDataDir('none');
+console.log('dump', performance.now() - t, blob.size); t = performance.now();
+const l = await PGlite.create({ loadDataDir: blob });
+console.log('load', performance.now() - t); t = performance.now();
