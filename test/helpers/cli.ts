@@ -70,14 +70,14 @@ export function waitForLog(child: ChildProcess, msg: RegExp, timeoutMs = 30_000)
 /**
  * Runs `payhooks <args>` inside this process, through the CLI's `run()`, for cases that only parse and print (help,
  * version, argument and configuration errors): what a spawned process would print, without starting one. `env` is
- * set for the run (undefined: unset) and put back after; stdout is what `run` prints, stderr what it writes to
+ * set for the run (undefined: unset) and put back after, and so is the working directory `cwd`; stdout is what `run` prints, stderr what it writes to
  * process.stderr meanwhile. `code` is the exit code `runAndExit` would exit with. Keep a spawned test
  * ({@link runCli}) for what needs a real process: the exit itself, piped output, signals.
  *
  * @example
  * const { code, stderr } = await runInProcess(['events', 'list', '--status', 'lost']);
  */
-export async function runInProcess(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
+export async function runInProcess(args: string[], env: Record<string, string | undefined> = {}, cwd?: string): Promise<CliResult> {
   const { run } = await import('../../src/cli/main.js');
   const saved = Object.fromEntries(Object.keys(env).map((key) => [key, process.env[key]]));
   const setEnv = (values: Record<string, string | undefined>) => {
@@ -97,6 +97,8 @@ export async function runInProcess(args: string[], env: Record<string, string | 
     return true;
   });
   setEnv(env);
+  const home = process.cwd();
+  if (cwd) process.chdir(cwd);
   try {
     const code = await run(args, (text) => {
       stdout += `${text}\n`;
@@ -104,6 +106,7 @@ export async function runInProcess(args: string[], env: Record<string, string | 
     return { code, stdout, stderr };
   } finally {
     write.mockRestore();
+    process.chdir(home);
     setEnv(saved);
   }
 }
