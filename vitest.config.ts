@@ -9,12 +9,16 @@ const source = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 const problems = tierProblems(source('.'));
 if (problems.length > 0) throw new Error(`Test tiers (test/tiers.ts):\n  - ${problems.join('\n  - ')}`);
 
+const databases = { globalSetup: ['test/global-setup.ts'], setupFiles: ['test/setup-db.ts'] };
+
 /** What each tier needs beyond its files: the database tiers get the server check and the PGlite templates. */
 const TIER_OPTIONS: Record<Tier, NonNullable<TestProjectInlineConfiguration['test']>> = {
   unit: {},
-  db: { globalSetup: ['test/global-setup.ts'], setupFiles: ['test/setup-db.ts'] },
-  e2e: { globalSetup: ['test/global-setup.ts'], setupFiles: ['test/setup-db.ts'] },
-  soak: { globalSetup: ['test/global-setup.ts'], setupFiles: ['test/setup-db.ts'] },
+  db: databases,
+  e2e: databases,
+  // After the others, one file at a time: these scenarios bound how long recovery may take and how much memory a
+  // flood may use, which another test file on the same cores would make unfair.
+  soak: { ...databases, maxWorkers: 1, sequence: { groupOrder: 1 } },
 };
 
 export default defineConfig({
