@@ -1,8 +1,25 @@
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
+import { TIER_NAMES, TIERS, type Tier, tierProblems } from './test/tiers.js';
 
 // Examples import `payhooks` as users do; in this repository that means the sources, not a build that may be stale.
 const source = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+
+// A test file in no tier would silently never run under `npm test`: refuse to start, naming it.
+const problems = tierProblems(source('.'));
+if (problems.length > 0) throw new Error(`Test tiers (test/tiers.ts):\n  - ${problems.join('\n  - ')}`);
+
+const databases = { globalSetup: ['test/global-setup.ts'], setupFiles: ['test/setup-db.ts'] };
+
+/** What each tier needs beyond its files: the database tiers get the server check and the PGlite templates. */
+const TIER_OPTIONS: Record<Tier, NonNullable<TestProjectInlineConfiguration['test']>> = {
+  unit: {},
+  db: databases,
+  e2e: databases,
+  // After the others, one file at a time: these scenarios bound how long recovery may take and how much memory a
+  // flood may use, which another test file on the same cores would make unfair.
+  soak: { ...databases, maxWorkers: 1, sequence: { groupOrder: 1 } },
+};
 
 export default defineConfig({
   resolve: {
@@ -13,9 +30,13 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/global-setup.ts'],
+    // Both cores: vitest's default leaves one free, which ran the suite one file at a time on this 2-core machine.
+    maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    projects: TIER_NAMES.map((tier) => ({
+      extends: true,
+      test: { name: tier, include: [...TIERS[tier]], ...TIER_OPTIONS[tier] },
+    })),
   },
 });

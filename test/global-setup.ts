@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import type { TestProject } from 'vitest/node';
 import pg from 'pg';
+import { buildPGliteTemplates, type PGliteTemplates } from './helpers/pglite-template.js';
 
 /** The real-server suites use TEST_DATABASE_URL, or the machine's local server. */
 const url = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -43,6 +44,7 @@ declare module 'vitest' {
   export interface ProvidedContext {
     pgUrl: string | null;
     brokers: { rabbitmq: boolean; nats: boolean; redis: boolean };
+    pgliteTemplates: PGliteTemplates;
   }
 }
 
@@ -67,4 +69,5 @@ export default async function setup(project: TestProject): Promise<void> {
     console.warn(`\n[payhooks tests] No ${name} on 127.0.0.1:${port}: its broker sink suite is SKIPPED.\n`);
   }
   project.provide('brokers', brokers);
+  project.provide('pgliteTemplates', await buildPGliteTemplates());
 }

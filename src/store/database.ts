@@ -172,6 +172,20 @@ async function endWithin(ending: Promise<unknown>, clients: readonly (pg.Client 
   }
 }
 
+/** Makes the PGlite of a `memory://` database; see {@link setMemoryPGliteSource}. */
+export type MemoryPGliteSource = (schema: string) => Promise<PGlite>;
+
+let memoryPGliteSource: MemoryPGliteSource | undefined;
+
+/**
+ * Test-only: where the PGlite of a `memory://` database comes from (unset: `PGlite.create`). The test suite starts
+ * each one from a data directory made once per run instead of running initdb every time, which is most of
+ * PGlite's start-up (test/helpers/pglite-template.ts). Nothing in payhooks sets it; it is not exported by any entry.
+ */
+export function setMemoryPGliteSource(source: MemoryPGliteSource | undefined): void {
+  memoryPGliteSource = source;
+}
+
 async function openPGlite(dataDir: string, schema: string): Promise<PayhooksDatabase> {
   const inMemory = dataDir.startsWith('memory://');
   // One name for the folder, whichever it was given by (a symbolic link, `..`): the lock is keyed by it, and PGlite
@@ -184,7 +198,7 @@ async function openPGlite(dataDir: string, schema: string): Promise<PayhooksData
   }
   let pglite: PGlite;
   try {
-    pglite = await PGlite.create(folder);
+    pglite = inMemory && memoryPGliteSource ? await memoryPGliteSource(schema) : await PGlite.create(folder);
   } catch (err) {
     await unlock();
     throw err;

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { vi } from 'vitest';
 
 const entry = fileURLToPath(new URL('../fixtures/cli.ts', import.meta.url));
 // By URL, so that the child finds tsx whatever its working directory.
@@ -64,4 +65,48 @@ export function waitForLog(child: ChildProcess, msg: RegExp, timeoutMs = 30_000)
     });
     child.on('exit', (code) => reject(new Error(`exited with ${code} before logging ${msg}; output:\n${buffered}`)));
   });
+}
+
+/**
+ * Runs `payhooks <args>` inside this process, through the CLI's `run()`, for cases that only parse and print (help,
+ * version, argument and configuration errors): what a spawned process would print, without starting one. `env` is
+ * set for the run (undefined: unset) and put back after, and so is the working directory `cwd`; stdout is what `run` prints, stderr what it writes to
+ * process.stderr meanwhile. `code` is the exit code `runAndExit` would exit with. Keep a spawned test
+ * ({@link runCli}) for what needs a real process: the exit itself, piped output, signals.
+ *
+ * @example
+ * const { code, stderr } = await runInProcess(['events', 'list', '--status', 'lost']);
+ */
+export async function runInProcess(args: string[], env: Record<string, string | undefined> = {}, cwd?: string): Promise<CliResult> {
+  const { run } = await import('../../src/cli/main.js');
+  const saved = Object.fromEntries(Object.keys(env).map((key) => [key, process.env[key]]));
+  const setEnv = (values: Record<string, string | undefined>) => {
+    for (const [key, value] of Object.entries(values)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  };
+  let stdout = '';
+  let stderr = '';
+  // The CLI writes its errors through stdio(), which writes to process.stderr: taken here for the run, with each
+  // write's callback called as the stream would (Output.flushed waits on one).
+  const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: unknown, ...rest: unknown[]) => {
+    stderr += typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString();
+    const callback = rest.find((arg): arg is () => void => typeof arg === 'function');
+    if (callback) process.nextTick(callback);
+    return true;
+  });
+  setEnv(env);
+  const home = process.cwd();
+  if (cwd) process.chdir(cwd);
+  try {
+    const code = await run(args, (text) => {
+      stdout += `${text}\n`;
+    });
+    return { code, stdout, stderr };
+  } finally {
+    write.mockRestore();
+    process.chdir(home);
+    setEnv(saved);
+  }
 }

@@ -1,6 +1,7 @@
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
 import { pgUrl, uniqueSchema } from './pg.js';
+import { TEMPLATE_SCHEMA } from './pglite-template.js';
 
 /** A storage backend a suite runs against: the real server (skipped when absent) and embedded PGlite. */
 export interface Backend {
@@ -23,10 +24,10 @@ export const backends: Backend[] = [
   {
     name: 'pglite',
     available: true,
+    // Each `memory://` database is a database of its own, so one schema name is enough; in TEMPLATE_SCHEMA it
+    // starts as a copy of the migrated template (test/helpers/pglite-template.ts).
     async open({ migrated = true } = {}) {
-      const store = await openDatabase({ dataDir: 'memory://', schema: uniqueSchema('store') });
-      if (migrated) await migrate(store);
-      return store;
+      return openDatabase({ dataDir: 'memory://', schema: migrated ? TEMPLATE_SCHEMA : 'store_fresh' });
     },
   },
 ];

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -6,7 +6,7 @@ import { readEnv } from '../../src/service/environment.js';
 import { resolveServiceConfig } from '../../src/service/resolve-service-config.js';
 import { mirrorRuns } from '../../src/service/start-service.js';
 import { ConfigError, DURATION_RANGES, loadSyncConfig } from '../../src/sync/config.js';
-import { runCli } from '../helpers/cli.js';
+import { runInProcess } from '../helpers/cli.js';
 
 const folder = () => mkdtempSync(join(tmpdir(), 'payhooks-config-'));
 
@@ -78,12 +78,14 @@ describe('the sync configuration file', () => {
     await expect(loadSyncConfig({ cwd: dir, explicitPath: 'broken.mjs' })).rejects.toThrow(/broken\.mjs could not be loaded: boom/);
   });
 
-  it('stops serve before it opens anything, exit code 1, with the reason', { timeout: 60_000 }, async () => {
+  it('stops serve before it opens anything, exit code 1, with the reason', async () => {
     const dir = folder();
     writeFileSync(join(dir, 'payhooks.config.json'), JSON.stringify({ mirror: 'yes' }));
-    const result = await runCli(['serve'], { PAYHOOKS_WEBHOOK_SECRET: 's', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' }, dir);
+    const env = { PAYHOOKS_WEBHOOK_SECRET: 's', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '', PAYHOOKS_DATA_DIR: undefined };
+    const result = await runInProcess(['serve'], env, dir);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/payhooks\.config\.json is not valid:\n {2}- mirror: /);
+    expect(readdirSync(dir)).toEqual(['payhooks.config.json']); // no database folder made
   });
 
   it('reads forward targets, brokers and connectors, secrets from the environment, with their defaults', async () => {

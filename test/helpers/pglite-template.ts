@@ -1,0 +1,84 @@
+// Starting PGlite in memory costs seconds, nearly all of it initdb (a second WebAssembly program that creates the
+// cluster). The suite does that once: `buildPGliteTemplates` (run by test/global-setup-db.ts) saves the new cluster
+// as a data-directory tarball, and a second one with payhooks' migrations applied in TEMPLATE_SCHEMA;
+// `useTemplates` (test/setup-db.ts) makes every `memory://` database of a test a copy of one of them. A copy is
+// the same database a fresh start makes; production never does this (setMemoryPGliteSource is test-only).
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import { openDatabase, setMemoryPGliteSource } from '../../src/store/database.js';
+import { MIGRATIONS_DIR, migrate } from '../../src/store/migrate.js';
+
+/** The schema whose `memory://` databases start migrated (test/helpers/stores.ts opens its PGlite stores in it). */
+export const TEMPLATE_SCHEMA = 'store_template';
+
+/** Where the two tarballs of a run are. */
+export interface PGliteTemplates {
+  /** A new cluster, as `PGlite.create('memory://')` makes it. */
+  empty: string;
+  /** The same with payhooks' migrations applied in {@link TEMPLATE_SCHEMA}. */
+  migrated: string;
+}
+
+const pgliteDist = dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
+
+/**
+ * Makes the tarballs, or finds them from an earlier run: they are kept under node_modules/.cache, named by a hash
+ * of PGlite's version and of every migration, so a changed migration makes new ones.
+ */
+export async function buildPGliteTemplates(): Promise<PGliteTemplates> {
+  const hash = createHash('sha256');
+  hash.update(readFileSync(join(pgliteDist, '..', 'package.json')));
+  for (const name of readdirSync(MIGRATIONS_DIR)
+    .filter((file) => file.endsWith('.sql'))
+    .sort())
+    hash.update(name).update(readFileSync(join(MIGRATIONS_DIR, name)));
+  const key = hash.digest('hex').slice(0, 16);
+  const dir = fileURLToPath(new URL('../../node_modules/.cache/payhooks-pglite-templates/', import.meta.url));
+  const templates = { empty: join(dir, `${key}-empty.tar`), migrated: join(dir, `${key}-migrated.tar`) };
+  if (existsSync(templates.empty) && existsSync(templates.migrated)) return templates;
+  mkdirSync(dir, { recursive: true });
+  let pglite: PGlite | undefined;
+  setMemoryPGliteSource(async () => {
+    pglite = await PGlite.create('memory://');
+    return pglite;
+  });
+  try {
+    const store = await openDatabase({ dataDir: 'memory://', schema: TEMPLATE_SCHEMA });
+    try {
+      if (!pglite) throw new Error('the PGlite template was not made through setMemoryPGliteSource');
+      await save(pglite, templates.empty);
+      await migrate(store);
+      await save(pglite, templates.migrated);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    setMemoryPGliteSource(undefined);
+  }
+  return templates;
+}
+
+/** Writes the data directory whole or not at all: two runs may make the same template at once. */
+async function save(pglite: PGlite, path: string): Promise<void> {
+  const tarball = await pglite.dumpDataDir('none');
+  const partial = `${path}.${process.pid}.partial`;
+  writeFileSync(partial, new Uint8Array(await tarball.arrayBuffer()));
+  renameSync(partial, path);
+}
+
+/** Makes every `memory://` database of this test file a copy of a template: migrated in {@link TEMPLATE_SCHEMA}. */
+export function useTemplates(templates: PGliteTemplates): void {
+  const blobs = new Map<string, Blob>();
+  const blob = (path: string) => {
+    const found = blobs.get(path) ?? new Blob([readFileSync(path)]);
+    blobs.set(path, found);
+    return found;
+  };
+  setMemoryPGliteSource((schema) =>
+    PGlite.create({ dataDir: 'memory://', loadDataDir: blob(schema === TEMPLATE_SCHEMA ? templates.migrated : templates.empty) }),
+  );
+}

@@ -1,0 +1,177 @@
+// Which tier each test file runs in: vitest.config.ts makes one vitest project of each, and refuses to start while a
+// test file is in no tier or in two (naming it). A new test file goes in exactly one list below; docs/testing.md
+// says which. Files are named one by one, never by a pattern, so that a new file cannot land in a tier unseen.
+import { readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+/** The tiers, in the order `npm test` runs them. */
+export const TIER_NAMES = ['unit', 'db', 'e2e', 'soak'] as const;
+export type Tier = (typeof TIER_NAMES)[number];
+
+/**
+ * - `unit`: no database, no broker, no child process; in-process HTTP servers on loopback are fine. Seconds.
+ * - `db`: in-process, against the real PostgreSQL server and PGlite (and the brokers).
+ * - `e2e`: real processes (the CLI through tsx, the built package, examples, worker processes) and the browser.
+ * - `soak`: long fault and flood scenarios: partitions, broker outages, thousands of connections.
+ */
+export const TIERS: Record<Tier, readonly string[]> = {
+  unit: [
+    'test/architecture.test.ts',
+    'test/cli/arguments.test.ts',
+    'test/cli/env.test.ts',
+    'test/cli/until-signal.test.ts',
+    'test/client/errors.test.ts',
+    'test/client/input-checks.test.ts',
+    'test/client/logging.test.ts',
+    'test/client/methods.test.ts',
+    'test/client/pagination.test.ts',
+    'test/client/retries.test.ts',
+    'test/client/simulator.test.ts',
+    'test/console/failure-throttle.test.ts',
+    'test/docs/event-reference.test.ts',
+    'test/docs/links.test.ts',
+    'test/events/catalog.test.ts',
+    'test/logger.test.ts',
+    'test/public-surface.test.ts',
+    'test/receiver/node-body-reader.test.ts',
+    'test/signature/default-scheme.test.ts',
+    'test/signature/failures.test.ts',
+    'test/signature/hmac-scheme.test.ts',
+    'test/signature/standard-webhooks.test.ts',
+    'test/simulator/events.test.ts',
+    'test/simulator/flows.test.ts',
+    'test/simulator/openapi.test.ts',
+    'test/simulator/request-body.test.ts',
+    'test/simulator/rest.test.ts',
+    'test/simulator/retries.test.ts',
+    'test/simulator/rotation.test.ts',
+    'test/simulator/sandbox.test.ts',
+    'test/simulator/session.test.ts',
+    'test/store/real-data-dir.test.ts',
+    'test/sync/broker-descriptions.test.ts',
+    'test/sync/config.test.ts',
+    'test/sync/http-helper.test.ts',
+    'test/sync/rabbitmq-errors.test.ts',
+    'test/sync/verify-compare.test.ts',
+    'test/tiers.test.ts',
+  ],
+  db: [
+    'test/cli/service-start.test.ts',
+    'test/client/rate-limit.test.ts',
+    'test/console/admin-api.test.ts',
+    'test/examples/crm-connector.test.ts',
+    'test/handlers/direct-debit-races.test.ts',
+    'test/handlers/direct-debit.test.ts',
+    'test/receiver/ack-budget.test.ts',
+    'test/receiver/adapters.test.ts',
+    'test/receiver/durability.test.ts',
+    'test/receiver/failures.test.ts',
+    'test/receiver/group-commit.test.ts',
+    'test/receiver/poison.test.ts',
+    'test/receiver/quarantine.test.ts',
+    'test/service/service-library.test.ts',
+    'test/simulator/chaos.test.ts',
+    'test/simulator/end-to-end.test.ts',
+    'test/store/attempts.test.ts',
+    'test/store/claim-attempts.test.ts',
+    'test/store/ledger.test.ts',
+    'test/store/operator-queries.test.ts',
+    'test/store/per-handler-claim.test.ts',
+    'test/store/prune-replay-race.test.ts',
+    'test/store/store.test.ts',
+    'test/sync/backfill-repeated-page.test.ts',
+    'test/sync/backfill.test.ts',
+    'test/sync/brokers.test.ts',
+    'test/sync/mirror-sink.test.ts',
+    'test/sync/mirror-write.test.ts',
+    'test/sync/scripted-day.test.ts',
+    'test/sync/sink-order.test.ts',
+    'test/sync/sink-plugins.test.ts',
+    'test/sync/verify-mirror.test.ts',
+    'test/testing/signed-request.test.ts',
+    'test/worker/app-tables.test.ts',
+    'test/worker/per-handler-order.test.ts',
+    'test/worker/registration.test.ts',
+    'test/worker/worker.test.ts',
+  ],
+  e2e: [
+    'test/cli/backfill.test.ts',
+    'test/cli/beside-serve.test.ts',
+    'test/cli/bulk-commands.test.ts',
+    'test/cli/cli.test.ts',
+    'test/cli/config-at-start.test.ts',
+    'test/cli/cpu-bound-handler.test.ts',
+    'test/cli/data-dir-symlink.test.ts',
+    'test/cli/doctor.test.ts',
+    'test/cli/init.test.ts',
+    'test/cli/log-format.test.ts',
+    'test/cli/metrics.test.ts',
+    'test/cli/migrate-dir.test.ts',
+    'test/cli/piped-output.test.ts',
+    'test/cli/printing.test.ts',
+    'test/cli/prune-beside-replay.test.ts',
+    'test/cli/quarantine.test.ts',
+    'test/cli/serve-aborted-requests.test.ts',
+    'test/cli/serve-doctor-agree.test.ts',
+    'test/cli/serve-sinks.test.ts',
+    'test/cli/serve-worker-child.test.ts',
+    'test/cli/serve-worker-options.test.ts',
+    'test/cli/serve.test.ts',
+    'test/cli/verify.test.ts',
+    'test/console/admin-mount.test.ts',
+    'test/console/console-browser.test.ts',
+    'test/entry-loads.test.ts',
+    'test/examples/direct-debit.test.ts',
+    'test/examples/express-app.test.ts',
+    'test/examples/fetch-runtime.test.ts',
+    'test/examples/standalone-sync.test.ts',
+    'test/packaging.test.ts',
+    'test/simulator/cli.test.ts',
+    'test/simulator/first-session.test.ts',
+    'test/store/data-dir-lock.test.ts',
+    'test/sync/http-forward.test.ts',
+    'test/sync/reconcile.test.ts',
+    'test/worker/poison-handlers.test.ts',
+    'test/worker/processes.test.ts',
+  ],
+  soak: [
+    'test/cli/partition.test.ts',
+    'test/cli/serve-broker-faults.test.ts',
+    'test/receiver/bounded-memory.test.ts',
+    'test/sync/broker-faults.test.ts',
+  ],
+};
+
+/** Every `*.test.ts` under test/, as paths from the repository's root (`test/cli/cli.test.ts`). */
+export function testFiles(root: string): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.test.ts')) found.push(relative(root, path).split('\\').join('/'));
+    }
+  };
+  walk(join(root, 'test'));
+  return found.sort();
+}
+
+/**
+ * What is wrong with the tiers, one line per file: a test file in no tier or in two, or a listed file that does
+ * not exist. Empty when every test file is in exactly one tier.
+ */
+export function tierProblems(root: string): string[] {
+  const files = testFiles(root);
+  const problems: string[] = [];
+  for (const file of files) {
+    const tiers = TIER_NAMES.filter((tier) => TIERS[tier].includes(file));
+    if (tiers.length === 0) problems.push(`${file} is in no tier: add it to one list in test/tiers.ts (see docs/testing.md)`);
+    if (tiers.length > 1) problems.push(`${file} is in ${tiers.join(' and ')}: keep it in one list in test/tiers.ts`);
+  }
+  for (const tier of TIER_NAMES) {
+    for (const file of TIERS[tier]) {
+      if (!files.includes(file)) problems.push(`${file} is listed in the ${tier} tier of test/tiers.ts but does not exist`);
+    }
+  }
+  return problems;
+}
