@@ -13,7 +13,9 @@ const databases = { globalSetup: ['test/global-setup.ts'], setupFiles: ['test/se
 
 /** What each tier needs beyond its files: the database tiers get the server check and the PGlite templates. */
 const TIER_OPTIONS: Record<Tier, NonNullable<TestProjectInlineConfiguration['test']>> = {
-  unit: {},
+  // One module graph for all unit files: re-importing the sources per file was most of the tier's time. A unit test
+  // therefore keeps no state in a shared module (test/signature/support.ts pipes openssl's input instead of a temp dir).
+  unit: { isolate: false },
   db: databases,
   e2e: databases,
   // After the others, one file at a time: these scenarios bound how long recovery may take and how much memory a
