@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { startWorkerProcess } from './worker-process.js';
 import { WORKER_DEFAULTS } from '../worker/defaults.js';
 import { Command, CommanderError, Option } from 'commander';
 import { z } from 'zod';
@@ -19,10 +18,10 @@ import { addReconcileCommand } from './reconcile-command.js';
 import { addVerifyCommand } from './verify-command.js';
 import { addReplayCommand } from './replay-command.js';
 import { stdio } from './output.js';
-import { deserializeServiceConfig, SERVICE_CONFIG_VARIABLE } from '../service/config-transfer.js';
+import { receiveServiceConfig } from '../service/config-transfer.js';
 import { resolveServiceConfig } from '../service/resolve-service-config.js';
 import type { ServiceRole } from '../service/service-config.js';
-import { startService } from '../service/start-service.js';
+import { runService } from '../service/run-service.js';
 import { loadHandlers } from './load-handlers.js';
 import { runSimulate, simulateOptionParsers, type SimulateCommandOptions } from './simulate-command.js';
 import { flowsHelp, runTrigger, type TriggerCommandOptions } from './trigger-command.js';
@@ -96,20 +95,12 @@ function buildProgram(print: (text: string) => void): Command {
     .action(async (opts: { role: ServiceRole; handlers?: string; singleProcess?: boolean }) => {
       const logger = createLogger({ level: ctx.env('serve').PAYHOOKS_LOG_LEVEL });
       // A worker child runs with what its parent resolved, instead of reading the environment and the file again.
-      const handed = opts.role === 'worker' ? process.env[SERVICE_CONFIG_VARIABLE] : undefined;
-      delete process.env[SERVICE_CONFIG_VARIABLE];
-      const config = handed
-        ? await deserializeServiceConfig(handed)
-        : await resolveServiceConfig({ env: process.env, flags: { role: opts.role }, logger });
+      const handed = opts.role === 'worker' ? await receiveServiceConfig() : undefined;
+      const config = handed ?? (await resolveServiceConfig({ env: process.env, flags: { role: opts.role }, logger }));
       const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
-      const split = splitsWorker(opts, config.database.url !== undefined);
-      const service = await startService(config, { logger, role: split ? 'receiver' : opts.role, register });
-      const worker = split ? startWorkerProcess(config, opts.handlers ? ['--handlers', opts.handlers] : [], logger) : undefined;
-      const close = async () => {
-        await Promise.all([service.close(), worker?.stop(WORKER_DEFAULTS.stopTimeoutMs)]);
-      };
+      const running = await runService(config, { logger, register, handlersModule: opts.handlers, singleProcess: opts.singleProcess });
       // Running handlers get the worker's stop timeout; past it (and a little for the rest), exit regardless.
-      const clean = await untilSignal(logger, close, { deadlineMs: WORKER_DEFAULTS.stopTimeoutMs + 1500 });
+      const clean = await untilSignal(logger, () => running.close(), { deadlineMs: WORKER_DEFAULTS.stopTimeoutMs + 1500 });
       if (!clean) throw new SilentFailure();
     });
 
@@ -205,17 +196,6 @@ function buildProgram(print: (text: string) => void): Command {
     if (key) command.addHelpText('after', environmentHelp(key));
   }
   return program;
-}
-
-/**
- * Whether `serve` runs its worker in a child process (`serve --role worker`) and only receives in its own. On a
- * server it does with `--role all`, whatever the worker runs (your handlers, the mirror, sinks): the process that
- * acknowledges runs no handler, so a handler or sink that hangs, spins, eats memory or crashes cannot delay or stop
- * acknowledgements. `--single-process` keeps them together. The embedded database belongs to one process, so there
- * the worker stays in this one.
- */
-function splitsWorker(opts: { role: ServiceRole; singleProcess?: boolean | undefined }, onServer: boolean): boolean {
-  return opts.role === 'all' && onServer && !opts.singleProcess;
 }
 
 /**

@@ -53,3 +53,17 @@ export async function deserializeServiceConfig(text: string): Promise<ServiceCon
   });
   return { ...config, sinks: { ...config.sinks, connectors, sinks: listed } };
 }
+
+/**
+ * The configuration a parent serve handed this worker child, or undefined when there is none (this process was not
+ * started as a worker child). The variable is removed from the environment once read: the worker's own children,
+ * and handlers reading `process.env`, do not see the secrets it holds.
+ *
+ * @example
+ * const config = (await receiveServiceConfig()) ?? (await resolveServiceConfig({ env: process.env }));
+ */
+export async function receiveServiceConfig(env: NodeJS.ProcessEnv = process.env): Promise<ServiceConfig | undefined> {
+  const handed = env[SERVICE_CONFIG_VARIABLE];
+  delete env[SERVICE_CONFIG_VARIABLE];
+  return handed === undefined ? undefined : deserializeServiceConfig(handed);
+}

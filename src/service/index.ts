@@ -19,5 +19,7 @@ export {
   type ServiceConfigProblem,
   type ServiceConfigSources,
 } from './resolve-service-config.js';
+export { receiveServiceConfig } from './config-transfer.js';
+export { type RunningServiceProcesses, type RunServiceOptions, runService, splitsWorker } from './run-service.js';
 export { mirrorRuns, type RunningService, startService, type StartServiceOptions } from './start-service.js';
 export { WEBHOOK_PATH } from './routes/webhook-route.js';

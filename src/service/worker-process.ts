@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { Logger } from 'pino';
-import { SERVICE_CONFIG_VARIABLE, serializeServiceConfig } from '../service/config-transfer.js';
-import type { ServiceConfig } from '../service/service-config.js';
+import { SERVICE_CONFIG_VARIABLE, serializeServiceConfig } from './config-transfer.js';
+import type { ServiceConfig } from './service-config.js';
 
 /** A `payhooks serve --role worker` child, restarted when it dies, stopped with its parent. */
 export interface WorkerProcess {

@@ -1,0 +1,57 @@
+import type { Logger } from 'pino';
+import type { RegisterHandlers } from '../payhooks.js';
+import { WORKER_DEFAULTS } from '../worker/defaults.js';
+import type { ServiceConfig } from './service-config.js';
+import { startService } from './start-service.js';
+import { startWorkerProcess } from './worker-process.js';
+
+/** Options of {@link runService}. */
+export interface RunServiceOptions {
+  logger: Logger;
+  /** Registers handlers on the instance before the worker starts (what `--handlers <module>` loads). */
+  register?: RegisterHandlers | undefined;
+  /** The module `register` came from: a worker child imports it again (code cannot cross a process boundary). */
+  handlersModule?: string | undefined;
+  /** Keep the worker in this process even where it would run in a child (`serve --single-process`). */
+  singleProcess?: boolean | undefined;
+}
+
+/** The processes of `payhooks serve`, running: the service in this one, and its worker child where there is one. */
+export interface RunningServiceProcesses {
+  readonly url: string;
+  /** Stops the service and the worker child together; handlers in flight get the worker's stop timeout. */
+  close(): Promise<void>;
+}
+
+/**
+ * Whether the worker runs in a child process (`serve --role worker`) while this one only receives. On a server it
+ * does with role `all`, whatever the worker runs (your handlers, the mirror, sinks): the process that acknowledges
+ * runs no handler, so a handler or sink that hangs, spins, eats memory or crashes cannot delay or stop
+ * acknowledgements. `singleProcess` keeps them together. The embedded database belongs to one process, so there the
+ * worker stays in this one.
+ */
+export function splitsWorker(config: Pick<ServiceConfig, 'role' | 'database'>, singleProcess = false): boolean {
+  return config.role === 'all' && config.database.url !== undefined && !singleProcess;
+}
+
+/**
+ * Runs the standalone service as `payhooks serve` does: {@link startService} in this process, and on a server its
+ * worker in a child process that gets this resolved configuration ({@link splitsWorker}).
+ *
+ * @example
+ * const running = await runService(await resolveServiceConfig({ env: process.env }), { logger });
+ * process.once('SIGTERM', () => void running.close());
+ */
+export async function runService(config: ServiceConfig, options: RunServiceOptions): Promise<RunningServiceProcesses> {
+  const { logger, register } = options;
+  const split = splitsWorker(config, options.singleProcess);
+  const service = await startService(config, { logger, role: split ? 'receiver' : config.role, register });
+  const handlersArgs = options.handlersModule ? ['--handlers', options.handlersModule] : [];
+  const worker = split ? startWorkerProcess(config, handlersArgs, logger) : undefined;
+  return {
+    url: service.url,
+    async close() {
+      await Promise.all([service.close(), worker?.stop(WORKER_DEFAULTS.stopTimeoutMs)]);
+    },
+  };
+}
