@@ -69,10 +69,16 @@ export function readDelivery(rawBody: Uint8Array, headers: Record<string, string
   }
   const event: IncomingEvent = { eventId, eventType, resourceKey, rawBody: text, headers };
   const reason = unstorableReason(event);
-  if (reason !== undefined) {
-    return { ...refused('unstorable_event', `This event cannot be stored: ${reason}.`), eventId, eventType };
-  }
+  if (reason !== undefined) return unstorableEvent(`This event cannot be stored: ${reason}.`, eventId, eventType);
   return { ok: true, event };
+}
+
+/**
+ * An envelope the database refuses to store (`unstorableReason`, or a data error of its own at the insert), as the
+ * quarantine takes it.
+ */
+export function unstorableEvent(message: string, eventId: string, eventType: string): UnstorableDelivery {
+  return { ...refused('unstorable_event', message), eventId, eventType };
 }
 
 function refused(kind: QuarantineKind, message: string): UnstorableDelivery {

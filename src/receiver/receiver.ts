@@ -6,7 +6,7 @@ import { assertRawBody, WebhookVerificationError, type HeaderMap, type Signature
 import type { PayhooksDatabase } from '../store/database.js';
 import { PayhooksError } from '../errors.js';
 import { DEFAULT_MAX_QUARANTINED, type QuarantineReceipt, quarantineDelivery } from '../store/quarantine.js';
-import { readDelivery, type UnstorableDelivery } from './read-delivery.js';
+import { readDelivery, type UnstorableDelivery, unstorableEvent } from './read-delivery.js';
 import { createGroupCommit, type GroupCommitOptions, StorageTimeoutError, UnstorableEventError } from '../store/group-commit.js';
 
 /** A request as any HTTP framework can describe it. Header names must be lower-case. */
@@ -182,16 +182,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       outcome = await within(stored, ackBudgetMs);
     } catch (cause) {
       if (cause instanceof UnstorableEventError) {
-        const message = PayhooksError.describe(cause);
-        const refusal = {
-          ok: false,
-          kind: 'unstorable_event',
-          message,
-          logLine: `signed delivery refused: ${cause.message}`,
-          eventId,
-          eventType,
-        } as const;
-        return quarantine(refusal, rawBody, headers, note);
+        return quarantine(unstorableEvent(PayhooksError.describe(cause), eventId, eventType), rawBody, headers, note);
       }
       if (cause instanceof StorageTimeoutError) outcome = 'timeout';
       else {

@@ -2,7 +2,7 @@ import { PayhooksError } from '../errors.js';
 import { Batcher, BatchItemExpiredError } from '../internal/batcher.js';
 import type { PayhooksDatabase } from './database.js';
 import { DeadlineExceededError, withDeadline } from './evicting-pool.js';
-import { type IncomingEvent, type StoreOutcome, storeEvents, unstorableReason } from './inbox.js';
+import { type IncomingEvent, type StoreOutcome, storeEvents } from './inbox.js';
 
 /** How deliveries are grouped into one INSERT; see {@link GROUP_COMMIT_DEFAULTS}. */
 export interface GroupCommitOptions {
@@ -42,8 +42,9 @@ export class StorageTimeoutError extends PayhooksError {
 export interface GroupCommit {
   /**
    * Stores `event` with the deliveries that arrive around it; resolves once the statement holding its row has
-   * committed, to whether it was new and its delivery count. Rejects with {@link UnstorableEventError} for an event
-   * that could never be stored, with {@link StorageTimeoutError} once the ack budget has passed, and with the
+   * committed, to whether it was new and its delivery count. The caller checks `unstorableReason` first (the
+   * receiver does, in readDelivery, to quarantine what fails it). Rejects with {@link UnstorableEventError} for an
+   * event the database refuses on its data all the same, with {@link StorageTimeoutError} once the ack budget has passed, and with the
    * database's error when its batch could not be written.
    */
   store(event: IncomingEvent): Promise<StoreOutcome>;
@@ -83,8 +84,6 @@ export function createGroupCommit(store: PayhooksDatabase, options: GroupCommitO
   });
   return {
     async store(event) {
-      const reason = unstorableReason(event);
-      if (reason !== undefined) throw new UnstorableEventError(reason);
       let outcome: StoreOutcome | UnstorableEventError;
       try {
         outcome = await batcher.add(event);
