@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { JSON_CONTENT_TYPE } from '../../internal/error-response.js';
 
 /**
  * One path the standalone service answers: declared, so that the server is a table of these rather than an
@@ -29,6 +30,6 @@ export function matchRoute(routes: readonly ServiceRoute[], path: string): Servi
 
 /** Answers with a JSON body. */
 export function json(res: ServerResponse, status: number, body: object): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+  res.writeHead(status, { 'content-type': JSON_CONTENT_TYPE });
   res.end(JSON.stringify(body));
 }
