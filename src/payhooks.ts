@@ -32,6 +32,7 @@ import {
   unknownMigrations,
   type MigrationFile,
 } from './store/migrate.js';
+import { ensureHistoryPartitions } from './store/history-partitions.js';
 import type { EventStatus } from './store/schema.js';
 import type { EventType } from './events/index.js';
 import {
@@ -41,6 +42,7 @@ import {
   type HandlerOptions,
   type UnknownTypeHandlerOptions,
 } from './worker/handlers.js';
+import { type HistoryOptions, historySettings, startHistoryUpkeep } from './worker/history-upkeep.js';
 import { createWorker, type HandlerRunObservation, type Worker, type WorkerOptions, workerSettings } from './worker/worker.js';
 import { type AdminHandlers, createAdminApi } from './console/admin-api.js';
 
@@ -100,6 +102,11 @@ export interface PayhooksOptions<Api = unknown> {
   /** The API client handed to handlers as `ctx.api`, for current-state reads. */
   api?: Api | undefined;
   worker?: PayhooksWorkerOptions | undefined;
+  /**
+   * The history's time partitions and retention (docs/storage.md): `{ partition: 'day', retention: '30d' }`. Default:
+   * daily partitions, kept forever. The worker keeps partitions ready and applies retention.
+   */
+  history?: HistoryOptions | undefined;
   /**
    * Called with what became of each delivery and each handler run: `createPayhooksMetrics(registry).observe` counts
    * them for Prometheus (docs/metrics.md).
@@ -207,6 +214,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
   groupCommitSettings(options.groupCommit ?? {});
   // Checked now, so that a wrong worker option fails here and not at start().
   workerSettings({ ...options.worker, appSchema: options.appSchema });
+  const history = historySettings(options.history);
   // Built on first use, so a worker-only process needs no secret; a receiver without one fails at mount time.
   let scheme = options.scheme;
   const signatureScheme = (): SignatureScheme => {
@@ -253,6 +261,8 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     }
     const report = await migrate(store);
     if (report.applied.length) logger.info({ applied: report.applied }, 'applied migrations');
+    // Before the first delivery: a receiver without a worker in its process stores into these.
+    await ensureHistoryPartitions(store, { span: history.span, ahead: history.ahead });
     if (!appMigrations) return;
     const app = await migrateApp(store, appMigrations, { appSchema });
     if (app.applied.length) logger.info({ applied: app.applied, appSchema }, "applied the app's migrations");
@@ -266,6 +276,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
 
   const registry = new HandlerRegistry<Api>();
   let worker: Worker | undefined;
+  let upkeep: { stop(): Promise<void> } | undefined;
 
   let receiver: Receiver | undefined;
   async function receive(request: ReceiveRequest): Promise<ReceiveResponse> {
@@ -348,9 +359,12 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
         onHandlerRun: options.observe?.handlerRun,
       });
       await worker.start();
+      upkeep = startHistoryUpkeep(await ready(), history, logger);
       return worker;
     },
     async stop(timeoutMs) {
+      await upkeep?.stop();
+      upkeep = undefined;
       await worker?.stop(timeoutMs);
       worker = undefined;
       await close();

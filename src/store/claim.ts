@@ -106,11 +106,11 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
              run_at = now() + make_interval(secs => ${options.leaseMs / 1000})
         from due
        where q.event_id = due.event_id and not due.buried
-      returning q.event_id, q.attempts, q.seq, q.resource_key
+      returning q.event_id, q.attempts, q.seq, q.resource_key, q.received_at
     ),
     unqueued as (
       delete from ${queue} q using due where q.event_id = due.event_id and due.buried
-      returning q.event_id, q.attempts
+      returning q.event_id, q.attempts, q.received_at
     ),
     buried as (
       update ${events} e
@@ -120,17 +120,19 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
              last_error = 'Its last allowed attempt never recorded an outcome: the process running it died (or lost its lease) after '
                           || u.attempts || ' claims of ${sql.raw(String(maxAttempts))} allowed. Replay it once the handler is fixed.'
         from unqueued u
-       where e.event_id = u.event_id
+       where e.event_id = u.event_id and e.received_at = u.received_at
       returning e.event_id, e.event_type, e.attempts, e.seq
     )
     select e.event_id, e.event_type, e.resource_key, e.raw_body, l.attempts, e.received_at, l.seq, false as buried,
            -- Null for most events, which no handler has settled yet: one probe of the primary key.
-           (select json_agg(json_build_array(r.handler, r.outcome, r.error)) from ${runs} r where r.event_id = e.event_id) as runs,
+           (select json_agg(json_build_array(r.handler, r.outcome, r.error)) from ${runs} r
+             where r.event_id = e.event_id and r.received_at = e.received_at) as runs,
            -- Earlier queued events of the key are all waiting (the claim's condition): what they owe waits for them.
            case when l.resource_key is not null then
              array(select distinct h from ${queue} o cross join unnest(o.owed) h
                     where o.resource_key = l.resource_key and o.seq < l.seq and o.owed is not null) end as blocked
-      from leased l join ${events} e on e.event_id = l.event_id
+      -- By the whole key, receipt time included: one partition's index is probed, not each partition's.
+      from leased l join ${events} e on e.event_id = l.event_id and e.received_at = l.received_at
     union all
     select event_id, event_type, null, null, attempts, null, seq, true, null, null from buried
   `.execute(store.db);

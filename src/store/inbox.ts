@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
+import { ensureHistoryPartitions } from './history-partitions.js';
 import type { EventStatus } from './schema.js';
 
 /** What the receiver stores for one delivery. */
@@ -110,7 +111,7 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
   // each new one. payload is not written at receipt: jsonb refuses some bodies that are valid JSON (a \u0000 or
   // lone-surrogate escape, a number beyond its range, very deep nesting), and a signed delivery must never be
   // answered 503 forever for that; raw_body is the record.
-  const { rows: stored } = await sql<{ event_id: string; deliveries: number; inserted: boolean }>`
+  const statement = sql<{ event_id: string; deliveries: number; inserted: boolean }>`
     with incoming as (
       select * from unnest(${texts(rows.map((e) => e.eventId))}, ${texts(rows.map((e) => e.eventType))},
                            ${texts(rows.map((e) => e.resourceKey))}, ${texts(rows.map((e) => e.rawBody))},
@@ -123,21 +124,28 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
       select event_id, decode(body_sha256, 'hex'), deliveries from incoming order by event_id
       on conflict (event_id) do update set deliveries = t.deliveries + excluded.deliveries
       -- xmax is 0 on a freshly inserted row version and set on one the conflict branch updated.
-      returning event_id, deliveries, (xmax = 0) as inserted
+      returning event_id, deliveries, first_received_at, (xmax = 0) as inserted
     ),
     added as (
-      insert into ${inbox} (event_id, event_type, resource_key, raw_body, payload, headers, deliveries)
-      select i.event_id, i.event_type, i.resource_key, i.raw_body, null, i.headers::jsonb, i.deliveries
+      -- received_at is the ledger's first_received_at (both now() of this statement): the history's partition key, which
+      -- anything holding only an eventId finds in the ledger.
+      insert into ${inbox} (event_id, event_type, resource_key, raw_body, payload, headers, deliveries, received_at)
+      select i.event_id, i.event_type, i.resource_key, i.raw_body, null, i.headers::jsonb, i.deliveries, l.first_received_at
         from incoming i join ledger l on l.event_id = i.event_id
        where l.inserted
        order by i.event_id
-      -- An inbox row without a ledger row: stored by a receiver of an earlier version during a rolling upgrade.
-      on conflict (event_id) do nothing
       returning event_id
     )
     select l.event_id, l.deliveries, (a.event_id is not null) as inserted
       from ledger l left join added a on a.event_id = l.event_id
-  `.execute(store.db);
+  `;
+  const { rows: stored } = await statement.execute(store.db).catch(async (error: unknown) => {
+    // Workers keep partitions ready ahead of time; a receiver that runs alone (or after days with no worker) makes
+    // the one it needs rather than answer 503 until a worker comes.
+    if (!isMissingPartition(error)) throw error;
+    await ensureHistoryPartitions(store);
+    return statement.execute(store.db);
+  });
   const byId = new Map(stored.map((row) => [row.event_id, row]));
   const answered = new Set<string>();
   return events.map((event) => {
@@ -147,6 +155,11 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
     answered.add(event.eventId);
     return { inserted: first && row.inserted, deliveries: row.deliveries };
   });
+}
+
+/** Postgres' answer to a row whose receipt time no partition of the history covers. */
+function isMissingPartition(error: unknown): boolean {
+  return (error as { code?: unknown }).code === '23514' && /no partition of relation/.test(String((error as Error).message));
 }
 
 /** The SHA-256 of a body's UTF-8 bytes, in hex: what the ledger keeps of it. */
@@ -272,30 +285,49 @@ export async function getEvent(store: PayhooksDatabase, eventId: string): Promis
   if (!row) return undefined;
   const runs = await store.db
     .selectFrom('handler_runs')
-    .select(['handler', 'outcome'])
+    .select(['handler', 'outcome', 'attempt', 'started_at', 'completed_at'])
     .where('event_id', '=', eventId)
     .orderBy('completed_at')
     .orderBy('handler')
     .execute();
   const attempts = await store.db
     .selectFrom('handler_attempts')
-    .select(['handler', 'attempt', 'started_at', 'ended_at', 'outcome', 'error'])
+    .select(['handler', 'attempt', 'started_at', 'ended_at', 'outcome', 'error', 'id'])
     .where('event_id', '=', eventId)
-    // In the order they ran; rows carried over by migration 008 (no start) by when they ended.
-    .orderBy(sql`coalesce(started_at, ended_at)`)
-    .orderBy('id')
     .execute();
-  const handlerAttempts = attempts.map(
-    (a): HandlerAttempt => ({
-      handler: a.handler,
-      attempt: a.attempt,
-      startedAt: a.started_at,
-      endedAt: a.ended_at,
-      durationMs: a.started_at ? a.ended_at.getTime() - a.started_at.getTime() : null,
-      outcome: a.outcome,
-      error: a.error,
-    }),
-  );
+  // The timeline: failed runs (and completions marked in a handler's own transaction) are handler_attempts rows; a
+  // completion the worker recorded is its handler_runs row, which carries its start (migrations/009).
+  const handlerAttempts = [
+    ...attempts.map((a) => ({ ...a, order: Number(a.id) })),
+    ...runs.flatMap((r) =>
+      r.outcome === 'done' && r.started_at
+        ? [
+            {
+              handler: r.handler,
+              attempt: r.attempt,
+              started_at: r.started_at,
+              ended_at: r.completed_at,
+              outcome: 'completed' as const,
+              error: null,
+              order: Number.MAX_SAFE_INTEGER,
+            },
+          ]
+        : [],
+    ),
+  ]
+    // In the order they ran; rows carried over by migration 008 (no start) by when they ended.
+    .sort((a, b) => (a.started_at ?? a.ended_at).getTime() - (b.started_at ?? b.ended_at).getTime() || a.order - b.order)
+    .map(
+      (a): HandlerAttempt => ({
+        handler: a.handler,
+        attempt: a.attempt,
+        startedAt: a.started_at,
+        endedAt: a.ended_at,
+        durationMs: a.started_at ? a.ended_at.getTime() - a.started_at.getTime() : null,
+        outcome: a.outcome,
+        error: a.error,
+      }),
+    );
   const rawBody = store.kind === 'pglite' && row.raw_body.startsWith('{') ? await exactRawBody(store, eventId, row.raw_body) : row.raw_body;
   const handlers = (outcome: string) => runs.filter((run) => run.outcome === outcome).map((run) => run.handler);
   return {

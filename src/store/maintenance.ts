@@ -1,5 +1,6 @@
-import { type RawBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
+import { dropHistoryPartitions } from './history-partitions.js';
 import { newEventChannel } from './inbox.js';
 import type { EventStatus } from './schema.js';
 
@@ -48,9 +49,11 @@ export async function replayEvents(store: PayhooksDatabase, which: ReplaySelecti
   if (isEmpty(which)) return [];
   const selected = replayable(store, which);
   return store.db.transaction().execute(async (trx) => {
-    // The events' rows are locked first, oldest first, before anything else of theirs is touched: a prune running
-    // meanwhile (see deletePrunable) then either deleted an event before this lock (it is not re-queued, and not
-    // reported) or skips it. Locking in one order also keeps two replays from deadlocking each other. FOR UPDATE
+    // The events' rows are locked first, oldest first, before anything else of theirs is touched. A retention drop
+    // (dropHistoryPartitions) takes the history's tables whole before it checks a partition and drops it: either it
+    // dropped the event's partition before this statement (nothing is re-queued, nor reported), or it waits for this
+    // transaction and then finds the event queued, and keeps the partition. Locking in one order also keeps two
+    // replays from deadlocking each other. FOR UPDATE
     // re-checks the selection on the newest version of each row, so an event that left the state meanwhile is left.
     const locked = await trx.selectFrom('inbox_events').select(['event_id', 'status']).where(selected).orderBy('seq').forUpdate().execute();
     if (locked.length === 0) return [];
@@ -67,13 +70,13 @@ export async function replayEvents(store: PayhooksDatabase, which: ReplaySelecti
       .updateTable('inbox_events')
       .set({ status: 'pending', attempts: 0, next_attempt_at: sql`now()`, processed_at: null })
       .where(sql<boolean>`event_id = any(${ids}::text[])`)
-      .returning(['event_id', 'seq', 'resource_key'])
+      .returning(['event_id', 'seq', 'resource_key', 'received_at'])
       .execute();
     // Back into the queue (or, for one still waiting there, due now with a fresh count).
     await sql`
-      insert into ${sql.id(store.schema, 'inbox_queue')} (event_id, seq, resource_key)
+      insert into ${sql.id(store.schema, 'inbox_queue')} (event_id, seq, resource_key, received_at)
       select * from unnest(${rows.map((r) => r.event_id)}::text[], ${rows.map((r) => String(r.seq))}::bigint[],
-                           ${rows.map((r) => r.resource_key)}::text[])
+                           ${rows.map((r) => r.resource_key)}::text[], ${rows.map((r) => r.received_at.toISOString())}::timestamptz[])
       on conflict (event_id) do update set run_at = now(), attempts = 0, owed = null, parked = false where inbox_queue.lease_owner is null
     `.execute(trx);
     await sql`select pg_notify(${newEventChannel(store.schema)}, '')`.execute(trx);
@@ -207,13 +210,18 @@ export function assertPruneAge(olderThanMs: number): void {
 }
 
 /**
- * Deletes finished events (`done`, `ignored`) received more than `olderThanMs` ago, with their handler runs and
- * attempts. Dead, invalid and unfinished events are never pruned. Their eventIds stay in the deduplication ledger,
- * so a redelivery of one is still answered as a duplicate and not run. Resolves to the number deleted.
+ * Retention by the partition: drops the history's partitions (bodies, outcomes, runs and attempts) that end more than
+ * `olderThanMs` ago, except those holding an event that is not finished (dead, invalid, or still queued), which stay
+ * until it is resolved (see dropHistoryPartitions for the report of what stayed and why). The eventIds stay in the
+ * deduplication ledger, so a redelivery of a dropped event is still answered as a duplicate and not run. Resolves to
+ * the number of events dropped.
+ *
+ * @example
+ * await pruneEvents(store, 30 * 86_400_000); // what `retention: { history: '30d' }` does in serve, hourly
  */
 export async function pruneEvents(store: PayhooksDatabase, olderThanMs: number): Promise<number> {
-  assertPruneAge(olderThanMs);
-  return deletePrunable(store, ago(olderThanMs), null);
+  const report = await dropHistoryPartitions(store, { before: await pruneCutoff(store, olderThanMs) });
+  return report.dropped.reduce((sum, partition) => sum + partition.events, 0);
 }
 
 function ago(ms: number) {
@@ -221,8 +229,8 @@ function ago(ms: number) {
 }
 
 /**
- * The moment before which events count as old enough to prune: `olderThanMs` before now, by the database's
- * clock. Taken once, so that a count, a sample and the batches of one prune agree.
+ * The moment before which history counts as old enough to drop: `olderThanMs` before now, by the database's clock.
+ * Taken once, so that a preview and the drop that follows it agree.
  *
  * @example
  * const cutoff = await pruneCutoff(store, 30 * 86_400_000);
@@ -231,96 +239,6 @@ export async function pruneCutoff(store: PayhooksDatabase, olderThanMs: number):
   assertPruneAge(olderThanMs);
   const row = await store.db.selectNoFrom(ago(olderThanMs).as('cutoff')).executeTakeFirstOrThrow();
   return new Date(row.cutoff);
-}
-
-// Finished events received before the cutoff.
-function prunable(cutoff: Date | RawBuilder<Date>) {
-  return sql<boolean>`(status in ('done', 'ignored') and received_at < (${cutoff})::timestamptz)`;
-}
-
-/** How many finished events {@link pruneBatch} would delete for `cutoff` (from {@link pruneCutoff}). */
-export async function countPrunable(store: PayhooksDatabase, cutoff: Date): Promise<number> {
-  const row = await store.db
-    .selectFrom('inbox_events')
-    .select(sql<number>`count(*)::int`.as('count'))
-    .where(prunable(cutoff))
-    .executeTakeFirstOrThrow();
-  return row.count;
-}
-
-/** The ids of the first `limit` events, oldest first, that a prune with `cutoff` would delete: a sample to show. */
-export async function samplePrunable(store: PayhooksDatabase, cutoff: Date, limit: number): Promise<string[]> {
-  const rows = await store.db.selectFrom('inbox_events').select('event_id').where(prunable(cutoff)).orderBy('seq').limit(limit).execute();
-  return rows.map((row) => row.event_id);
-}
-
-/**
- * Deletes at most `limit` finished events received before `cutoff` (oldest first), in one statement, with
- * their handler runs; resolves to the number deleted. Call it until it returns 0 to prune in batches.
- *
- * @example
- * const cutoff = await pruneCutoff(store, 30 * 86_400_000);
- * while ((await pruneBatch(store, cutoff, 500)) > 0);
- */
-export async function pruneBatch(store: PayhooksDatabase, cutoff: Date, limit: number): Promise<number> {
-  return deletePrunable(store, cutoff, limit);
-}
-
-/**
- * Deletes up to `limit` (null: all) prunable events, oldest first, with their handler runs and queue rows (by
- * cascade); resolves to the number deleted.
- *
- * A row is deleted only if it is prunable when it is deleted, not merely when the statement started. A replay
- * (see replayEvents) may turn an old `done` event back into `pending` at any moment, and under READ COMMITTED the
- * subquery's snapshot can still show it `done`: deleting by id alone would then delete the re-queued event, and
- * its fresh queue row with it, after the replay reported it re-queued. So the candidates are locked (FOR UPDATE,
- * which re-checks `prunable` on the newest version of each row and drops those that no longer match), and the
- * outer DELETE states `prunable` again, so no row in another state can be deleted through this statement,
- * whatever the plan. SKIP LOCKED: a row another transaction holds (a replay about to re-queue it) is left for
- * it instead of waited for, so a prune never waits on a replay and the two cannot deadlock; a prune stops
- * when a batch finds nothing unlocked, and what it skipped is left for the next prune. A replay that comes second
- * waits for the prune's lock and then finds the row gone, so it neither re-queues nor reports it.
- */
-async function deletePrunable(store: PayhooksDatabase, cutoff: Date | RawBuilder<Date>, limit: number | null): Promise<number> {
-  const result = await store.db
-    // Materialized: taken and locked once. As a plain subquery the plan may scan it again for each row, and a rescan
-    // skips the rows this statement already deleted and takes the next ones, past the limit.
-    .with(
-      (cte) => cte('candidates').materialized(),
-      (db) =>
-        db
-          .selectFrom('inbox_events')
-          .select('event_id')
-          .where(prunable(cutoff))
-          .orderBy('seq')
-          .$if(limit !== null, (query) => query.limit(limit!))
-          .forUpdate()
-          .skipLocked(),
-    )
-    // A row stored by a receiver of an earlier version during a rolling upgrade has no ledger row yet: it gets one
-    // before its history goes, so its eventId stays a duplicate. For every other row this inserts nothing.
-    .with('remembered', (db) =>
-      db
-        .insertInto('event_ledger')
-        .columns(['event_id', 'first_received_at', 'body_sha256', 'deliveries'])
-        .expression(
-          db
-            .selectFrom('inbox_events as e')
-            .innerJoin('candidates as c', 'c.event_id', 'e.event_id')
-            .select([
-              'e.event_id',
-              'e.received_at',
-              sql<Uint8Array>`sha256(convert_to(e.raw_body, 'UTF8'))`.as('body_sha256'),
-              'e.deliveries',
-            ]),
-        )
-        .onConflict((conflict) => conflict.column('event_id').doNothing()),
-    )
-    .deleteFrom('inbox_events')
-    .where('event_id', 'in', (db) => db.selectFrom('candidates').select('candidates.event_id'))
-    .where(prunable(cutoff))
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
 }
 
 /**

@@ -11,9 +11,16 @@ export async function markHandlerCompleted(
   eventId: string,
   handler: string,
 ): Promise<void> {
+  // The event's receipt time (the history's partition key) comes from the ledger: one probe of its primary key.
   await db
     .insertInto('handler_runs')
-    .values({ event_id: eventId, handler })
+    .columns(['event_id', 'handler', 'received_at'])
+    .expression((eb) =>
+      eb
+        .selectFrom('event_ledger')
+        .select([eb.val(eventId).as('event_id'), eb.val(handler).as('handler'), 'first_received_at'])
+        .where('event_id', '=', eventId),
+    )
     .onConflict((c) => c.doNothing())
     .execute();
 }
@@ -24,8 +31,8 @@ export type FinalStatus = 'done' | 'ignored' | 'invalid' | 'dead';
 /** What a worker records for events it holds a lease on; see {@link recordOutcomes}. */
 export type Outcome =
   /**
-   * A handler completed: it will not run again for this event (also recorded without a lease). With `run`, the run is
-   * kept as a `handler_attempts` row too, in the same item (the usual case costs the batch no item more).
+   * A handler completed: it will not run again for this event (also recorded without a lease). With `run`, its start,
+   * end and attempt are kept on the same `handler_runs` row (the usual run writes one row).
    */
   | { kind: 'completed'; eventId: string; handler: string; run?: HandlerRun | undefined }
   /**
@@ -48,7 +55,8 @@ export type Outcome =
   | { kind: 'park'; eventId: string; owed: string[]; lastError: string | null }
   /**
    * One run of a handler for the event, kept as a row of `handler_attempts` (also recorded without a lease): when it
-   * started and ended, and whether it completed or failed (with the error, capped).
+   * started and ended, and whether it completed (inside its own transaction, whose mark has no timing) or failed (with
+   * the error, capped).
    */
   | ({ kind: 'attempt'; eventId: string; handler: string; error: string | null } & HandlerRun);
 
@@ -60,8 +68,8 @@ export interface HandlerRun {
 }
 
 /**
- * Records a batch of outcomes for `workerId` in one statement: handler marks (completed or given up), the handlers'
- * attempts (one `handler_attempts` row each), finished events
+ * Records a batch of outcomes for `workerId` in one statement: handler marks (completed, with the run's timing, or
+ * given up), the handlers' other runs (one `handler_attempts` row each: failures), finished events
  * (out of the queue, their state, attempts and error onto the inbox row), retries and parks (back to waiting, with
  * what they owe and the error). A finish, retry or park counts only while the event's lease is still this worker's:
  * resolves to one boolean per outcome, false where the lease had been lost (another worker took the event after it
@@ -78,36 +86,40 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
   const marks = outcomes.filter((o) => o.kind === 'completed' || o.kind === 'gaveUp');
   const finished = outcomes.filter((o) => o.kind === 'finished');
   const requeues = outcomes.filter((o) => o.kind === 'retry' || o.kind === 'park');
-  const attempts = outcomes.flatMap((o): (HandlerRun & { eventId: string; handler: string; error: string | null })[] =>
-    o.kind === 'attempt' ? [o] : o.kind === 'completed' && o.run ? [{ ...o.run, eventId: o.eventId, handler: o.handler, error: null }] : [],
-  );
+  const attempts = outcomes.filter((o) => o.kind === 'attempt');
   const attemptsTable = sql.id(store.schema, 'handler_attempts');
-  const times = (values: Date[]) => sql`${values.map((value) => value.toISOString())}::timestamptz[]`;
+  const times = (values: (Date | undefined)[]) => sql`${values.map((value) => value?.toISOString() ?? null)}::timestamptz[]`;
   const queue = sql.id(store.schema, 'inbox_queue');
   const events = sql.id(store.schema, 'inbox_events');
   const runs = sql.id(store.schema, 'handler_runs');
+  const ledger = sql.id(store.schema, 'event_ledger');
   const texts = (values: (string | null)[]) => sql`${values}::text[]`;
   // One statement whatever the mix, with its rows passed as arrays: the cost per event is a few rows, not a round trip.
   // A requeue's owed set travels as a JSON array (arrays of arrays must be rectangular).
   const { rows } = await sql<{ event_id: string; kind: 'finished' | 'requeued' }>`
     with marks as (
-      insert into ${runs} (event_id, handler, outcome, error)
-      select m.event_id, m.handler, m.outcome, m.error
+      -- The receipt time (partition key) of each from the ledger; an event the ledger does not know is not marked.
+      insert into ${runs} (event_id, handler, received_at, outcome, error, started_at, completed_at, attempt)
+      select m.event_id, m.handler, l.first_received_at, m.outcome, m.error, m.started_at, coalesce(m.ended_at, now()), m.attempt
         from unnest(${texts(marks.map((m) => m.eventId))}, ${texts(marks.map((m) => m.handler))},
                     ${texts(marks.map((m) => (m.kind === 'gaveUp' ? 'dead' : 'done')))},
-                    ${texts(marks.map((m) => (m.kind === 'gaveUp' ? m.error : null)))}) as m(event_id, handler, outcome, error)
-       where exists (select 1 from ${events} e where e.event_id = m.event_id)
+                    ${texts(marks.map((m) => (m.kind === 'gaveUp' ? m.error : null)))},
+                    ${times(marks.map((m) => (m.kind === 'completed' ? m.run?.startedAt : undefined)))},
+                    ${times(marks.map((m) => (m.kind === 'completed' ? m.run?.endedAt : undefined)))},
+                    ${sql`${marks.map((m) => (m.kind === 'completed' ? (m.run?.attempt ?? null) : null))}::int[]`})
+             as m(event_id, handler, outcome, error, started_at, ended_at, attempt)
+        join ${ledger} l on l.event_id = m.event_id
       on conflict do nothing
     ),
     tried as (
       insert into ${attemptsTable} (event_id, received_at, handler, attempt, started_at, ended_at, outcome, error)
-      select a.event_id, e.received_at, a.handler, a.attempt, a.started_at, a.ended_at,
+      select a.event_id, l.first_received_at, a.handler, a.attempt, a.started_at, a.ended_at,
              case when a.error is null then 'completed' else 'failed' end, a.error
         from unnest(${texts(attempts.map((a) => a.eventId))}, ${texts(attempts.map((a) => a.handler))},
                     ${sql`${attempts.map((a) => a.attempt)}::int[]`}, ${times(attempts.map((a) => a.startedAt))},
                     ${times(attempts.map((a) => a.endedAt))}, ${texts(attempts.map((a) => a.error))})
              as a(event_id, handler, attempt, started_at, ended_at, error)
-        join ${events} e on e.event_id = a.event_id
+        join ${ledger} l on l.event_id = a.event_id
     ),
     finished as (
       select * from unnest(${texts(finished.map((f) => f.eventId))}, ${texts(finished.map((f) => f.status))},
@@ -116,13 +128,13 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
     released as (
       delete from ${queue} q using finished f
        where q.event_id = f.event_id and q.lease_owner = ${workerId}
-      returning q.event_id, q.attempts, q.resource_key, q.seq
+      returning q.event_id, q.attempts, q.resource_key, q.seq, q.received_at
     ),
     recorded as (
       update ${events} e
          set status = f.status, last_error = f.last_error, attempts = r.attempts, processed_at = now()
         from released r join finished f on f.event_id = r.event_id
-       where e.event_id = r.event_id
+       where e.event_id = r.event_id and e.received_at = r.received_at
       returning e.event_id
     ),
     requeues as (
@@ -154,13 +166,13 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
              end
         from requeues r
        where q.event_id = r.event_id and q.lease_owner = ${workerId}
-      returning q.event_id, q.attempts, q.run_at, q.resource_key, q.seq, q.owed
+      returning q.event_id, q.attempts, q.run_at, q.resource_key, q.seq, q.owed, q.received_at
     ),
     noted as (
       update ${events} e
          set last_error = r.last_error, attempts = q.attempts, next_attempt_at = q.run_at
         from requeued q join requeues r on r.event_id = q.event_id
-       where e.event_id = q.event_id
+       where e.event_id = q.event_id and e.received_at = q.received_at
       returning e.event_id
     ),
     -- Per key, the event whose outcome this is: did it settle any handler it owed (or leave the queue)?

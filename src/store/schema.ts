@@ -42,6 +42,8 @@ export interface InboxQueueTable {
   owed: ColumnType<string[] | null, string[] | null | undefined, string[] | null>;
   /** migrations/005: waits only for earlier events of its resource; their outcomes move its `run_at`. */
   parked: Generated<boolean>;
+  /** migrations/009: the event's receipt time, so that its history row is reached in one partition. */
+  received_at: Date;
 }
 
 type NullableTimestamp = ColumnType<Date | null, never, never>;
@@ -79,11 +81,16 @@ export type HandlerOutcome = 'done' | 'dead';
 export interface HandlerRunTable {
   event_id: string;
   handler: string;
+  /** migrations/009: the event's receipt time, the partition key. */
+  received_at: Date;
   /** When it completed or gave up. */
   completed_at: Generated<Date>;
   outcome: ColumnType<HandlerOutcome, HandlerOutcome | undefined, HandlerOutcome>;
   /** Why it gave up; null when done. */
   error: ColumnType<string | null, string | null | undefined, string | null>;
+  /** migrations/009: a completed run's start and attempt, as the worker records them (null otherwise). */
+  started_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  attempt: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { ensureHistoryPartitions } from '../../src/store/history-partitions.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import type { EventStatus } from '../../src/store/schema.js';
 import { storeEvent, storeEvents } from '../../src/store/inbox.js';
@@ -44,9 +45,11 @@ export async function setState(
   set: { attempts?: number; last_error?: string; received_at?: unknown } = {},
 ): Promise<void> {
   const stored = status === 'processing' ? 'pending' : status;
+  const { received_at: receivedAt, ...columns } = set;
+  if (receivedAt !== undefined) await backdate(store, [eventId], receivedAt);
   await store.db
     .updateTable('inbox_events')
-    .set({ ...set, status: stored } as never)
+    .set({ ...columns, status: stored } as never)
     .where('event_id', '=', eventId)
     .execute();
   if (status !== 'pending' && status !== 'processing') {
@@ -63,4 +66,21 @@ export async function setState(
     .set(queued as never)
     .where('event_id', '=', eventId)
     .execute();
+}
+
+/**
+ * Moves events' receipt time to `receivedAt` (a Date or SQL expression) everywhere it is kept: the history row (which
+ * moves to the partition of that time, made first if missing), the ledger, the queue, the handler runs and attempts,
+ * so that the store finds them as if they had arrived then.
+ */
+export async function backdate(store: PayhooksDatabase, eventIds: readonly string[], receivedAt: unknown): Promise<void> {
+  const at = (await sql<{ at: Date }>`select (${receivedAt})::timestamptz as at`.execute(store.db)).rows[0]!.at;
+  await ensureHistoryPartitions(store, { from: at });
+  const ids = sql`any(${[...eventIds]}::text[])`;
+  const table = (name: string) => sql.id(store.schema, name);
+  await sql`update ${table('inbox_events')} set received_at = ${at} where event_id = ${ids}`.execute(store.db);
+  await sql`update ${table('event_ledger')} set first_received_at = ${at} where event_id = ${ids}`.execute(store.db);
+  await sql`update ${table('inbox_queue')} set received_at = ${at} where event_id = ${ids}`.execute(store.db);
+  await sql`update ${table('handler_runs')} set received_at = ${at} where event_id = ${ids}`.execute(store.db);
+  await sql`update ${table('handler_attempts')} set received_at = ${at} where event_id = ${ids}`.execute(store.db);
 }

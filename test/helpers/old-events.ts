@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { exampleEvent } from '../../src/events/index.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { storeEvents } from '../../src/store/inbox.js';
+import { backdate } from './inbox.js';
 
 /**
  * Stores `count` INVOICE_PAID events named `<prefix>_00000`… as a worker leaves them done (out of the queue, their
@@ -21,11 +22,14 @@ export async function oldDoneEvents(store: PayhooksDatabase, prefix: string, cou
     })),
   );
   const age = sql`now() - make_interval(days => ${ageDays})`;
-  await sql`update ${sql.id(store.schema, 'inbox_events')} set status = 'done', attempts = 1, received_at = ${age},
+  await backdate(store, ids, age);
+  await sql`update ${sql.id(store.schema, 'inbox_events')} set status = 'done', attempts = 1,
     processed_at = ${age} where event_id = any(${ids}::text[])`.execute(store.db);
   await sql`delete from ${sql.id(store.schema, 'inbox_queue')} where event_id = any(${ids}::text[])`.execute(store.db);
-  await sql`insert into ${sql.id(store.schema, 'handler_runs')} (event_id, handler)
-    select unnest(${ids}::text[]), 'noop'`.execute(store.db);
+  await sql`insert into ${sql.id(store.schema, 'handler_runs')} (event_id, handler, received_at)
+    select event_id, 'noop', first_received_at from ${sql.id(store.schema, 'event_ledger')} where event_id = any(${ids}::text[])`.execute(
+    store.db,
+  );
   return ids;
 }
 

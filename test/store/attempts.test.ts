@@ -8,7 +8,7 @@ import { getEvent } from '../../src/store/inbox.js';
 import { pruneEvents } from '../../src/store/maintenance.js';
 import { migrate, readMigrations } from '../../src/store/migrate.js';
 import { DeadLetterError } from '../../src/worker/handler-errors.js';
-import { putEvent } from '../helpers/inbox.js';
+import { backdate, putEvent } from '../helpers/inbox.js';
 import { backends, dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -79,7 +79,8 @@ describe.each(backends)('every handler attempt kept, on $name', (backend) => {
           join ${sql.id(s.schema, 'inbox_events')} e using (event_id)`.execute(s.db);
       expect(rows[0]?.same).toBe(true);
       await sql`update ${sql.id(s.schema, 'inbox_events')} set status = 'done'`.execute(s.db);
-      await pruneEvents(s, 0);
+      await backdate(s, ['evt_timeline'], sql`now() - interval '2 days'`);
+      expect(await pruneEvents(s, 86_400_000)).toBe(1);
       expect(await s.db.selectFrom('handler_attempts').selectAll().execute()).toEqual([]);
     },
   );

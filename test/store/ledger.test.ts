@@ -6,14 +6,16 @@ import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent, storeEvent } from '../../src/store/inbox.js';
-import { countPrunable, pruneCutoff, pruneEvents, SENDER_RETRY_HORIZON_MS } from '../../src/store/maintenance.js';
+import { pruneCutoff, pruneEvents, SENDER_RETRY_HORIZON_MS } from '../../src/store/maintenance.js';
+import { dropHistoryPartitions } from '../../src/store/history-partitions.js';
 import { migrate, readMigrations } from '../../src/store/migrate.js';
 import { backends, dispose } from '../helpers/stores.js';
+import { backdate, setState } from '../helpers/inbox.js';
 import { waitFor } from '../helpers/wait.js';
 
 const secret = 'ledger-secret';
 const scheme = createDefaultScheme({ secrets: secret });
-const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
 
 function signed(body: string) {
   const rawBody = Buffer.from(body, 'utf8');
@@ -47,10 +49,10 @@ describe.each(backends)('deduplication ledger on $name', (backend) => {
       expect(JSON.parse(first.body)).toEqual({ received: true });
       await waitFor(async () => (await getEvent(s, 'evt_pruned'))?.status === 'done', 'evt_pruned done');
 
-      // Two hours old, far inside the sender's 4 d 7 h: prune no longer refuses, and takes it.
-      await sql`update ${sql.id(s.schema, 'inbox_events')} set received_at = now() - interval '2 hours'`.execute(s.db);
-      expect(2 * HOUR_MS).toBeLessThan(SENDER_RETRY_HORIZON_MS);
-      expect(await pruneEvents(s, HOUR_MS)).toBe(1);
+      // Two days old, inside the sender's 4 d 7 h: retention of a day drops its partition.
+      await backdate(s, ['evt_pruned'], sql`now() - interval '2 days'`);
+      expect(2 * DAY_MS).toBeLessThan(SENDER_RETRY_HORIZON_MS);
+      expect(await pruneEvents(s, DAY_MS)).toBe(1);
       expect(await getEvent(s, 'evt_pruned')).toBeUndefined();
 
       const again = await hooks.receive(signed(body));
@@ -85,8 +87,9 @@ describe.each(backends)('deduplication ledger on $name', (backend) => {
     store = await backend.open();
     await expect(pruneCutoff(store, -1)).rejects.toThrow(/at least 0/);
     await storeEvent(store, { eventId: 'evt_0', eventType: 'X', resourceKey: null, rawBody: '{}', headers: {} });
-    await sql`update ${sql.id(store.schema, 'inbox_events')} set status = 'done'`.execute(store.db);
-    expect(await countPrunable(store, await pruneCutoff(store, 0))).toBe(1);
+    await setState(store, 'evt_0', 'done', { received_at: sql`now() - interval '1 day'` });
+    const preview = await dropHistoryPartitions(store, { before: await pruneCutoff(store, 0), dryRun: true });
+    expect(preview.dropped.reduce((sum, p) => sum + p.events, 0)).toBe(1);
   });
 
   it.skipIf(!backend.available)(
@@ -111,15 +114,15 @@ describe.each(backends)('deduplication ledger on $name', (backend) => {
         ['old_1', 3, '2025-01-01T00:00:00.000Z'],
         ['old_2', 1, '2025-01-02T00:00:00.000Z'],
       ]);
-      // As if an earlier receiver stored it during a rolling upgrade: an inbox row and no ledger row.
-      await sql`insert into ${inbox} (event_id, event_type, raw_body) values ('rolling', 'X', '{}')`.execute(store.db);
-      const repeat = await storeEvent(store, { eventId: 'rolling', eventType: 'X', resourceKey: null, rawBody: '{}', headers: {} });
+      // A receiver of a version before migration 009 names a unique eventId the partitioned history no longer has: its
+      // insert is refused (the sender gets a 503 and retries), so it cannot store a second copy beside the ledger.
+      await expect(
+        sql`insert into ${inbox} (event_id, event_type, raw_body) values ('old_1', 'X', '{}') on conflict (event_id) do nothing`.execute(
+          store.db,
+        ),
+      ).rejects.toThrow(/no unique or exclusion constraint/);
+      const repeat = await storeEvent(store, { eventId: 'old_1', eventType: 'X', resourceKey: null, rawBody: '{"a":1}', headers: {} });
       expect(repeat.inserted).toBe(false);
-      // And prune gives such a row its ledger row before deleting it.
-      await sql`insert into ${inbox} (event_id, event_type, raw_body, status) values ('rolling_2', 'X', '{}', 'done')`.execute(store.db);
-      await pruneEvents(store, 0);
-      const remembered = await store.db.selectFrom('event_ledger').select('event_id').where('event_id', '=', 'rolling_2').execute();
-      expect(remembered).toHaveLength(1);
     },
   );
 });

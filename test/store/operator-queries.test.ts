@@ -3,17 +3,16 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { countEventsByStatus, countEventsByTypeAndStatus, getEvent, oldestPendingEvent, storeEvent } from '../../src/store/inbox.js';
 import {
-  countPrunable,
   countReplayable,
   newestArrival,
   pageReplayable,
-  pruneBatch,
   pruneCutoff,
+  pruneEvents,
   replayEvents,
-  samplePrunable,
   SENDER_RETRY_HORIZON_MS,
 } from '../../src/store/maintenance.js';
 import type { EventStatus } from '../../src/store/schema.js';
+import { dropHistoryPartitions } from '../../src/store/history-partitions.js';
 import { setState, statuses } from '../helpers/inbox.js';
 import { backends, dispose } from '../helpers/stores.js';
 
@@ -107,32 +106,34 @@ describe.each(backends)('operator queries on $name', (backend) => {
     });
   });
 
-  describe.skipIf(!backend.available)('prune in batches', () => {
-    it('fixes a cutoff, counts and samples what it would delete, then deletes only old finished events, batch by batch', async () => {
+  describe.skipIf(!backend.available)('prune by the partition', () => {
+    it('fixes a cutoff, previews what it would drop and keep, then drops only partitions of old finished events', async () => {
       store = await backend.open();
       for (const id of ['done1', 'done2', 'done3']) await put(store, id, 'done', { ageDays: 40 });
       await put(store, 'ignored1', 'ignored', { ageDays: 40 });
-      await put(store, 'dead_old', 'dead', { ageDays: 40 });
-      await put(store, 'pending_old', 'pending', { ageDays: 40 });
+      await put(store, 'dead_old', 'dead', { ageDays: 42 });
+      await put(store, 'pending_old', 'pending', { ageDays: 42 });
+      await put(store, 'done_beside', 'done', { ageDays: 42 });
       await put(store, 'done_young', 'done', { ageDays: 10 });
       await expect(pruneCutoff(store, -DAY_MS)).rejects.toThrow(/at least 0/);
-      const cutoff = await pruneCutoff(store, 30 * DAY_MS);
-      expect(await countPrunable(store, cutoff)).toBe(4);
-      expect(await samplePrunable(store, cutoff, 2)).toEqual(['done1', 'done2']);
-      expect(await statuses(store)).toHaveProperty('done1', 'done'); // counting deletes nothing
+      const before = await pruneCutoff(store, 30 * DAY_MS);
+      const preview = await dropHistoryPartitions(store, { before, dryRun: true });
+      expect(preview.dropped.reduce((sum, p) => sum + p.events, 0)).toBe(4);
+      expect(preview.kept.map((p) => p.unresolved)).toEqual([{ dead: 1, pending: 1, queued: 1 }]);
+      expect(await statuses(store)).toHaveProperty('done1', 'done'); // the preview drops nothing
 
-      expect(await pruneBatch(store, cutoff, 3)).toBe(3);
-      expect(await pruneBatch(store, cutoff, 3)).toBe(1);
-      expect(await pruneBatch(store, cutoff, 3)).toBe(0);
-      expect(Object.keys(await statuses(store)).sort()).toEqual(['dead_old', 'done_young', 'pending_old']);
+      const report = await dropHistoryPartitions(store, { before });
+      expect(report.dropped.map((p) => p.name)).toEqual(preview.dropped.map((p) => p.name));
+      expect(report.kept.map((p) => p.name)).toEqual(preview.kept.map((p) => p.name));
+      expect(Object.keys(await statuses(store)).sort()).toEqual(['dead_old', 'done_beside', 'done_young', 'pending_old']);
+      // Nothing was deleted row by row: the remaining history has no dead tuples to vacuum.
+      expect(await dropHistoryPartitions(store, { before })).toMatchObject({ dropped: [] });
     });
 
-    it('deletes recent finished events too when the cutoff says so (the ledger keeps deduplication)', async () => {
+    it('drops recent finished events too when the cutoff says so (the ledger keeps deduplication)', async () => {
       store = await backend.open();
       await put(store, 'done_recent', 'done', { ageDays: 2 });
-      const now = new Date(Date.now() + DAY_MS);
-      expect(await countPrunable(store, now)).toBe(1);
-      expect(await pruneBatch(store, now, 10)).toBe(1);
+      expect(await pruneEvents(store, DAY_MS)).toBe(1);
       expect(await statuses(store)).toEqual({});
       expect(SENDER_RETRY_HORIZON_MS).toBeGreaterThan(2 * DAY_MS);
       const ledger = await store.db.selectFrom('event_ledger').select('event_id').execute();

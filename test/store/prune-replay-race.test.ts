@@ -1,12 +1,13 @@
-// Two operator commands at once: `payhooks prune` deletes old finished events while a bulk replay of `done` events
-// (the CLI's batches, or the console's single statement) re-queues the same rows. Whichever statement reaches a row
-// first wins; what must never happen is an event reported re-queued and then deleted, queue row included.
+// Two operator commands at once: `payhooks prune` drops the partition of old finished events while a bulk replay of
+// `done` events (the CLI's batches, or the console's single statement) re-queues the same rows. Whichever reaches the
+// partition first wins (a partition with a re-queued event is kept whole); what must never happen is an event reported
+// re-queued and then dropped, queue row included.
 import { sql } from 'kysely';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
-import { newestArrival, pageReplayable, pruneBatch, pruneCutoff, replayEvents } from '../../src/store/maintenance.js';
+import { newestArrival, pageReplayable, pruneEvents, replayEvents } from '../../src/store/maintenance.js';
 import { oldDoneEvents } from '../helpers/old-events.js';
 import { backends, dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
@@ -16,18 +17,11 @@ const DAY_MS = 86_400_000;
 // and two rounds (one of each kind of replay) show that the statements work on PGlite too.
 const ROUNDS = { postgres: 10, pglite: 2 } as const;
 const EVENTS_PER_ROUND = 2000;
-// The replay's batches are larger than the prune's, so the replay keeps ahead and the prune keeps reaching for rows
-// that a replay transaction holds or has just re-queued: the meeting happens at every batch, not only at the start.
-const PRUNE_BATCH = 25;
 const REPLAY_BATCH = 100;
 
-/** `payhooks prune --older-than 30d --yes`: one cutoff, then batches until one deletes nothing. */
+/** `payhooks prune --older-than 30d --yes`: the partitions past the age, each dropped unless it holds unfinished events. */
 async function prune(store: PayhooksDatabase): Promise<number> {
-  const cutoff = await pruneCutoff(store, 30 * DAY_MS);
-  let deleted = 0;
-  for (let batch = await pruneBatch(store, cutoff, PRUNE_BATCH); batch > 0; batch = await pruneBatch(store, cutoff, PRUNE_BATCH))
-    deleted += batch;
-  return deleted;
+  return pruneEvents(store, 30 * DAY_MS);
 }
 
 /** `payhooks replay --status done --yes`: pages by position, each batch re-checked as it is written. */
@@ -73,7 +67,8 @@ describe.each(backends)('prune and a bulk replay at the same time on $name', (ba
       const requeued: string[] = [];
       const losses: string[] = [];
       for (let round = 0; round < ROUNDS[backend.name]; round++) {
-        const ids = await oldDoneEvents(s, `evt_r${round}`, EVENTS_PER_ROUND);
+        // A partition (a day) of its own each round.
+        const ids = await oldDoneEvents(s, `evt_r${round}`, EVENTS_PER_ROUND, 40 + round);
         // Even rounds replay as the CLI does (batches), odd ones as the console does (one statement for the state).
         const replay = round % 2 === 0 ? replayInBatches(s) : replayEvents(s, { status: 'done' });
         const [deleted, replayed] = await Promise.all([prune(s), replay]);
@@ -81,7 +76,7 @@ describe.each(backends)('prune and a bulk replay at the same time on $name', (ba
         const lost = replayed.filter((id) => state.get(id)?.status !== 'pending' || !state.get(id)?.queued);
         if (lost.length > 0)
           losses.push(`round ${round}: ${lost.length} of ${replayed.length} re-queued events lost (${lost.slice(0, 3).join(', ')}…)`);
-        // Each event went one way or the other: re-queued (and kept), or pruned; never both.
+        // Each event went one way or the other: re-queued (and its partition kept), or dropped with it; never both.
         if (deleted + replayed.length !== EVENTS_PER_ROUND)
           losses.push(`round ${round}: ${deleted} pruned + ${replayed.length} re-queued of ${EVENTS_PER_ROUND}`);
         requeued.push(...replayed);

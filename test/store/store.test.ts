@@ -6,6 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent, listEvents, storeEvent, type IncomingEvent } from '../../src/store/inbox.js';
 import { pruneEvents, replayEvents, SENDER_RETRY_HORIZON_MS } from '../../src/store/maintenance.js';
+import { dropHistoryPartitions } from '../../src/store/history-partitions.js';
+import { markHandlerCompleted } from '../../src/store/outcomes.js';
 import { MIGRATIONS_DIR, MigrationChecksumError, migrate, readMigrations } from '../../src/store/migrate.js';
 import { setState } from '../helpers/inbox.js';
 import { backends, dispose } from '../helpers/stores.js';
@@ -89,26 +91,25 @@ describe.each(backends)('store on $name', (backend) => {
   });
 
   describe.skipIf(!backend.available)('maintenance', () => {
-    it('prune deletes only done and ignored events older than the age, and takes an age inside the retry horizon (the ledger keeps deduplication)', async () => {
+    it('prune drops whole partitions of finished events older than the age, keeps one holding an unfinished, dead or invalid event, and takes an age inside the retry horizon', async () => {
       store = await backend.open();
       const states = ['pending', 'processing', 'done', 'dead', 'ignored', 'invalid'] as const;
-      for (const status of states) {
-        for (const age of ['old', 'young']) {
-          await storeEvent(store, incoming(`${status}_${age}`));
-          await setState(store, `${status}_${age}`, status, {
-            received_at: sql`now() - interval '${sql.raw(age === 'old' ? '40 days' : '2 days')}'`,
-          });
-        }
-      }
-      expect(await pruneEvents(store, SENDER_RETRY_HORIZON_MS)).toBe(2);
-      expect(await pruneEvents(store, 24 * 3600 * 1000)).toBe(2);
-      const left = (await listEvents(store)).map((e) => e.eventId).sort();
-      expect(left).toEqual(
-        states
-          .flatMap((s) => [`${s}_old`, `${s}_young`])
-          .filter((id) => !['done_old', 'ignored_old', 'done_young', 'ignored_young'].includes(id))
-          .sort(),
-      );
+      const put = async (id: string, status: (typeof states)[number], days: number) => {
+        await storeEvent(store!, incoming(id));
+        await setState(store!, id, status, { received_at: sql`now() - make_interval(days => ${days})` });
+      };
+      // Finished events alone in the partitions of 40 and 10 days ago; every state together in that of 20 days ago.
+      for (const status of ['done', 'ignored'] as const) for (const days of [40, 10]) await put(`${status}_${days}`, status, days);
+      for (const status of states) await put(`${status}_20`, status, 20);
+      expect(await pruneEvents(store, SENDER_RETRY_HORIZON_MS)).toBe(4);
+      expect((await listEvents(store)).map((e) => e.eventId).sort()).toEqual(states.map((s) => `${s}_20`).sort());
+      const report = await dropHistoryPartitions(store, { before: new Date(Date.now() - 15 * 86_400_000), dryRun: true });
+      expect(report.dropped.every((p) => p.events === 0)).toBe(true);
+      expect(report.kept).toHaveLength(1);
+      // processing is pending in the history with a lease in the queue: two pending, both queued.
+      expect(report.kept[0]!.unresolved).toEqual({ pending: 2, dead: 1, invalid: 1, queued: 2 });
+      // Deduplication outlives the dropped history.
+      expect(await storeEvent(store, incoming('done_40'))).toMatchObject({ inserted: false });
     });
 
     it('replay re-queues by id or state, keeps completion marks except for done events, and leaves processing ones alone', async () => {
@@ -121,7 +122,7 @@ describe.each(backends)('store on $name', (backend) => {
       ] as const) {
         await storeEvent(store, incoming(id));
         await setState(store, id, status, { attempts: 10, last_error: 'x' });
-        await store.db.insertInto('handler_runs').values({ event_id: id, handler: 'h1' }).execute();
+        await markHandlerCompleted(store.db, id, 'h1');
       }
       expect((await replayEvents(store, { status: 'dead' })).sort()).toEqual(['d1', 'd2']);
       expect(await replayEvents(store, { eventIds: ['ok', 'busy', 'missing'] })).toEqual(['ok']);

@@ -1,0 +1,245 @@
+import { sql, type Transaction } from 'kysely';
+import type { PayhooksDatabase } from './database.js';
+import type { PayhooksTables } from './schema.js';
+
+/**
+ * The tables of the history, partitioned alike by the event's receipt time (migrations/009): bodies and outcomes,
+ * which handlers settled each event, and their failed runs. A partition of one has a twin of the same range in each
+ * other; they are created and dropped together.
+ */
+export const HISTORY_TABLES = ['inbox_events', 'handler_runs', 'handler_attempts'] as const;
+
+/** How wide each partition is: a UTC day, a week from Monday 00:00 UTC, or any duration of at least a second. */
+export type PartitionSpan = 'day' | 'week' | { ms: number };
+
+/** Defaults of the history's partitions and retention (docs/storage.md quotes them). */
+export const HISTORY_DEFAULTS = {
+  /** A partition per UTC day. */
+  span: 'day',
+  /** Partitions kept ready beyond the current one, so that a receiver never meets a receipt time with none. */
+  ahead: 3,
+} as const satisfies { span: PartitionSpan; ahead: number };
+
+const DAY_MS = 86_400_000;
+// 1970-01-05 was a Monday: weeks are counted from it.
+const WEEK_ORIGIN_MS = 4 * DAY_MS;
+
+/** One range of the history: the `inbox_events` partition that names it, and its bounds. */
+export interface HistoryPartition {
+  /** The `inbox_events` partition's table name, e.g. `inbox_events_p20261125t000000` (or `inbox_events_legacy`). */
+  name: string;
+  /** Null for the partition that holds everything before its upper bound (the history migration 009 attached). */
+  from: Date | null;
+  to: Date;
+}
+
+function spanMs(span: PartitionSpan): number {
+  return span === 'day' ? DAY_MS : span === 'week' ? 7 * DAY_MS : span.ms;
+}
+
+/** The start of the partition of `span` that holds `at`. */
+function partitionStart(at: number, span: PartitionSpan): number {
+  const size = spanMs(span);
+  const origin = span === 'week' ? WEEK_ORIGIN_MS : 0;
+  return Math.floor((at - origin) / size) * size + origin;
+}
+
+function partitionSuffix(from: Date): string {
+  return `p${from.toISOString().slice(0, 19).replace(/[-:]/g, '').toLowerCase()}`;
+}
+
+/**
+ * The history's partitions, oldest first, read from the catalog (the bounds Postgres holds, not a list of our own).
+ *
+ * @example
+ * const partitions = await listHistoryPartitions(store); // [{ name: 'inbox_events_legacy', from: null, to: … }, …]
+ */
+export async function listHistoryPartitions(store: PayhooksDatabase): Promise<HistoryPartition[]> {
+  return readPartitions(store.db, store.schema);
+}
+
+type Queryable = PayhooksDatabase['db'] | Transaction<PayhooksTables>;
+
+async function readPartitions(db: Queryable, schema: string): Promise<HistoryPartition[]> {
+  const { rows } = await sql<{ name: string; bound: string }>`
+    select c.relname as name, pg_get_expr(c.relpartbound, c.oid) as bound
+      from pg_inherits i
+      join pg_class c on c.oid = i.inhrelid
+      join pg_class p on p.oid = i.inhparent
+      join pg_namespace n on n.oid = p.relnamespace
+     where n.nspname = ${schema} and p.relname = 'inbox_events' and c.relkind = 'r'`.execute(db);
+  return rows
+    .map((row) => {
+      // FOR VALUES FROM ('…') TO ('…'), or FROM (MINVALUE); the timestamps carry their offset, so they read back exact.
+      const [, from, to] = /FROM \((?:'([^']+)'|MINVALUE)\) TO \('([^']+)'\)/.exec(row.bound) ?? [];
+      if (!to) throw new Error(`The history partition ${row.name} has bounds payhooks did not make: ${row.bound}`);
+      return { name: row.name, from: from ? new Date(from) : null, to: new Date(to) };
+    })
+    .sort((a, b) => a.to.getTime() - b.to.getTime());
+}
+
+/** Options of {@link ensureHistoryPartitions}. */
+export interface EnsurePartitionsOptions {
+  /** Default `day`. */
+  span?: PartitionSpan | undefined;
+  /** Partitions ready beyond the one holding `now`. Default 3. */
+  ahead?: number | undefined;
+  /** Default: the database's clock. */
+  now?: Date | undefined;
+  /**
+   * Also reach back to the partition holding this instant, before the oldest one (for history stored with an earlier
+   * receipt time, such as tests and imports); nothing is made before a partition that starts at the beginning of time.
+   */
+  from?: Date | undefined;
+}
+
+/**
+ * Creates the partitions the history will need: from the end of the newest one (or the one holding `now`, when none
+ * reaches it) until `ahead` partitions past `now`, in each history table. Runs under an advisory lock, so workers
+ * started together create each partition once. Resolves to the partitions created (usually none).
+ *
+ * @example
+ * await ensureHistoryPartitions(store, { span: 'day', ahead: 3 }); // the worker does this at start and then periodically
+ */
+export async function ensureHistoryPartitions(store: PayhooksDatabase, options: EnsurePartitionsOptions = {}): Promise<HistoryPartition[]> {
+  const span = options.span ?? HISTORY_DEFAULTS.span;
+  const size = spanMs(span);
+  if (!Number.isSafeInteger(size) || size < 1000)
+    throw new RangeError(`A history partition must span at least one second, not ${size} ms.`);
+  const ahead = options.ahead ?? HISTORY_DEFAULTS.ahead;
+  return store.db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(hashtext(${`payhooks:partitions:${store.schema}`}))`.execute(trx);
+    const now = options.now ?? (await sql<{ now: Date }>`select now() as now`.execute(trx)).rows[0]!.now;
+    const existing = await readPartitions(trx, store.schema);
+    const created: HistoryPartition[] = [];
+    const create = async (range: { from: Date; to: Date }) => {
+      const suffix = partitionSuffix(range.from);
+      for (const table of HISTORY_TABLES) {
+        await sql`create table ${sql.id(store.schema, `${table}_${suffix}`)} partition of ${sql.id(store.schema, table)}
+                    for values from (${sql.lit(range.from.toISOString())}) to (${sql.lit(range.to.toISOString())})`.execute(trx);
+      }
+      created.push({ name: `inbox_events_${suffix}`, ...range });
+    };
+    const oldest = existing[0];
+    if (options.from && oldest?.from && options.from < oldest.from) {
+      for (let to = oldest.from.getTime(); to > options.from.getTime(); ) {
+        const from = Math.min(partitionStart(to - 1, span), to - 1000);
+        await create({ from: new Date(from), to: new Date(to) });
+        to = from;
+      }
+    }
+    const until = partitionStart(now.getTime(), span) + (ahead + 1) * size;
+    let from = existing.at(-1)?.to.getTime() ?? partitionStart(Math.min(now.getTime(), options.from?.getTime() ?? Infinity), span);
+    while (from < until) {
+      // The first one after a partition of another span (or the legacy one) ends on this span's grid.
+      const to = Math.max(partitionStart(from, span) + size, from + 1000);
+      await create({ from: new Date(from), to: new Date(to) });
+      from = to;
+    }
+    return created.sort((a, b) => a.to.getTime() - b.to.getTime());
+  });
+}
+
+/** A partition {@link dropHistoryPartitions} left in place, and why. */
+export interface KeptPartition extends HistoryPartition {
+  /** Events in it that are not finished (`pending`, `processing`, `dead`, `invalid`), by status. */
+  unresolved: Record<string, number>;
+}
+
+/** What {@link dropHistoryPartitions} did (or, with `dryRun`, would do). */
+export interface PartitionDropReport {
+  /** The partitions dropped, with the events each held. */
+  dropped: (HistoryPartition & { events: number })[];
+  /** Partitions old enough but kept: they hold events that are not finished. */
+  kept: KeptPartition[];
+}
+
+/** Options of {@link dropHistoryPartitions}. */
+export interface DropPartitionsOptions {
+  /** Partitions that end at or before this instant are dropped. */
+  before: Date;
+  /** Count what would go, drop nothing. */
+  dryRun?: boolean | undefined;
+  /**
+   * How long a drop waits for the locks it needs (while it waits, new statements on the history queue behind it)
+   * before it fails and the partition is left for the next run. Default 1,000 ms.
+   */
+  lockTimeoutMs?: number | undefined;
+}
+
+/**
+ * Retention: drops each partition of the history (in every history table) that ends at or before `before`, unless
+ * it holds an event that is not finished (pending, processing, dead or invalid, or still queued): such a partition
+ * is kept, and reported with what keeps it, until an operator resolves those events. Deduplication is not touched:
+ * it lives in the ledger, so a dropped event's eventId is still answered as a duplicate.
+ *
+ * Dropping a partition returns its disk at once and leaves no dead tuples. Each drop is one transaction that locks the
+ * partitions (and, briefly, the partitioned tables) and checks again under the lock, so a replay that re-queues an
+ * event of a partition either happens before (and the partition is kept) or finds the event gone.
+ *
+ * @example
+ * const report = await dropHistoryPartitions(store, { before: new Date(Date.now() - 30 * 86_400_000) });
+ */
+export async function dropHistoryPartitions(store: PayhooksDatabase, options: DropPartitionsOptions): Promise<PartitionDropReport> {
+  const report: PartitionDropReport = { dropped: [], kept: [] };
+  const lockTimeoutMs = options.lockTimeoutMs ?? 1000;
+  const parents = HISTORY_TABLES.map((table) => sql.id(store.schema, table));
+  for (const partition of await listHistoryPartitions(store)) {
+    if (partition.to.getTime() > options.before.getTime()) break;
+    const twins = HISTORY_TABLES.map((table) => sql.id(store.schema, partition.name.replace(/^inbox_events/, table)));
+    // Looked at first without a lock, so that a partition that must stay costs the service nothing.
+    let unresolved = await unresolvedIn(store.db, store.schema, partition);
+    if (Object.keys(unresolved).length === 0 && !options.dryRun) {
+      unresolved = await store.db.transaction().execute(async (trx) => {
+        await sql`select set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, true)`.execute(trx);
+        // The partitioned tables, in one statement and always in this order: a drop locks them anyway, and holding
+        // them first means no statement can slip in between the check below and the drop.
+        await sql`lock table ${sql.join(parents)} in access exclusive mode`.execute(trx);
+        const again = await unresolvedIn(trx, store.schema, partition);
+        if (Object.keys(again).length > 0) return again;
+        const { rows } = await sql<{ count: number }>`select count(*)::int as count from ${twins[0]!}`.execute(trx);
+        await sql`drop table ${sql.join(twins)}`.execute(trx);
+        report.dropped.push({ ...partition, events: rows[0]!.count });
+        return {};
+      });
+    } else if (Object.keys(unresolved).length === 0) {
+      const { rows } = await sql<{ count: number }>`select count(*)::int as count from ${twins[0]!}`.execute(store.db);
+      report.dropped.push({ ...partition, events: rows[0]!.count });
+    }
+    if (Object.keys(unresolved).length > 0) report.kept.push({ ...partition, unresolved });
+  }
+  return report;
+}
+
+/** The events of a partition that keep it: by status, those not finished, and `queued` for those still in the queue. */
+async function unresolvedIn(db: Queryable, schema: string, partition: HistoryPartition): Promise<Record<string, number>> {
+  const { rows } = await sql<{ status: string; count: number }>`
+    select status, count(*)::int as count from ${sql.id(schema, partition.name)} where status not in ('done', 'ignored') group by status
+    union all
+    select 'queued', count(*)::int from ${sql.id(schema, 'inbox_queue')}
+     where received_at < ${partition.to} ${partition.from ? sql`and received_at >= ${partition.from}` : sql``}
+    having count(*) > 0`.execute(db);
+  return Object.fromEntries(rows.map((row) => [row.status, row.count]));
+}
+
+/**
+ * Deletes ledger rows first received before `before`, at most `limit` per call; resolves to how many.
+ * Only for a ledger retention shorter than forever: an eventId forgotten here is accepted as new if it is delivered
+ * again, so callers keep `before` older than the sender's retry horizon (see assertLedgerRetention).
+ *
+ * @example
+ * while ((await forgetLedgerRows(store, cutoff, 10_000)) > 0);
+ */
+export async function forgetLedgerRows(store: PayhooksDatabase, before: Date, limit: number): Promise<number> {
+  const ledger = sql.id(store.schema, 'event_ledger');
+  const result = await sql`
+    delete from ${ledger} where event_id in (
+      select l.event_id from ${ledger} l
+       where l.first_received_at < ${before}
+         -- An event whose history is still kept (a partition kept for its unfinished events) keeps its ledger row: the
+         -- history has no unique eventId of its own, so the ledger is what stops a second copy.
+         and not exists (select 1 from ${sql.id(store.schema, 'inbox_events')} e
+                          where e.event_id = l.event_id and e.received_at = l.first_received_at)
+       limit ${limit})`.execute(store.db);
+  return Number(result.numAffectedRows ?? 0n);
+}
