@@ -40,14 +40,19 @@ async function prune(ctx: CommandContext, store: PayhooksDatabase, olderThanMs: 
   const before = await pruneCutoff(store, olderThanMs);
   const scope = `older than ${opts.olderThan} (ending before ${before.toISOString()})`;
   const preview = await dropHistoryPartitions(store, { before, dryRun: true });
-  const lines = [...preview.dropped.map((p) => `  ${p.name}: ${countOf(p.events, 'finished event')}`), ...preview.kept.map(keptLine)];
-  if (lines.length === 0) return ctx.out(`no history partitions ${scope}`);
+  if (preview.dropped.length === 0 && preview.kept.length === 0) return ctx.out(`no history partitions ${scope}`);
+  // Days with no events (a quiet weekend, the days a backdated import reached over) are counted, not listed.
+  const empty = preview.dropped.filter((p) => p.events === 0).length;
+  const lines = [
+    ...preview.dropped.filter((p) => p.events > 0).map((p) => `  ${p.name}: ${countOf(p.events, 'finished event')}`),
+    ...(empty > 0 ? [`  and ${countOf(empty, 'empty partition')}`] : []),
+    ...preview.kept.map(keptLine),
+  ];
   const events = totalEvents(preview);
   await ctx.out(
     `${countOf(preview.dropped.length, 'history partition')} ${scope} to drop, holding ${countOf(events, 'finished event')}:\n${lines.join('\n')}`,
   );
   if (opts.dryRun) return ctx.out('dry run: nothing changed');
-  if (preview.dropped.length === 0) return;
   await confirmBulk({ count: events, action: `drop ${countOf(events, 'finished event')} older than ${opts.olderThan}`, yes: opts.yes });
   const report = await dropHistoryPartitions(store, { before });
   await ctx.out(

@@ -121,6 +121,7 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
     configFile: sync.path,
     mirror: sync.mirror,
     reconcile: sync.reconcile,
+    history: sync.history,
     sinks: { forward: sync.forward, brokers: sync.brokers, connectors: sync.connectors, sinks: sync.sinks },
   });
   return { config, problems, env: variables, sync };

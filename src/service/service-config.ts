@@ -97,6 +97,8 @@ export const serviceConfigSchema = z.object({
   mirror: fromSyncConfig('mirror').default({ enabled: undefined, schema: MIRROR_DEFAULTS.schema, eventTypes: undefined }),
   /** Periodic reconciliation: `reconcile` of the file; `every` unset: never. */
   reconcile: fromSyncConfig('reconcile').default({ every: undefined, lookback: '5d', endpointId: undefined }),
+  /** The history's partitions and retention: `history` of the file (docs/storage.md); default daily, kept forever. */
+  history: fromSyncConfig('history').default({}),
   /** The sinks of the file: HTTP forward targets, brokers, connectors and the `sinks` list of any kind (docs/sinks.md). */
   sinks: z
     .object({

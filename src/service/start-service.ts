@@ -89,6 +89,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     api,
     observe: metrics.observe,
     worker: config.worker,
+    history: config.history,
   });
   const store = await hooks.ready();
   budgeted?.bind(store);

@@ -66,18 +66,22 @@ export async function replayEvents(store: PayhooksDatabase, which: ReplaySelecti
       .where(sql<boolean>`event_id = any(${ids}::text[])`)
       .where((runs) => runs.or([runs('outcome', '=', 'dead'), sql<boolean>`event_id = any(${done}::text[])`]))
       .execute();
-    const rows = await trx
-      .updateTable('inbox_events')
-      .set({ status: 'pending', attempts: 0, next_attempt_at: sql`now()`, processed_at: null })
-      .where(sql<boolean>`event_id = any(${ids}::text[])`)
-      .returning(['event_id', 'seq', 'resource_key', 'received_at'])
-      .execute();
-    // Back into the queue (or, for one still waiting there, due now with a fresh count).
-    await sql`
-      insert into ${sql.id(store.schema, 'inbox_queue')} (event_id, seq, resource_key, received_at)
-      select * from unnest(${rows.map((r) => r.event_id)}::text[], ${rows.map((r) => String(r.seq))}::bigint[],
-                           ${rows.map((r) => r.resource_key)}::text[], ${rows.map((r) => r.received_at.toISOString())}::timestamptz[])
-      on conflict (event_id) do update set run_at = now(), attempts = 0, owed = null, parked = false where inbox_queue.lease_owner is null
+    // Back into the queue (or, for one still waiting there, due now with a fresh count), with the receipt time as the
+    // history row holds it: taken in SQL, since a JavaScript Date would cut it to the millisecond and the queue row
+    // would no longer find its history row.
+    const { rows } = await sql<{ event_id: string }>`
+      with replayed as (
+        update ${sql.id(store.schema, 'inbox_events')}
+           set status = 'pending', attempts = 0, next_attempt_at = now(), processed_at = null
+         where event_id = any(${ids}::text[])
+        returning event_id, seq, resource_key, received_at
+      ),
+      queued as (
+        insert into ${sql.id(store.schema, 'inbox_queue')} (event_id, seq, resource_key, received_at)
+        select event_id, seq, resource_key, received_at from replayed
+        on conflict (event_id) do update set run_at = now(), attempts = 0, owed = null, parked = false where inbox_queue.lease_owner is null
+      )
+      select event_id from replayed
     `.execute(trx);
     await sql`select pg_notify(${newEventChannel(store.schema)}, '')`.execute(trx);
     // In order of arrival, as locked: an UPDATE … RETURNING gives its rows in no promised order.

@@ -11,6 +11,7 @@ import { type Connector, connectorKind } from './connector.js';
 import { type ForwardTarget, httpForwardSink } from './http-forward.js';
 import { MIRROR_DEFAULTS, mirrorConfigSchema } from './mirror/mirror-sink.js';
 import { type BrokerConfig, brokersSchema, type SinkEntry, sinksSchema } from './sink-registry.js';
+import { type HistoryOptions, historySettings } from '../worker/history-upkeep.js';
 import { type ServiceWorkerOptions, workerConfigSchema } from './worker-config.js';
 
 /** The file names `serve`, `backfill` and `reconcile` look for in the working directory, in this order. */
@@ -31,6 +32,27 @@ const reconcileSchema = z.strictObject({
   endpointId: z.string().min(1).optional(),
 });
 
+/**
+ * The history's partitions and retention (docs/storage.md): the options of `createPayhooks({ history })`, checked by
+ * the same rule (historySettings), each problem under its own key.
+ */
+const historyConfigSchema = z
+  .strictObject({
+    partition: z.string().optional(),
+    ahead: z.number().optional(),
+    retention: z.string().optional(),
+    ledgerRetention: z.string().optional(),
+  })
+  .superRefine((history, ctx) => {
+    try {
+      historySettings(history);
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err;
+      const option = /^[A-Za-z]+/.exec(err.message)?.[0] ?? '';
+      ctx.addIssue({ code: 'custom', path: option in history ? [option] : [], message: err.message });
+    }
+  });
+
 /** The sync configuration file's shape (docs/configuration.md#the-sync-configuration-file). */
 export const syncConfigSchema = z.strictObject({
   /** The Postgres mirror: `true`/`false`, or its options. Unset: on when serve has no --handlers. */
@@ -46,6 +68,8 @@ export const syncConfigSchema = z.strictObject({
   sinks: sinksSchema.optional(),
   /** The worker of `serve`: `WORKER_DEFAULTS`' names, durations in ms (docs/configuration.md#the-worker-of-serve). */
   worker: workerConfigSchema.optional(),
+  /** The history's partitions and retention: `{ partition: 'day', retention: '30d' }` (docs/storage.md). */
+  history: historyConfigSchema.optional(),
 });
 export type SyncConfigFile = z.infer<typeof syncConfigSchema>;
 
@@ -64,6 +88,8 @@ export interface SyncConfig {
   sinks: SinkEntry[];
   /** The worker's options the file sets (the rest default to `WORKER_DEFAULTS`); serve's variables override them. */
   worker: ServiceWorkerOptions;
+  /** The history's partitions and retention the file sets (the rest default as `createPayhooks` does). */
+  history: HistoryOptions;
 }
 
 export type { BrokerConfig } from './sink-registry.js';
@@ -173,5 +199,6 @@ export async function loadSyncConfig(
     },
     ...sinks,
     worker: file.worker ?? {},
+    history: file.history ?? {},
   };
 }

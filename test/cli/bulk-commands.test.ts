@@ -91,11 +91,13 @@ describe('replay, prune and events on the embedded database, as separate process
   it('prune --dry-run prints the count and the ids and changes nothing; prune without --yes refuses', { timeout: 90_000 }, async () => {
     const dry = await cli(['prune', '--older-than', '30d', '--dry-run']);
     expect(dry.code).toBe(0);
-    expect(dry.stdout).toMatch(/^2 finished events older than 30d \(received before \d{4}-\d\d-\d\dT[\d:.]+Z\) to delete: o1, o2\n/);
+    expect(dry.stdout).toMatch(
+      /^\d+ history partitions older than 30d \(ending before \d{4}-\d\d-\d\dT[\d:.]+Z\) to drop, holding 2 finished events:\n {2}inbox_events_p\d{8}t\d{6}: 2 finished events\n {2}and \d+ empty partitions\n/,
+    );
     expect(dry.stdout).toContain('dry run: nothing changed');
     const refused = await cli(['prune', '--older-than', '30d']);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/Refusing to delete 2 finished events older than 30d without confirmation.*Pass --yes to confirm/);
+    expect(refused.stderr).toMatch(/Refusing to drop 2 finished events older than 30d without confirmation.*Pass --yes to confirm/);
     expect(await current()).toEqual(seeded);
   });
 
@@ -145,10 +147,12 @@ describe('replay, prune and events on the embedded database, as separate process
     expect(await current()).toEqual({ ...seeded, d1: 'pending', d2: 'pending', d3: 'pending' });
   });
 
-  it('with --yes prune deletes the old finished events and nothing else', { timeout: 60_000 }, async () => {
+  it('with --yes prune drops the partitions of the old finished events and nothing else', { timeout: 60_000 }, async () => {
     const result = await cli(['prune', '--older-than', '30d', '--yes']);
     expect(result.code).toBe(0);
-    expect(result.stdout.trim().split('\n').at(-1)).toBe('deleted 2 finished events older than 30d');
+    expect(result.stdout.trim().split('\n').at(-1)).toMatch(
+      /^dropped \d+ partitions \(2 finished events\); kept 0 partitions for unfinished events$/,
+    );
     expect(await current()).toEqual({ d1: 'pending', d2: 'pending', d3: 'pending' });
   });
 });
