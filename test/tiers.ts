@@ -69,6 +69,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/receiver/group-commit.test.ts',
     'test/receiver/poison.test.ts',
     'test/receiver/quarantine.test.ts',
+    'test/service/alarms.test.ts',
     'test/service/service-library.test.ts',
     'test/simulator/chaos.test.ts',
     'test/simulator/end-to-end.test.ts',
