@@ -16,6 +16,7 @@ export type Tier = (typeof TIER_NAMES)[number];
  */
 export const TIERS: Record<Tier, readonly string[]> = {
   unit: [
+    'test/docs/alerts.test.ts',
     'test/architecture.test.ts',
     'test/cli/arguments.test.ts',
     'test/cli/env.test.ts',
