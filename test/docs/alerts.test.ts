@@ -47,7 +47,7 @@ function exportedSeries(): Set<string> {
   const names = new Set<string>();
   for (const metric of registry.getMetricsAsArray()) {
     names.add(metric.name);
-    if (metric.type === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) names.add(`${metric.name}${suffix}`);
+    if (String(metric.type) === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) names.add(`${metric.name}${suffix}`);
   }
   return names;
 }
