@@ -16,7 +16,7 @@ export type Tier = (typeof TIER_NAMES)[number];
  */
 export const TIERS: Record<Tier, readonly string[]> = {
   unit: [
-    'test/docs/alerts.test.ts',
+    'test/alarms/alarm-checks.test.ts',
     'test/architecture.test.ts',
     'test/cli/arguments.test.ts',
     'test/cli/env.test.ts',
@@ -29,6 +29,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/client/retries.test.ts',
     'test/client/simulator.test.ts',
     'test/console/failure-throttle.test.ts',
+    'test/docs/alerts.test.ts',
     'test/docs/event-reference.test.ts',
     'test/docs/links.test.ts',
     'test/events/catalog.test.ts',

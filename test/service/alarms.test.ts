@@ -145,4 +145,51 @@ describe('alarms of serve', { timeout: 120_000 }, () => {
     await waitFor(async () => (await statusOf(service, 'sender_silence')) === 'ok', 'the silence alarm to clear', 30_000);
     expect(await firingMetric(service, 'sender_silence')).toBe(0);
   });
+
+  it('runs a verify from the console (POST /admin/api/verify, console token only) and shows its last result', async () => {
+    const simulator = await startSimulator({ logger: silent });
+    cleanup.push(() => simulator.close());
+    const api = createClient({ apiKey: API_KEY, environment: simulator.url, rateLimit: false });
+    const port = await freePort();
+    const endpoint = await api.webhooks.create({
+      url: `http://127.0.0.1:${port}/webhooks`,
+      description: 'verify',
+      enabledEvents: ['CUSTOMER_CREATED'],
+    });
+    const { secret } = await api.webhooks.getSecret(endpoint.id);
+    // No handlers: the mirror runs, and the customer's event writes its row.
+    const service = await startService(configOf(port, [secret], simulator), { logger: silent });
+    cleanup.push(() => service.close());
+    await api.customers.create({ username: 'verify-me', name: 'Vera' });
+    const bearer = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+    await waitFor(async () => {
+      const { byStatus } = (await (await fetch(`${service.url}/admin/api/stats`, { headers: bearer })).json()) as {
+        byStatus: { done: number };
+      };
+      return byStatus.done === 1;
+    }, 'the event to be mirrored');
+
+    const anonymous = await fetch(`${service.url}/admin/api/verify`, { method: 'POST', body: '{}' });
+    expect(anonymous.status).toBe(401);
+    const bad = await fetch(`${service.url}/admin/api/verify`, { method: 'POST', headers: bearer, body: '{"sample":0}' });
+    expect(bad.status).toBe(400);
+    const started = await fetch(`${service.url}/admin/api/verify`, { method: 'POST', headers: bearer, body: '{"sample":5,"repair":true}' });
+    expect(started.status).toBe(202);
+    expect(await started.json()).toMatchObject({ running: { sample: 5, repair: true } });
+    type VerifyState = { running: unknown; last: { trigger: string; outcome: string; verify: { checked: number; drift: number } } | null };
+    let state: VerifyState | undefined;
+    await waitFor(async () => {
+      state = (await (await fetch(`${service.url}/admin/api/verify`, { headers: bearer })).json()) as VerifyState;
+      return state.running === null && state.last !== null;
+    }, 'the verify to finish');
+    expect(state!.last).toMatchObject({ trigger: 'console', outcome: 'clean', verify: { drift: 0 } });
+    expect(state!.last!.verify.checked).toBeGreaterThanOrEqual(1);
+    // The console's run is the newest sweep: the next evaluation of the alarms shows it.
+    await waitFor(async () => {
+      const report = (await (await fetch(`${service.url}/admin/api/health`, { headers: bearer })).json()) as {
+        sweeper: { trigger: string } | null;
+      };
+      return report.sweeper?.trigger === 'console';
+    }, 'GET /admin/api/health to show the console verify');
+  });
 });
