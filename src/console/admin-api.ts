@@ -425,7 +425,8 @@ const ROUTES: readonly AdminRoute[] = [
 /**
  * The operator console's API under `/admin/api/`: events with filters and cursor pages, one event in full (personal
  * data masked unless `?reveal=true`, which is logged), replay of one event, of named events or of every event in a
- * state (and of a type), at once or in batches, and counts. Every request needs `Authorization: Bearer <token>`,
+ * state (and of a type), at once or in batches, and counts; with `health` and `verify` from the service, the alarms and
+ * verify runs. Every request needs `Authorization: Bearer <token>`,
  * compared in constant time; without a token the console is off and every path answers 404. The session token of
  * `payhooks serve` opens the command line's routes from loopback, console on or off. Failed tokens from one address
  * are answered more and more slowly ({@link FailureThrottle}). `handle` never rejects: a bad request is a 4xx with

@@ -59,7 +59,8 @@ export function mirrorRuns(config: Pick<ServiceConfig, 'mirror'>, hasHandlers: b
 /**
  * Starts the standalone service from a resolved configuration: the receiver at /webhooks, /healthz, /readyz,
  * /metrics and (with a token, or on the embedded database) the console at /admin; the worker with your handlers,
- * the mirror and the sinks; periodic reconciliation. It only composes: every check was made by
+ * the mirror and the sinks; periodic reconciliation, the gap sweeper and the alarms (docs/alerts.md: read by /metrics,
+ * GET /admin/api/health and the console). It only composes: every check was made by
  * `resolveServiceConfig`.
  *
  * @example
