@@ -16,6 +16,7 @@ export type Tier = (typeof TIER_NAMES)[number];
  */
 export const TIERS: Record<Tier, readonly string[]> = {
   unit: [
+    'test/alarms/alarm-checks.test.ts',
     'test/architecture.test.ts',
     'test/cli/arguments.test.ts',
     'test/cli/env.test.ts',
@@ -28,6 +29,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/client/retries.test.ts',
     'test/client/simulator.test.ts',
     'test/console/failure-throttle.test.ts',
+    'test/docs/alerts.test.ts',
     'test/docs/event-reference.test.ts',
     'test/docs/links.test.ts',
     'test/events/catalog.test.ts',
@@ -69,6 +71,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/receiver/group-commit.test.ts',
     'test/receiver/poison.test.ts',
     'test/receiver/quarantine.test.ts',
+    'test/service/alarms.test.ts',
     'test/service/service-library.test.ts',
     'test/simulator/chaos.test.ts',
     'test/simulator/end-to-end.test.ts',
@@ -82,6 +85,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/sync/backfill-repeated-page.test.ts',
     'test/sync/backfill.test.ts',
     'test/sync/brokers.test.ts',
+    'test/sync/gap-sweep.test.ts',
     'test/sync/mirror-sink.test.ts',
     'test/sync/mirror-write.test.ts',
     'test/sync/scripted-day.test.ts',

@@ -13,11 +13,13 @@ import { countReplayable, previewReplay, type ReplaySelection, replayBatch, repl
 import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
 import { discardQuarantined, QuarantineError, releaseQuarantined } from '../receiver/release-quarantined.js';
 import { getQuarantined, listQuarantined } from '../store/quarantine.js';
+import type { HealthReport } from '../alarms/health-report.js';
 import { consoleAsset } from './console-page.js';
 import { FailureThrottle } from './failure-throttle.js';
 import { arrivalPosition, filterText, identifierText } from './inputs.js';
 import { maskPersonalData } from './mask.js';
 import { adminTokenWeakness, bearerMatches } from './token.js';
+import type { VerifyControl } from './verify-control.js';
 
 /** The path under which the console's JSON API answers. */
 export const ADMIN_API_PATH = '/admin/api';
@@ -53,6 +55,13 @@ export interface AdminApiOptions {
    */
   localToken?: string | undefined;
   logger?: Logger | undefined;
+  /**
+   * The service's alarms and the gap sweeper's last run, for `GET /admin/api/health` (`startService` gives its alarm
+   * monitor's); unset: that route answers 404 (alarms are evaluated by the standalone service only).
+   */
+  health?: (() => Promise<HealthReport>) | undefined;
+  /** Verify runs, for `POST` and `GET /admin/api/verify`; unset: those routes answer 404. */
+  verify?: VerifyControl | undefined;
 }
 
 /** The console's JSON API, framework-free: the adapters of `adapters/` (node:http, Express, Fetch) serve it. */
@@ -108,6 +117,12 @@ const quarantineQuery = z.strictObject({
 });
 
 const releaseBody = z.strictObject({ unordered: z.boolean().optional() });
+
+/** `POST /admin/api/verify`: a sample per resource (default 20; null: everything, which may take long) and repair. */
+const verifyBody = z.strictObject({
+  sample: z.number().int().min(1).max(10_000).nullable().default(20),
+  repair: z.boolean().default(false),
+});
 
 /**
  * `POST /admin/api/replay`: which events (every event in a state, of a type or not; or named ids, optionally only
@@ -197,6 +212,7 @@ type Via = 'console token' | 'session token';
 /** What a route's answer is made from. */
 interface RouteCall {
   request: AdminRequest;
+  options: AdminApiOptions;
   store: PayhooksDatabase;
   query: Record<string, string>;
   /** The path's parameter (an eventId), still percent-encoded. */
@@ -358,6 +374,38 @@ const ROUTES: readonly AdminRoute[] = [
   },
   {
     method: 'GET',
+    pattern: /^\/admin\/api\/health$/,
+    commandLine: false,
+    async answer({ options }) {
+      if (!options.health)
+        throw new BadRequest(404, 'No alarms are evaluated here: GET /admin/api/health is served by payhooks serve (startService).');
+      return ok(await options.health());
+    },
+  },
+  {
+    method: 'GET',
+    pattern: /^\/admin\/api\/verify$/,
+    commandLine: false,
+    async answer({ options }) {
+      if (!options.verify) throw new BadRequest(404, 'Verify runs are started by payhooks serve (startService); this API has none.');
+      return ok(await options.verify.state());
+    },
+  },
+  {
+    method: 'POST',
+    pattern: /^\/admin\/api\/verify$/,
+    commandLine: false,
+    async answer({ request, options }) {
+      if (!options.verify) throw new BadRequest(404, 'Verify runs are started by payhooks serve (startService); this API has none.');
+      const text = await bodyText(request);
+      const wanted = parse(verifyBody, text.trim() === '' ? {} : jsonBody(text), 'body');
+      const started = options.verify.start(wanted);
+      if (typeof started === 'string') throw new BadRequest(409, `No verify was started: ${started}`);
+      return ok({ running: started }, 202);
+    },
+  },
+  {
+    method: 'GET',
     pattern: /^\/admin\/api\/stats$/,
     commandLine: true,
     async answer({ store, query }) {
@@ -377,7 +425,8 @@ const ROUTES: readonly AdminRoute[] = [
 /**
  * The operator console's API under `/admin/api/`: events with filters and cursor pages, one event in full (personal
  * data masked unless `?reveal=true`, which is logged), replay of one event, of named events or of every event in a
- * state (and of a type), at once or in batches, and counts. Every request needs `Authorization: Bearer <token>`,
+ * state (and of a type), at once or in batches, and counts; with `health` and `verify` from the service, the alarms and
+ * verify runs. Every request needs `Authorization: Bearer <token>`,
  * compared in constant time; without a token the console is off and every path answers 404. The session token of
  * `payhooks serve` opens the command line's routes from loopback, console on or off. Failed tokens from one address
  * are answered more and more slowly ({@link FailureThrottle}). `handle` never rejects: a bad request is a 4xx with
@@ -433,7 +482,7 @@ export function createAdminApi(options: AdminApiOptions): AdminApi {
           const known = ROUTES.some((route) => route.pattern.test(target.path));
           throw new BadRequest(known ? 405 : 404, known ? `${method} is not allowed on ${target.path}.` : `Nothing at ${target.path}.`);
         }
-        const call = { request, store: await storeOf(), query: target.query, param: match.param, via };
+        const call = { request, options, store: await storeOf(), query: target.query, param: match.param, via };
         return await match.route.answer(call, logger);
       } catch (err) {
         if (err instanceof BadRequest) return errorResponse(err.status, err.message);

@@ -1,11 +1,12 @@
 import { z } from 'zod';
+import { MAX_TIMER_MS } from '../internal/duration.js';
 import { LOGGER_DEFAULTS } from '../logger.js';
 import { DATABASE_DEFAULTS } from '../store/database.js';
 import { DEFAULT_APP_SCHEMA } from '../store/migrate.js';
 import type { SyncConfig } from '../sync/config.js';
 import { WORKER_DEFAULTS } from '../worker/defaults.js';
 import { MIRROR_DEFAULTS } from '../sync/mirror/mirror-sink.js';
-import { SERVICE_DEFAULTS } from './service-defaults.js';
+import { ALARM_DEFAULTS, SERVICE_DEFAULTS, SWEEPER_DEFAULTS } from './service-defaults.js';
 
 /** What a service process does: receive, run handlers, or both (the default). */
 export const SERVICE_ROLES = ['all', 'receiver', 'worker'] as const;
@@ -15,6 +16,9 @@ export type ServiceRole = (typeof SERVICE_ROLES)[number];
 // file is loaded (src/sync/config.ts): taken here as they come out of it, never restated.
 const fromSyncConfig = <K extends keyof SyncConfig>(key: K) =>
   z.custom<SyncConfig[K]>((value) => value !== undefined, { error: `${key} comes from the sync configuration file` });
+
+/** A span of time in whole milliseconds, at least one. */
+const positiveMs = z.number().int().positive();
 
 /**
  * The standalone service's whole configuration, every field defaulted (docs/configuration.md#serviceconfig): what
@@ -87,6 +91,50 @@ export const serviceConfigSchema = z.object({
     .object({
       /** Node's process metrics (CPU, heap, event loop) on /metrics beside payhooks' own. Default true. */
       processMetrics: z.boolean().default(true),
+    })
+    .prefault({}),
+  /**
+   * The gap sweeper (docs/alerts.md#the-gap-sweeper), `sweeper` of the configuration file: reconcile and a sampled
+   * verify every `everyMs` (default 1 h; null: off), each run recorded for /metrics, /admin/api/health and the console.
+   */
+  sweeper: z
+    .object({
+      everyMs: z.number().int().min(1000).max(MAX_TIMER_MS).nullable().default(SWEEPER_DEFAULTS.everyMs),
+      /** Default 5 days. */
+      lookbackMs: z.number().int().min(60_000).default(SWEEPER_DEFAULTS.lookbackMs),
+      /** Records per resource the verify compares, 1 to 10,000. Default 20. */
+      sample: z.number().int().min(1).max(10_000).default(SWEEPER_DEFAULTS.sample),
+      /** Default true. */
+      repair: z.boolean().default(SWEEPER_DEFAULTS.repair),
+    })
+    .prefault({}),
+  /** The alarms' thresholds (docs/alerts.md#thresholds), `alarms` of the configuration file; `ALARM_DEFAULTS`. */
+  alarms: z
+    .object({
+      /** Default 15 s. */
+      evaluateEveryMs: z.number().int().min(100).max(MAX_TIMER_MS).default(ALARM_DEFAULTS.evaluateEveryMs),
+      /** Default 1 min. */
+      apiProbeEveryMs: z.number().int().min(100).max(MAX_TIMER_MS).default(ALARM_DEFAULTS.apiProbeEveryMs),
+      silence: z
+        .object({
+          afterMs: positiveMs.default(ALARM_DEFAULTS.silence.afterMs),
+          graceMs: z.number().int().min(0).default(ALARM_DEFAULTS.silence.graceMs),
+        })
+        .prefault({}),
+      signature: z
+        .object({
+          minFailures: z.number().int().min(1).default(ALARM_DEFAULTS.signature.minFailures),
+          windowMs: positiveMs.default(ALARM_DEFAULTS.signature.windowMs),
+        })
+        .prefault({}),
+      sender: z
+        .object({
+          minFailed: z.number().int().min(1).default(ALARM_DEFAULTS.sender.minFailed),
+          windowMs: positiveMs.default(ALARM_DEFAULTS.sender.windowMs),
+        })
+        .prefault({}),
+      backlog: z.object({ maxAgeMs: positiveMs.default(ALARM_DEFAULTS.backlog.maxAgeMs) }).prefault({}),
+      dead: z.object({ windowMs: positiveMs.default(ALARM_DEFAULTS.dead.windowMs) }).prefault({}),
     })
     .prefault({}),
   /** Level of the JSON log lines (the CLI's logger). `PAYHOOKS_LOG_LEVEL`, default `info`. */

@@ -15,5 +15,40 @@ export const SERVICE_DEFAULTS = {
   maxConnections: 8192,
 } as const satisfies { port: number; host: string; headersTimeoutMs: number; requestTimeoutMs: number; maxConnections: number };
 
+const MINUTE = 60_000;
+
+/**
+ * The gap sweeper of `serve` (docs/alerts.md#the-gap-sweeper): reconcile, then a sampled verify of the mirror, each
+ * run recorded. It needs the API key; without a mirror the verify is skipped.
+ */
+export const SWEEPER_DEFAULTS = {
+  /** Between two runs; null: off. Each run lists the delivery history of the lookback and reads about 4 × sample records. */
+  everyMs: 60 * MINUTE,
+  /** How far back reconciliation looks: past the sender's retry horizon of 4 days 6½ hours. */
+  lookbackMs: 5 * 24 * 60 * MINUTE,
+  /** Records per resource the verify compares: the newest ones listed and as many random mirror rows. */
+  sample: 20,
+  /** Rewrite drifted mirror rows from the API. */
+  repair: true,
+} as const satisfies { everyMs: number | null; lookbackMs: number; sample: number; repair: boolean };
+
+/** The alarms of `serve` (docs/alerts.md): when each check fires. */
+export const ALARM_DEFAULTS = {
+  /** How often the checks are evaluated (database readings each time). */
+  evaluateEveryMs: 15_000,
+  /** How often the service's API is asked for activity and its delivery history (from the shared rate budget). */
+  apiProbeEveryMs: MINUTE,
+  /** Silence: no authentic delivery for 15 minutes while invoices changed; changes younger than a minute are not yet owed. */
+  silence: { afterMs: 15 * MINUTE, graceMs: MINUTE },
+  /** The last 3 deliveries or more refused for their signature, the latest within 10 minutes. */
+  signature: { minFailures: 3, windowMs: 10 * MINUTE },
+  /** 3 deliveries or more whose latest try failed, in the sender's history of the last hour. */
+  sender: { minFailed: 3, windowMs: 60 * MINUTE },
+  /** The oldest pending event older than 5 minutes. */
+  backlog: { maxAgeMs: 5 * MINUTE },
+  /** An event that ended dead within the last hour. */
+  dead: { windowMs: 60 * MINUTE },
+} as const;
+
 /** The parsed, validated environment of `payhooks serve` (docs/configuration.md). */
 export type ServiceEnv = EnvOf<'serve'>;

@@ -4,15 +4,19 @@ import type { Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { nodeAdapter } from '../adapters/node-http.js';
 import type { ApiClient } from '../client/index.js';
+import { DeliveryWatch } from '../alarms/delivery-watch.js';
 import { createAdminApi } from '../console/admin-api.js';
 import { PayhooksError } from '../errors.js';
 import { parseDuration } from '../internal/duration.js';
 import { createLogger } from '../logger.js';
+import { registerHealthMetrics } from '../metrics/health-metrics.js';
 import { createPayhooksMetrics } from '../metrics/payhooks-metrics.js';
 import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhooks.js';
 import { registerMirror } from '../sync/mirror/mirror-sink.js';
+import { type GapSweeper, startGapSweeper } from '../sync/gap-sweep.js';
 import { type PeriodicReconcile, startPeriodicReconcile } from '../sync/periodic-reconcile.js';
 import { type RegisteredSinks, registerSinks } from '../sync/sinks.js';
+import { startAlarmMonitor } from './alarm-monitor.js';
 import { budgetedClient } from './budgeted-client.js';
 import { adminRoute } from './routes/admin-route.js';
 import { healthRoutes } from './routes/health-routes.js';
@@ -22,6 +26,7 @@ import { WEBHOOK_PATH, webhookRoute } from './routes/webhook-route.js';
 import { newLocalToken, removeServeSession, writeServeSession } from './serve-session.js';
 import type { ServiceConfig, ServiceRole } from './service-config.js';
 import { reportEventsNeedingAttention, reportWhatRuns } from './start-report.js';
+import { createVerifyRuns } from './verify-runs.js';
 
 /** A running standalone service. */
 export interface RunningService {
@@ -54,7 +59,8 @@ export function mirrorRuns(config: Pick<ServiceConfig, 'mirror'>, hasHandlers: b
 /**
  * Starts the standalone service from a resolved configuration: the receiver at /webhooks, /healthz, /readyz,
  * /metrics and (with a token, or on the embedded database) the console at /admin; the worker with your handlers,
- * the mirror and the sinks; periodic reconciliation. It only composes: every check was made by
+ * the mirror and the sinks; periodic reconciliation, the gap sweeper and the alarms (docs/alerts.md: read by /metrics,
+ * GET /admin/api/health and the console). It only composes: every check was made by
  * `resolveServiceConfig`.
  *
  * @example
@@ -80,6 +86,8 @@ export async function startService(config: ServiceConfig, options: StartServiceO
       "PAYHOOKS_API_KEY is not set: handlers get no API client (ctx.api) and have only the events' own snapshots, so current-state reads (the defence against out-of-order delivery) are off.",
     );
   }
+  // The receiver's answers, for the silence and signature alarms.
+  const watch = new DeliveryWatch();
   const hooks = createPayhooks<ApiClient>({
     secret: config.receiver.secrets,
     database: { url: config.database.url, dataDir: config.database.dataDir, schema: config.database.schema },
@@ -87,7 +95,13 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     appSchema: config.database.appSchema,
     logger,
     api,
-    observe: metrics.observe,
+    observe: {
+      ...metrics.observe,
+      delivery(delivery) {
+        metrics.observe.delivery?.(delivery);
+        watch.delivery(delivery);
+      },
+    },
     worker: config.worker,
     history: config.history,
   });
@@ -95,9 +109,27 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   budgeted?.bind(store);
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
   let periodic: PeriodicReconcile | undefined;
+  let sweeper: GapSweeper | undefined;
   let sinks: RegisteredSinks | undefined;
+  const monitor = startAlarmMonitor({
+    store,
+    watch,
+    receiving,
+    api,
+    endpointId: config.reconcile.endpointId,
+    thresholds: config.alarms,
+    logger: logger.child({ component: 'alarms' }),
+  });
+  registerHealthMetrics(registry, () => monitor.health());
+  const hasHandlers = options.register !== undefined;
+  const verify = createVerifyRuns({
+    store,
+    api,
+    mirrorSchema: mirrorRuns(config, hasHandlers) ? config.mirror.schema : undefined,
+    logger: logger.child({ component: 'console' }),
+  });
   const stopWorking = async () => {
-    await periodic?.stop();
+    await Promise.all([periodic?.stop(), sweeper?.stop(), verify.stop(), monitor.stop()]);
     await hooks.stop();
     // After the worker: a handler still running may be waiting on a broker's acknowledgement.
     await sinks?.close();
@@ -106,7 +138,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     await reportEventsNeedingAttention(store, logger);
     // A handlers module that throws (an unknown event type in on(), say) stops the start, after closing the database.
     await options.register?.(hooks);
-    if (working) ({ sinks, periodic } = await startWorking(config, hooks, { logger, api, hasHandlers: options.register !== undefined }));
+    if (working) ({ sinks, periodic, sweeper } = await startWorking(config, hooks, { logger, api, hasHandlers }));
   } catch (err) {
     await stopWorking().catch(() => undefined);
     throw err;
@@ -118,7 +150,20 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   const routes: ServiceRoute[] = [
     webhookRoute(receiving ? hooks.node() : undefined, registry),
     ...(adminToken !== undefined || localToken !== undefined
-      ? [adminRoute(nodeAdapter(createAdminApi({ store, token: adminToken, localToken, logger: logger.child({ component: 'console' }) })))]
+      ? [
+          adminRoute(
+            nodeAdapter(
+              createAdminApi({
+                store,
+                token: adminToken,
+                localToken,
+                logger: logger.child({ component: 'console' }),
+                health: () => monitor.health(),
+                verify,
+              }),
+            ),
+          ),
+        ]
       : []),
     ...healthRoutes(store),
     metricsRoute(registry),
@@ -181,7 +226,7 @@ async function startWorking(
   config: ServiceConfig,
   hooks: Payhooks<ApiClient>,
   { logger, api, hasHandlers }: { logger: Logger; api: ApiClient | undefined; hasHandlers: boolean },
-): Promise<{ sinks: RegisteredSinks; periodic: PeriodicReconcile | undefined }> {
+): Promise<{ sinks: RegisteredSinks; periodic: PeriodicReconcile | undefined; sweeper: GapSweeper | undefined }> {
   const userHandlers = hooks.handlerCount;
   const mirror = mirrorRuns(config, hasHandlers);
   if (mirror) await registerMirror(hooks, { schema: config.mirror.schema, eventTypes: config.mirror.eventTypes });
@@ -209,5 +254,22 @@ async function startWorking(
           logger.child({ component: 'reconcile' }),
         )
       : undefined;
-  return { sinks, periodic };
+  const { everyMs, lookbackMs, sample, repair } = config.sweeper;
+  const sweeper =
+    everyMs !== null && api
+      ? startGapSweeper(
+          {
+            store: await hooks.ready(),
+            api,
+            mirrorSchema: mirror ? config.mirror.schema : undefined,
+            endpointId,
+            lookbackMs,
+            sample,
+            repair,
+          },
+          everyMs,
+          logger.child({ component: 'sweeper' }),
+        )
+      : undefined;
+  return { sinks, periodic, sweeper };
 }

@@ -28,6 +28,8 @@ const PATHS = [
   '/admin/api/quarantine/1',
   '/admin/api/quarantine/1/release',
   '/admin/api/quarantine/1/discard',
+  '/admin/api/health',
+  '/admin/api/verify',
   '/healthz',
   '/readyz',
   '/metrics',

@@ -56,7 +56,7 @@ function start() {
 
 async function refresh() {
   try {
-    await Promise.all([loadEvents(), loadStats()]);
+    await Promise.all([loadEvents(), loadStats(), loadHealth()]);
     if (state.selected) await showEvent(state.selected, false);
     $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (err) {
@@ -95,6 +95,74 @@ async function loadStats() {
     ? `oldest pending: ${stats.oldestPending.eventId}, ${Math.round(stats.oldestPending.ageMs / 1000)} s old`
     : 'nothing pending';
   drawChart(stats.activity);
+}
+
+// The alarms, the gap sweeper's newest run and the last verify. Served by payhooks serve only: elsewhere (the API
+// mounted in an app) the panel says so instead of failing the whole refresh.
+async function loadHealth() {
+  let health;
+  let verify;
+  try {
+    [health, verify] = await Promise.all([api('/health'), api('/verify')]);
+  } catch (err) {
+    if (err.message === 'unauthorized') throw err;
+    $('health-status').textContent = `no health here: ${err.message}`;
+    $('verify-form').hidden = true;
+    return;
+  }
+  $('verify-form').hidden = false;
+  $('health-status').textContent = `overall: ${health.status} (evaluated ${new Date(health.evaluatedAt).toLocaleTimeString()})`;
+  $('health-status').dataset.status = health.status;
+  $('alarms').replaceChildren(
+    ...health.checks.map((check) =>
+      el(
+        'tr',
+        { 'data-alarm': check.name, 'data-status': check.status },
+        el('td', {}, check.name),
+        el('td', {}, el('span', { class: `alarm alarm-${check.status}` }, check.status)),
+        el('td', {}, check.message),
+      ),
+    ),
+  );
+  $('sweeper').textContent = describeRun(health.sweeper, 'no sweep recorded yet');
+  $('sweeper-findings').replaceChildren(...findingsOf(health.sweeper).map((text) => el('li', {}, text)));
+  $('verify-run').disabled = verify.running !== null;
+  $('verify-state').textContent = verify.running
+    ? `verify running since ${new Date(verify.running.startedAt).toLocaleTimeString()}`
+    : describeRun(verify.last, 'no verify recorded yet');
+}
+
+function describeRun(run, none) {
+  if (!run) return none;
+  const parts = [`${run.trigger} run of ${new Date(run.finishedAt).toLocaleString()}: ${run.outcome}`];
+  if (run.reconcile)
+    parts.push(`reconcile: ${run.reconcile.missing} missing, ${run.reconcile.resent} re-sent, ${run.reconcile.unrecovered} unrecovered`);
+  if (run.verify) parts.push(`verify: ${run.verify.checked} checked, ${run.verify.drift} drifted, ${run.verify.repaired} repaired`);
+  if (run.error) parts.push(`error: ${run.error}`);
+  return [...parts, ...run.notes].join('; ');
+}
+
+function findingsOf(run) {
+  if (!run) return [];
+  return run.findings
+    .slice(0, 20)
+    .map((f) =>
+      f.kind === 'drift'
+        ? `${f.resource} ${f.id}: ${f.drift}${f.repaired ? ', repaired' : ''}`
+        : `event ${f.eventId} (${f.eventType}) missing${f.resent ? ', re-sent' : f.reason ? `: ${f.reason}` : ''}`,
+    );
+}
+
+async function runVerify(event) {
+  event.preventDefault();
+  const sample = $('verify-all').checked ? null : Number($('verify-sample').value);
+  try {
+    await api('/verify', { method: 'POST', body: JSON.stringify({ sample, repair: $('verify-repair').checked }) });
+    $('verify-state').textContent = 'verify started';
+  } catch (err) {
+    $('verify-state').textContent = `not started: ${err.message}`;
+  }
+  await refresh();
 }
 
 // Deliveries (bars) and failures (red bars) per minute over the last three hours, in inline SVG.
@@ -214,6 +282,7 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   $('replay').addEventListener('click', replaySelected);
   $('replay-filtered').addEventListener('click', replayFiltered);
+  $('verify-form').addEventListener('submit', runVerify);
   $('reveal').addEventListener('click', () => {
     if (confirm('Show this event with its emails and phone numbers? The console logs that you did.'))
       showEvent(state.selected, false, true);

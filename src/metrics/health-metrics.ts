@@ -1,0 +1,88 @@
+import { Gauge, type Registry } from 'prom-client';
+import { ALARM_NAMES } from '../alarms/alarm-checks.js';
+import type { HealthReport } from '../alarms/health-report.js';
+
+/** The sweeper's counts `payhooks_sweeper_last_run_findings` shows, by its `finding` label. */
+export const SWEEPER_FINDINGS = ['missing', 'resent', 'unrecovered', 'drift', 'repaired'] as const;
+
+/**
+ * Registers the alarms' and the gap sweeper's series (docs/metrics.md#alarms-and-the-gap-sweeper), read from
+ * `health` at each scrape: the same report GET /admin/api/health answers. A health that cannot be read leaves the
+ * last values.
+ *
+ * @example
+ * registerHealthMetrics(registry, () => monitor.health());
+ */
+export function registerHealthMetrics(registry: Registry, health: () => Promise<HealthReport>): void {
+  const registers = [registry];
+  // The monitor answers its latest evaluation: reading it once per gauge costs nothing.
+  const report = () => health().catch(() => undefined);
+  new Gauge({
+    name: 'payhooks_alarm_firing',
+    help: 'Whether each alarm fires (1) or not (0); an alarm whose input is unknown here is 0 and shows in payhooks_alarm_unknown.',
+    labelNames: ['alarm'],
+    registers,
+    async collect() {
+      const read = await report();
+      if (read) for (const check of read.checks) this.set({ alarm: check.name }, check.status === 'firing' ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'payhooks_alarm_unknown',
+    help: 'Whether an alarm could not be evaluated (1): its input is not available (no API key, a database that did not answer, --role worker).',
+    labelNames: ['alarm'],
+    registers,
+    async collect() {
+      const read = await report();
+      if (read) for (const check of read.checks) this.set({ alarm: check.name }, check.status === 'unknown' ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'payhooks_alarms_evaluated_timestamp_seconds',
+    help: 'When the alarms were last evaluated (unix seconds).',
+    registers,
+    async collect() {
+      const read = await report();
+      if (read) this.set(read.evaluatedAt.getTime() / 1000);
+    },
+  });
+  new Gauge({
+    name: 'payhooks_sweeper_last_run_timestamp_seconds',
+    help: "When the gap sweeper's newest recorded run finished (unix seconds); absent until one is recorded.",
+    registers,
+    async collect() {
+      const run = (await report())?.sweeper;
+      if (run) this.set(run.finishedAt.getTime() / 1000);
+    },
+  });
+  new Gauge({
+    name: 'payhooks_sweeper_last_run_failed',
+    help: "Whether the gap sweeper's newest run failed (1: a part threw; the error is in GET /admin/api/health).",
+    registers,
+    async collect() {
+      const run = (await report())?.sweeper;
+      if (run) this.set(run.outcome === 'failed' ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'payhooks_sweeper_last_run_findings',
+    help: "What the gap sweeper's newest run found: events missing from the inbox, re-sent, unrecovered; mirror rows drifted, repaired.",
+    labelNames: ['finding'],
+    registers,
+    async collect() {
+      const run = (await report())?.sweeper;
+      if (!run) return;
+      const counts: Record<(typeof SWEEPER_FINDINGS)[number], number> = {
+        missing: run.reconcile?.missing ?? 0,
+        resent: run.reconcile?.resent ?? 0,
+        unrecovered: run.reconcile?.unrecovered ?? 0,
+        drift: run.verify?.drift ?? 0,
+        repaired: run.verify?.repaired ?? 0,
+      };
+      for (const finding of SWEEPER_FINDINGS) this.set({ finding }, counts[finding]);
+    },
+  });
+  // Every alarm has its series from the first scrape on, so that a rule on a name never firing is never "absent".
+  const firing = registry.getSingleMetric('payhooks_alarm_firing') as Gauge;
+  for (const alarm of ALARM_NAMES) firing.set({ alarm }, 0);
+}

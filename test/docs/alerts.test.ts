@@ -1,0 +1,119 @@
+// docs/alerts.yaml: Prometheus alerting rules, one per alarm, each with a runbook in docs/troubleshooting.md. The
+// series each expression names are checked against what payhooks registers (read from a registry built as serve
+// builds its own), so a renamed series cannot leave a rule that never fires.
+import { readFileSync } from 'node:fs';
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { ALARM_NAMES } from '../../src/alarms/alarm-checks.js';
+import { registerHealthMetrics } from '../../src/metrics/health-metrics.js';
+import { createPayhooksMetrics } from '../../src/metrics/payhooks-metrics.js';
+import { webhookRoute } from '../../src/service/routes/webhook-route.js';
+
+const root = new URL('../../', import.meta.url);
+const read = (path: string) => readFileSync(new URL(path, root), 'utf8');
+
+const duration = z.string().regex(/^(\d+(ms|s|m|h|d|w|y))+$/, 'a Prometheus duration such as 5m');
+const ruleFile = z.strictObject({
+  groups: z
+    .array(
+      z.strictObject({
+        name: z.string().min(1),
+        interval: duration.optional(),
+        rules: z
+          .array(
+            z.strictObject({
+              alert: z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/),
+              expr: z.string().min(1),
+              for: duration.optional(),
+              labels: z.record(z.string(), z.string()).optional(),
+              annotations: z.strictObject({ summary: z.string().min(1), description: z.string().min(1), runbook: z.string() }),
+            }),
+          )
+          .min(1),
+      }),
+    )
+    .min(1),
+});
+
+/** Every series payhooks serve exports: its own, the alarms' and the sweeper's, the webhook route's. */
+function exportedSeries(): Set<string> {
+  const registry = new Registry();
+  const never = () => Promise.reject(new Error('not scraped in this test'));
+  createPayhooksMetrics(registry, { store: never });
+  registerHealthMetrics(registry, never);
+  webhookRoute(undefined, registry);
+  const names = new Set<string>();
+  for (const metric of registry.getMetricsAsArray()) {
+    names.add(metric.name);
+    if (String(metric.type) === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) names.add(`${metric.name}${suffix}`);
+  }
+  return names;
+}
+
+const KEYWORDS = new Set(['and', 'or', 'unless', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'offset']);
+
+/** The series a PromQL expression names: identifiers outside strings, label matchers and ranges, not functions or keywords. */
+function seriesOf(expr: string): string[] {
+  const bare = expr
+    .replace(/"(?:[^"\\]|\\.)*"/g, '""')
+    // The label lists of aggregations and vector matching: `by (job)`, `on (instance)`, `group_left (name)`.
+    .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ' ')
+    .replace(/\{[^}]*\}/g, ' ')
+    .replace(/\[[^\]]*\]/g, ' ');
+  return [...bare.matchAll(/[a-zA-Z_:][a-zA-Z0-9_:]*(?=\s*(\()?)/g)]
+    .filter((match) => match[1] === undefined)
+    .map((match) => match[0])
+    .filter((name) => !KEYWORDS.has(name));
+}
+
+/** GitHub's heading anchors of a Markdown page (as test/docs/links.test.ts makes them). */
+function anchorsOf(markdown: string): Set<string> {
+  const text = markdown.replace(/^```[^\n]*\n[\s\S]*?^```$/gm, '');
+  return new Set(
+    [...text.matchAll(/^#{1,6}\s+(.+?)\s*$/gm)].map(([, heading]) =>
+      heading!
+        .replace(/`/g, '')
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+        .replace(/\s/g, '-'),
+    ),
+  );
+}
+
+describe('docs/alerts.yaml', () => {
+  const rules = ruleFile.parse(parse(read('docs/alerts.yaml'))).groups.flatMap((group) => group.rules);
+
+  it('parses as Prometheus rules, and every series an expression names is one payhooks exports', () => {
+    const exported = exportedSeries();
+    expect(exported.has('payhooks_alarm_firing')).toBe(true);
+    for (const rule of rules) {
+      const named = seriesOf(rule.expr);
+      expect(named.length, `${rule.alert} names a series`).toBeGreaterThan(0);
+      for (const name of named) expect(exported.has(name), `${rule.alert}: ${name} is exported`).toBe(true);
+    }
+  });
+
+  it('the reading of expressions sees a series that is not exported', () => {
+    expect(seriesOf('rate(payhooks_no_such_total{status="dead"}[5m]) > 0 and on(instance) up == 1')).toEqual([
+      'payhooks_no_such_total',
+      'up',
+    ]);
+  });
+
+  it('has a rule for every alarm, each with a runbook that is a section of docs/troubleshooting.md', () => {
+    for (const alarm of ALARM_NAMES) {
+      expect(
+        rules.some((rule) => rule.expr.includes(`alarm="${alarm}"`)),
+        `a rule for ${alarm}`,
+      ).toBe(true);
+    }
+    const anchors = anchorsOf(read('docs/troubleshooting.md'));
+    for (const rule of rules) {
+      const [page, anchor] = rule.annotations.runbook.split('#');
+      expect(page, rule.alert).toBe('docs/troubleshooting.md');
+      expect(anchors.has(anchor!), `${rule.alert}: #${anchor} is a heading of troubleshooting.md`).toBe(true);
+    }
+  });
+});
