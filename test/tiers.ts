@@ -77,6 +77,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/simulator/end-to-end.test.ts',
     'test/store/attempts.test.ts',
     'test/store/claim-attempts.test.ts',
+    'test/store/history-partitions.test.ts',
     'test/store/ledger.test.ts',
     'test/store/operator-queries.test.ts',
     'test/store/per-handler-claim.test.ts',

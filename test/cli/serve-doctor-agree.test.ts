@@ -73,6 +73,12 @@ const BAD: BadConfiguration[] = [
     reason: 'worker.concurrency: must be a whole number of at least 1, not 0',
   },
   {
+    title: 'a ledger kept shorter than the retry horizon',
+    env: SECRET,
+    file: { history: { retention: '1d', ledgerRetention: '2d' } },
+    reason: "history.ledgerRetention: ledgerRetention must be at least the sender's retry horizon (4d7h)",
+  },
+  {
     title: 'a worker variable that breaks the file',
     env: { ...SECRET, PAYHOOKS_HANDLER_TIMEOUT_MS: '90000' },
     file: { worker: { leaseMs: 60_000 } },
