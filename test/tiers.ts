@@ -93,6 +93,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/worker/per-handler-order.test.ts',
     'test/worker/registration.test.ts',
     'test/worker/worker.test.ts',
+    'test/worker/effects.test.ts',
   ],
   e2e: [
     'test/cli/backfill.test.ts',

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
+import { replayEvents } from './maintenance.js';
 import type { EffectStepState } from './schema.js';
 
 /** Identifies one step: a named effect of one handler for one event. */
@@ -49,14 +50,24 @@ export async function beginStep(store: PayhooksDatabase, intent: StepIntent): Pr
   const steps = sql.id(store.schema, 'effect_steps');
   // `old` is the row as this statement found it (a CTE's snapshot), `up` what it wrote: an existing row is only
   // written where the step is to run again or goes to review; a completed one, or one already held, is left as it is.
-  const { rows } = await sql<{ before: EffectStepState | null; result: string | null; error: string | null; after: EffectStepState | null; calls: number | null }>`
+  const { rows } = await sql<{
+    before: EffectStepState | null;
+    result: string | null;
+    error: string | null;
+    after: EffectStepState | null;
+    calls: number | null;
+  }>`
     with old as (
       select state, result, error from ${steps}
        where event_id = ${intent.eventId} and handler = ${intent.handler} and step = ${intent.step}
     ),
     up as (
       insert into ${steps} as s (event_id, received_at, handler, step, idempotency_key, idempotent, state, attempt)
-      values (${intent.eventId}, ${intent.receivedAt.toISOString()}::timestamptz, ${intent.handler}, ${intent.step},
+      -- The stored receipt time, exact (the worker's copy has milliseconds only); the worker's when the row is gone.
+      values (${intent.eventId},
+              coalesce((select received_at from ${sql.id(store.schema, 'inbox_events')} where event_id = ${intent.eventId}),
+                       ${intent.receivedAt.toISOString()}::timestamptz),
+              ${intent.handler}, ${intent.step},
               ${intent.idempotencyKey}, ${intent.idempotent}, 'started', ${intent.attempt})
       on conflict (event_id, handler, step) do update
          set state = case when s.state = 'started' and not excluded.idempotent then 'needs-review' else 'started' end,
@@ -210,13 +221,22 @@ export type StepResolution = 'done' | 'redo';
 
 /** What {@link resolveStep} did. */
 export type ResolveOutcome =
-  | { resolved: true; handler: string; step: string; remaining: number }
+  | {
+      resolved: true;
+      handler: string;
+      step: string;
+      /** Steps of the event still waiting for review. */
+      remaining: number;
+      /** Whether the event went back to the queue (its last step held for review was resolved). */
+      requeued: boolean;
+    }
   | { resolved: false; reason: 'not-found' | 'not-held' | 'ambiguous'; handlers?: string[]; state?: EffectStepState };
 
 /**
  * Resolves a step held for review: `done` records it completed (no result), `redo` lets the next attempt call it
  * again (with the same key). `handler` is needed only when several handlers of the event have a step of that name.
- * Resolves to how many of the event's steps still wait for review (0: the event may go back to the queue).
+ * Once no step of the event waits for review any more, an event in `needs-review` goes back to the queue (its completed
+ * handlers and steps are kept); the outcome says how many steps still wait and whether it went.
  *
  * @example
  * await resolveStep(store, { eventId: 'evt_1', step: 'sms' }, 'done');
@@ -226,7 +246,7 @@ export async function resolveStep(
   ref: { eventId: string; step: string; handler?: string | undefined },
   resolution: StepResolution,
 ): Promise<ResolveOutcome> {
-  return store.db.transaction().execute(async (trx) => {
+  const outcome = await store.db.transaction().execute(async (trx) => {
     let candidates = trx
       .selectFrom('effect_steps')
       .select(['handler', 'state'])
@@ -234,10 +254,10 @@ export async function resolveStep(
       .where('step', '=', ref.step);
     if (ref.handler !== undefined) candidates = candidates.where('handler', '=', ref.handler);
     const found = await candidates.forUpdate().execute();
-    if (found.length === 0) return { resolved: false, reason: 'not-found' };
-    if (found.length > 1) return { resolved: false, reason: 'ambiguous', handlers: found.map((f) => f.handler).sort() };
+    if (found.length === 0) return { resolved: false as const, reason: 'not-found' as const };
+    if (found.length > 1) return { resolved: false as const, reason: 'ambiguous' as const, handlers: found.map((f) => f.handler).sort() };
     const [only] = found as [(typeof found)[number]];
-    if (only.state !== 'needs-review') return { resolved: false, reason: 'not-held', state: only.state };
+    if (only.state !== 'needs-review') return { resolved: false as const, reason: 'not-held' as const, state: only.state };
     await trx
       .updateTable('effect_steps')
       .set({
@@ -256,8 +276,12 @@ export async function resolveStep(
       .where('event_id', '=', ref.eventId)
       .where('state', '=', 'needs-review')
       .executeTakeFirstOrThrow();
-    return { resolved: true, handler: only.handler, step: ref.step, remaining: left.n };
+    return { resolved: true as const, handler: only.handler, step: ref.step, remaining: left.n };
   });
+  if (!outcome.resolved) return outcome;
+  // The last step held: the event goes back to the queue, its completed handlers and steps kept.
+  const requeued = outcome.remaining === 0 && (await replayEvents(store, { eventIds: [ref.eventId], status: 'needs-review' })).length > 0;
+  return { ...outcome, requeued };
 }
 
 /**

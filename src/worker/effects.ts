@@ -80,7 +80,12 @@ export interface EffectRunnerOptions {
 }
 
 function checkName(name: unknown): asserts name is string {
-  if (typeof name !== 'string' || name.trim() === '' || name.length > STEP_NAME_MAX_CHARS || /[\u0000-\u001f]/.test(name)) {
+  if (
+    typeof name !== 'string' ||
+    name.trim() === '' ||
+    name.length > STEP_NAME_MAX_CHARS ||
+    [...name].some((ch) => ch.charCodeAt(0) < 0x20)
+  ) {
     throw new TypeError(
       `ctx.effect needs a step name of 1 to ${STEP_NAME_MAX_CHARS} characters without control characters, not ${JSON.stringify(name)}.`,
     );
@@ -95,14 +100,21 @@ function checkName(name: unknown): asserts name is string {
 export function createEffectRunner(options: EffectRunnerOptions): EffectRunner {
   const { store, eventId, handler, logger } = options;
   const used = new Set<string>();
-  return async function effect<T>(name: string, fn: (step: EffectStepContext) => Promise<T> | T, stepOptions: EffectOptions = {}): Promise<T> {
+  return async function effect<T>(
+    name: string,
+    fn: (step: EffectStepContext) => Promise<T> | T,
+    stepOptions: EffectOptions = {},
+  ): Promise<T> {
     checkName(name);
     if (typeof fn !== 'function') throw new TypeError(`ctx.effect(${JSON.stringify(name)}, fn): fn must be a function, not ${typeof fn}.`);
     const declared = stepOptions.idempotent;
     if (declared !== undefined && typeof declared !== 'boolean')
       throw new TypeError(`ctx.effect(${JSON.stringify(name)}): idempotent must be true or false, not ${JSON.stringify(declared)}.`);
     // Two steps of one name in one run would share a record and a key: the second would return the first's result.
-    if (used.has(name)) throw new TypeError(`ctx.effect: handler ${handler} used the step name ${JSON.stringify(name)} twice in one run; name each step once.`);
+    if (used.has(name))
+      throw new TypeError(
+        `ctx.effect: handler ${handler} used the step name ${JSON.stringify(name)} twice in one run; name each step once.`,
+      );
     used.add(name);
     const ref: StepRef = { eventId, handler, step: name };
     const key = effectKey(eventId, handler, name);
@@ -123,7 +135,10 @@ export function createEffectRunner(options: EffectRunnerOptions): EffectRunner {
       throw new EffectNeedsReviewError(eventId, handler, name);
     }
     if (decision.unknownBefore)
-      log.warn({ calls: decision.calls }, 'effect step has an unknown outcome (an earlier run died before recording it); it is idempotent, so it is called again with the same key');
+      log.warn(
+        { calls: decision.calls },
+        'effect step has an unknown outcome (an earlier run died before recording it); it is idempotent, so it is called again with the same key',
+      );
     // Undeclared: the step becomes idempotent when its calls carry its key (the API client, ctx.http).
     const keyed = declared === undefined ? () => markStepIdempotent(store, ref) : async () => {};
     let value: T;
@@ -146,7 +161,10 @@ export function createEffectRunner(options: EffectRunnerOptions): EffectRunner {
       text = null;
     }
     if (text !== null && text.length > EFFECT_RESULT_MAX_CHARS) {
-      log.warn({ chars: text.length, max: EFFECT_RESULT_MAX_CHARS }, 'the result of an effect step is too long to keep; later attempts get undefined');
+      log.warn(
+        { chars: text.length, max: EFFECT_RESULT_MAX_CHARS },
+        'the result of an effect step is too long to keep; later attempts get undefined',
+      );
       text = null;
     }
     const recorded = await completeStep(store, ref, text);

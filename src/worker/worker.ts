@@ -573,7 +573,11 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     if (held.length > 0) {
       // Out of the queue like a final state; resolving the step puts it back (docs/effects.md#needs-review).
       record(entry, { kind: 'finished', eventId, status: 'needs-review', lastError }, (stillHeld) => {
-        if (stillHeld) log.error({ held }, 'event needs review: an effect step has an unknown outcome and is not idempotent; its other handlers are through');
+        if (stillHeld)
+          log.error(
+            { held },
+            'event needs review: an effect step has an unknown outcome and is not idempotent; its other handlers are through',
+          );
       });
       return;
     }
