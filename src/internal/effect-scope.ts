@@ -36,3 +36,8 @@ export async function nextEffectKey(): Promise<string | undefined> {
   await current.keyed;
   return current.requests === 1 ? current.scope.key : `${current.scope.key}.${current.requests}`;
 }
+
+/** Whether a `ctx.effect` step is running in this async context. */
+export function inEffectScope(): boolean {
+  return storage.getStore() !== undefined;
+}
