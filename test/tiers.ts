@@ -140,6 +140,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/serve-broker-faults.test.ts',
     'test/receiver/bounded-memory.test.ts',
     'test/sync/broker-faults.test.ts',
+    'test/worker/effects-chaos.test.ts',
   ],
 };
 
