@@ -468,6 +468,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     entry.abort.signal.addEventListener('abort', onShutdown, { once: true });
     let markedInTransaction = false;
     let effect: EffectRunner | undefined;
+    let inTransaction = false;
     const ctx: HandlerContext<Api> = {
       attempt: entry.event.attempt,
       receivedAt: entry.event.receivedAt,
@@ -487,6 +488,14 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       },
       // Made on first use: a handler that calls no effect costs nothing more.
       effect(name, fn, stepOptions) {
+        // Its record is written on a connection of its own and must not wait for (nor roll back with) the handler's
+        // transaction; on the embedded database, which has one connection, it would wait for ever.
+        if (inTransaction)
+          return Promise.reject(
+            new TypeError(
+              `ctx.effect was called inside ctx.transaction by handler ${handler.name}; call it before or after the transaction.`,
+            ),
+          );
         effect ??= createEffectRunner({
           store,
           eventId: entry.event.eventId,
@@ -507,7 +516,10 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           // app's schema first on the search path, where the app's migrations put them. `local`: for this transaction only.
           const appTrx = trx.withoutPlugins();
           await sql.raw(searchPath).execute(appTrx);
-          const result = await fn(appTrx as unknown as Transaction<DB>);
+          inTransaction = true;
+          const result = await fn(appTrx as unknown as Transaction<DB>).finally(() => {
+            inTransaction = false;
+          });
           await markHandlerCompleted(trx, entry.event.eventId, handler.name);
           return result;
         });
