@@ -108,12 +108,29 @@ export {
 } from './store/migrate.js';
 export { getEvent, listEvents, type ListEventsFilter, type StoredEvent, type StoredEventDetail } from './store/inbox.js';
 export { pruneEvents, replayEvents } from './store/maintenance.js';
+export {
+  countNeedsReview,
+  listSteps,
+  resolveStep,
+  type EffectStep,
+  type NeedsReviewCount,
+  type ResolveOutcome,
+  type StepResolution,
+} from './store/effect-steps.js';
 export { GROUP_COMMIT_DEFAULTS, type GroupCommitOptions, UnstorableEventError } from './store/group-commit.js';
 export { EVENT_STATUSES, type EventStatus, type PayhooksTables } from './store/schema.js';
 
 // Handlers and the worker that runs them (hooks.on / hooks.start)
 export type { AnyEventHandler, EventHandler, HandlerContext, HandlerOptions, UnknownTypeHandlerOptions } from './worker/handlers.js';
 export { UnknownEventTypeError } from './worker/unknown-event-type.js';
+export {
+  EFFECT_RESULT_MAX_CHARS,
+  EffectNeedsReviewError,
+  effectKey,
+  type EffectOptions,
+  type EffectRunner,
+  type EffectStepContext,
+} from './worker/effects.js';
 export { WORKER_DEFAULTS } from './worker/defaults.js';
 export type { HandlerRunObservation, Worker } from './worker/worker.js';
 export type { BackoffOptions } from './worker/retry-delay.js';

@@ -98,6 +98,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/worker/per-handler-order.test.ts',
     'test/worker/registration.test.ts',
     'test/worker/worker.test.ts',
+    'test/worker/effects.test.ts',
   ],
   e2e: [
     'test/cli/backfill.test.ts',
@@ -144,6 +145,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/serve-broker-faults.test.ts',
     'test/receiver/bounded-memory.test.ts',
     'test/sync/broker-faults.test.ts',
+    'test/worker/effects-chaos.test.ts',
   ],
 };
 

@@ -16,10 +16,15 @@ export interface Terminal {
  * await confirmBulk({ count: 40, action: 're-queue 40 events', yes: opts.yes });
  */
 export async function confirmBulk(
-  request: { count: number; action: string; yes: boolean },
+  request: {
+    count: number;
+    action: string;
+    yes: boolean /** Ask even for a single event (a change that cannot be undone). */;
+    always?: boolean;
+  },
   terminal: Terminal = { input: process.stdin, output: process.stderr },
 ): Promise<void> {
-  if (request.count <= 1 || request.yes) return;
+  if ((request.count <= 1 && !request.always) || request.yes) return;
   if (!terminal.input.isTTY || !terminal.output.isTTY) {
     throw new UsageError(
       `Refusing to ${request.action} without confirmation, and there is no terminal to ask on. Pass --yes to confirm (--dry-run shows what would change).`,

@@ -1,3 +1,4 @@
+import { type ResolveOutcome, resolveStep, type StepResolution } from '../store/effect-steps.js';
 import { discardQuarantined, type ReleaseOptions, type ReleaseOutcome, releaseQuarantined } from '../receiver/release-quarantined.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import {
@@ -51,6 +52,8 @@ export interface Inbox {
   getQuarantined(id: string): Promise<QuarantinedDetail | undefined>;
   releaseQuarantined(id: string, options: ReleaseOptions): Promise<ReleaseOutcome>;
   discardQuarantined(id: string): Promise<void>;
+  /** An operator's answer to an effect step held for review; the event goes back to the queue once none is held. */
+  resolveStep(ref: { eventId: string; step: string; handler?: string | undefined }, resolution: StepResolution): Promise<ResolveOutcome>;
   replayBatch(
     which: ReplaySelection,
     batch: { limit: number; after?: ArrivalPosition | undefined; through?: ArrivalPosition | undefined },
@@ -70,6 +73,7 @@ export function localInbox(store: PayhooksDatabase): Inbox {
     getQuarantined: (id) => getQuarantined(store, id),
     releaseQuarantined: (id, options) => releaseQuarantined(store, id, options),
     discardQuarantined: (id) => discardQuarantined(store, id),
+    resolveStep: (ref, resolution) => resolveStep(store, ref, resolution),
     replayBatch: (which, batch) => replayBatch(store, which, batch),
   };
 }

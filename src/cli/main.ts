@@ -9,6 +9,7 @@ import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { ENV_COMMANDS, type EnvCommand, type EnvOf, environmentHelp, readEnv } from '../service/environment.js';
 import { addDoctorCommand } from './doctor-command.js';
+import { addEffectsCommands } from './effects-command.js';
 import { addEventsCommands } from './events-command.js';
 import { addInitCommand } from './init-command.js';
 import { addPruneCommand } from './prune-command.js';
@@ -186,6 +187,7 @@ function buildProgram(print: (text: string) => void): Command {
 
   addEventsCommands(program, ctx);
   addQuarantineCommands(program, ctx);
+  addEffectsCommands(program, ctx);
   addInitCommand(program, ctx, version);
   addDoctorCommand(program, ctx);
 

@@ -1,19 +1,20 @@
 import { type Command, Option } from 'commander';
-import type { ReplayableStatus, ReplaySelection } from '../store/maintenance.js';
+import type { ReplayableStatus, ReplayEffects, ReplaySelection } from '../store/maintenance.js';
 import { addBulkOptions, BULK_DEFAULTS, type BulkOptions } from './bulk.js';
 import { SilentFailure, UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { confirmBulk } from './confirm-bulk.js';
-import { countOf, sampleOf } from './format.js';
+import { countOf, printable, sampleOf } from './format.js';
 import type { Inbox } from './inbox.js';
 import { startProgress } from './progress.js';
 import { withInbox } from './with-inbox.js';
 
-const REPLAYABLE: readonly ReplayableStatus[] = ['dead', 'invalid', 'ignored', 'done'];
+const REPLAYABLE: readonly ReplayableStatus[] = ['dead', 'invalid', 'ignored', 'done', 'needs-review'];
 
 /** The options of `payhooks replay`. */
 export interface ReplayCommandOptions extends BulkOptions {
   status?: ReplayableStatus | undefined;
+  redoEffects?: boolean | undefined;
 }
 
 /**
@@ -26,13 +27,18 @@ export function addReplayCommand(program: Command, ctx: CommandContext): void {
     .command('replay')
     .description('re-queue events by id, or every event in a state (handlers that completed are not run again, except for done events)')
     .argument('[eventIds...]', 'event ids to re-queue')
-    .addOption(new Option('--status <status>', 're-queue every event in this state').choices(REPLAYABLE));
+    .addOption(new Option('--status <status>', 're-queue every event in this state').choices(REPLAYABLE))
+    .option(
+      '--redo-effects',
+      "call the events' effect steps (ctx.effect) again, completed ones and those held for review included (asks first)",
+    );
   addBulkOptions(command).action(async (eventIds: string[], opts: ReplayCommandOptions) => {
     if (eventIds.length === 0 && !opts.status)
       throw new UsageError('Name event ids to replay, or pass --status dead|invalid|ignored|done.');
     if (eventIds.length > 0 && opts.status) throw new UsageError('Give either event ids or --status, not both.');
     await withInbox(ctx.env('replay'), (inbox) => {
-      const which: ReplaySelection = opts.status ? { status: opts.status } : { eventIds: [...new Set(eventIds)] };
+      const redoEffects = opts.redoEffects === true;
+      const which: ReplaySelection = opts.status ? { status: opts.status, redoEffects } : { eventIds: [...new Set(eventIds)], redoEffects };
       return replay(ctx, inbox, which, opts);
     });
   });
@@ -50,18 +56,27 @@ async function replay(ctx: CommandContext, inbox: Inbox, which: ReplaySelection,
   };
 
   // The sample holds every named id that would be re-queued, for a dry run to tell which would not.
-  const { count, sample, through } = await inbox.previewReplay(which, Math.max(BULK_DEFAULTS.sampleSize, named.length));
+  const { count, sample, through, effects } = await inbox.previewReplay(which, Math.max(BULK_DEFAULTS.sampleSize, named.length));
   if (count === 0) {
     await ctx.out(`no events to re-queue${scope}`);
     return reportMissing(new Set());
   }
   await ctx.out(`${countOf(count, 'event')} to re-queue${scope}: ${sampleOf(sample.slice(0, BULK_DEFAULTS.sampleSize), count)}`);
+  const redo = which.redoEffects === true;
+  for (const line of effectLines(effects, redo)) await ctx.out(line);
   if (opts.dryRun) {
     await ctx.out('dry run: nothing changed');
     await reportMissing(new Set(sample));
     return;
   }
-  await confirmBulk({ count, action: `re-queue ${countOf(count, 'event')}${scope}`, yes: opts.yes });
+  // Calling effects again (an invoice, a payment) cannot be undone: asked even for one event.
+  const again = effects.completed + effects.needsReview;
+  await confirmBulk({
+    count,
+    action: `re-queue ${countOf(count, 'event')}${scope}${redo && again > 0 ? ` and call ${countOf(again, 'effect step')} again` : ''}`,
+    yes: opts.yes,
+    always: redo && again > 0,
+  });
 
   const progress = startProgress('re-queued', count, opts.batchSize);
   const requeued = new Set<string>();
@@ -82,4 +97,29 @@ async function replay(ctx: CommandContext, inbox: Inbox, which: ReplaySelection,
   }
   await ctx.out(`re-queued ${countOf(replayed, 'event')}${opts.status ? ` from state ${opts.status}` : ''}`);
   await reportMissing(requeued);
+}
+
+/** What the replay does with the events' effect steps: which are skipped, which run again (docs/effects.md#replay). */
+function effectLines(effects: ReplayEffects, redo: boolean): string[] {
+  const total = effects.completed + effects.needsReview + effects.notCompleted;
+  if (total === 0) return [];
+  const lines: string[] = [];
+  if (effects.completed > 0)
+    lines.push(
+      redo
+        ? `effect steps: ${countOf(effects.completed, 'completed step')} will be called again (--redo-effects)`
+        : `effect steps: ${countOf(effects.completed, 'completed step')} will be skipped (their recorded results are reused; --redo-effects calls them again)`,
+    );
+  if (effects.needsReview > 0)
+    lines.push(
+      redo
+        ? `effect steps: ${countOf(effects.needsReview, 'step')} held for review will be called again (--redo-effects)`
+        : `effect steps: ${countOf(effects.needsReview, 'step')} held for review stay held (payhooks effects resolve EVENT STEP --done|--redo)`,
+    );
+  if (effects.notCompleted > 0)
+    lines.push(`effect steps: ${countOf(effects.notCompleted, 'step')} that did not complete will be called again`);
+  for (const step of effects.sample)
+    lines.push(`  ${printable(step.eventId)} ${printable(step.handler)} ${printable(JSON.stringify(step.step))}: ${step.state}`);
+  if (effects.sample.length < total) lines.push(`  … and ${total - effects.sample.length} more`);
+  return lines;
 }

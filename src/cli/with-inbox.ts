@@ -76,6 +76,7 @@ function serveInbox(session: ServeSession, inUse: DataDirInUseError): Inbox {
     getQuarantined: (id) => asked((api) => api.getQuarantined(id)),
     releaseQuarantined: (id, options) => asked((api) => api.releaseQuarantined(id, options)),
     discardQuarantined: (id) => asked((api) => api.discardQuarantined(id)),
+    resolveStep: (ref, resolution) => asked((api) => api.resolveStep(ref, resolution)),
     replayBatch: (which, batch) => asked((api) => api.replayBatch(which, batch)),
   };
 }

@@ -18,6 +18,7 @@ import { pageSchema } from './pagination.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { parseRetryAfter } from './retry-after.js';
 import { sleep } from '../internal/sleep.js';
+import { nextEffectKey } from '../internal/effect-scope.js';
 
 /** The methods of the service's REST interface. Everything but GET is a write. */
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -28,8 +29,9 @@ export type ClientLogger = Pick<Logger, 'debug' | 'warn'>;
 /** Options of one call, the last argument of every client method. */
 export interface RequestOptions {
   /**
-   * The `X-Idempotency-Key` of a write. Default: a random UUID made once per call and sent on every retry of
-   * it. Pass your own to make a call idempotent across processes or restarts (e.g. derived from an event id).
+   * The `X-Idempotency-Key` of a write. Default: inside a `ctx.effect` step, the step's key (derived from the event,
+   * handler and step, so the same on every attempt; `<key>.2`, `.3`… for the step's later writes); elsewhere a
+   * random UUID made once per call and sent on every retry of it. Pass your own to make a call idempotent across processes or restarts (e.g. derived from an event id).
    * `false` sends none; such a write is then never retried after a 5xx, a timeout or a connection error,
    * since the service may have processed it. Ignored on reads.
    */
@@ -115,7 +117,11 @@ export class HttpTransport {
     const timeoutMs = checkCallOptions(options, method, path) ?? this.#config.timeoutMs;
     const body = spec.input === undefined ? undefined : JSON.stringify({ input: check(spec.input, 'input', method, path) });
     const search = spec.query === undefined ? '' : queryString(check(spec.query, 'query', method, path));
-    const idempotencyKey = method === 'GET' || options.idempotencyKey === false ? undefined : (options.idempotencyKey ?? randomUUID());
+    // Inside a `ctx.effect` step, a write without a key of its own is keyed by the step: the same key on every attempt.
+    const idempotencyKey =
+      method === 'GET' || options.idempotencyKey === false
+        ? undefined
+        : (options.idempotencyKey ?? (await nextEffectKey()) ?? randomUUID());
     const replayable = method === 'GET' || idempotencyKey !== undefined;
 
     const headers: Record<string, string> = { authorization: `Bearer ${this.#config.apiKey}`, accept: 'application/json' };

@@ -14,6 +14,7 @@ import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
 import { discardQuarantined, QuarantineError, releaseQuarantined } from '../receiver/release-quarantined.js';
 import { getQuarantined, listQuarantined } from '../store/quarantine.js';
 import type { HealthReport } from '../alarms/health-report.js';
+import { resolveStep } from '../store/effect-steps.js';
 import { consoleAsset } from './console-page.js';
 import { FailureThrottle } from './failure-throttle.js';
 import { arrivalPosition, filterText, identifierText } from './inputs.js';
@@ -87,7 +88,7 @@ const ADMIN_IN_FLIGHT_BODY_BYTES = 4 * 1024 * 1024;
 /** The most ids one replay request names, and the largest sample or batch it asks for. */
 const MAX_REPLAY_IDS = 10_000;
 
-const REPLAYABLE = ['dead', 'invalid', 'ignored', 'done'] as const;
+const REPLAYABLE = ['dead', 'invalid', 'ignored', 'done', 'needs-review'] as const;
 // Years 1 to 9999 in UTC: outside them a JavaScript date is written as `0000-…` or `+010000-…`, which the database
 // refuses (a 500 it would be, not the client's 400).
 const EARLIEST = new Date('0001-01-01T00:00:00Z').getTime();
@@ -139,6 +140,7 @@ const replayBody = z
     limit: z.number().int().min(1).max(MAX_REPLAY_IDS).optional(),
     after: arrivalPosition.optional(),
     through: arrivalPosition.optional(),
+    redoEffects: z.boolean().optional(),
   })
   .superRefine((body, ctx) => {
     const problem = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
@@ -150,6 +152,12 @@ const replayBody = z
     for (const bound of ['after', 'through'] as const)
       if (body[bound] !== undefined && body.limit === undefined) problem(bound, 'is for a batch of a replay: give limit too');
   });
+
+const resolveBody = z.strictObject({
+  step: z.string().min(1).max(200),
+  handler: identifierText.optional(),
+  resolution: z.enum(['done', 'redo']),
+});
 
 const ok = (value: unknown, status = 200): HttpResponse => ({
   status,
@@ -269,7 +277,14 @@ const ROUTES: readonly AdminRoute[] = [
       const handlerAttempts = reveal
         ? event.handlerAttempts
         : event.handlerAttempts.map((a) => ({ ...a, error: a.error === null ? null : maskPersonalData(a.error) }));
-      return ok({ ...(reveal ? event : summary(event)), rawBody, handlerAttempts, masked: !reveal });
+      const effectSteps = reveal
+        ? event.effectSteps
+        : event.effectSteps.map((x) => ({
+            ...x,
+            result: x.result === null ? null : maskPersonalData(x.result),
+            error: x.error === null ? null : maskPersonalData(x.error),
+          }));
+      return ok({ ...(reveal ? event : summary(event)), rawBody, handlerAttempts, effectSteps, masked: !reveal });
     },
   },
   {
@@ -289,13 +304,29 @@ const ROUTES: readonly AdminRoute[] = [
   },
   {
     method: 'POST',
+    pattern: /^\/admin\/api\/events\/([^/]+)\/effects\/resolve$/,
+    commandLine: true,
+    async answer({ request, store, param, via }, logger) {
+      const eventId = eventIdOf(param!);
+      const body = parse(resolveBody, jsonBody(await bodyText(request)), 'body');
+      const outcome = await resolveStep(store, { eventId, step: body.step, handler: body.handler }, body.resolution);
+      if (outcome.resolved)
+        logger?.info(
+          { eventId, handler: outcome.handler, step: body.step, resolution: body.resolution, requeued: outcome.requeued, via },
+          'console: effect step resolved',
+        );
+      return ok(outcome);
+    },
+  },
+  {
+    method: 'POST',
     pattern: /^\/admin\/api\/replay$/,
     commandLine: true,
     async answer({ request, store, via }, logger) {
       const body = parse(replayBody, jsonBody(await bodyText(request)), 'body');
       const which: ReplaySelection = body.eventIds
-        ? { eventIds: [...new Set(body.eventIds)], status: body.status }
-        : { status: body.status!, eventType: body.type };
+        ? { eventIds: [...new Set(body.eventIds)], status: body.status, redoEffects: body.redoEffects }
+        : { status: body.status!, eventType: body.type, redoEffects: body.redoEffects };
       const described = { status: body.status, eventType: body.type, named: body.eventIds?.length, via };
       if (body.dryRun) return ok(await previewReplay(store, which, body.sample ?? 10));
       if (body.limit !== undefined) {

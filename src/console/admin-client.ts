@@ -8,6 +8,7 @@ import { PayhooksError } from '../errors.js';
 import type { EventPage } from '../store/console-queries.js';
 import type { OldestPending, StoredEventDetail, TypeStatusCount } from '../store/inbox.js';
 import type { ReplayBatch, ReplayPreview, ReplaySelection } from '../store/maintenance.js';
+import type { ResolveOutcome, StepResolution } from '../store/effect-steps.js';
 import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
 
 /** A request the console's API answered with an error, or did not answer at all (`status` undefined). */
@@ -55,7 +56,37 @@ const eventDetail = storedEvent.extend({
       }),
     )
     .default([]),
+  effectSteps: z
+    .array(
+      z.object({
+        eventId: z.string(),
+        receivedAt: date,
+        handler: z.string(),
+        step: z.string(),
+        idempotencyKey: z.string(),
+        idempotent: z.boolean(),
+        state: z.enum(['started', 'completed', 'failed', 'needs-review', 'redo']),
+        attempt: z.number(),
+        calls: z.number(),
+        result: z.string().nullable(),
+        error: z.string().nullable(),
+        startedAt: date,
+        endedAt: date.nullable(),
+        resolution: z.enum(['done', 'redo']).nullable(),
+        resolvedAt: date.nullable(),
+      }),
+    )
+    .default([]),
 });
+const resolved = z.discriminatedUnion('resolved', [
+  z.object({ resolved: z.literal(true), handler: z.string(), step: z.string(), remaining: z.number(), requeued: z.boolean() }),
+  z.object({
+    resolved: z.literal(false),
+    reason: z.enum(['not-found', 'not-held', 'ambiguous']),
+    handlers: z.array(z.string()).optional(),
+    state: z.enum(['started', 'completed', 'failed', 'needs-review', 'redo']).optional(),
+  }),
+]);
 const quarantined = z.object({
   id: z.string(),
   kind: z.enum(QUARANTINE_KINDS),
@@ -79,7 +110,19 @@ const stats = z.object({
   byTypeAndStatus: z.array(z.object({ eventType: z.string(), status: z.enum(EVENT_STATUSES), count: z.number() })),
   oldestPending: z.object({ eventId: z.string(), receivedAt: date, ageMs: z.number() }).nullable(),
 });
-const preview = z.object({ count: z.number(), sample: z.array(z.string()), through: z.string().nullable() });
+const preview = z.object({
+  count: z.number(),
+  sample: z.array(z.string()),
+  through: z.string().nullable(),
+  effects: z
+    .object({
+      completed: z.number(),
+      needsReview: z.number(),
+      notCompleted: z.number(),
+      sample: z.array(z.object({ eventId: z.string(), handler: z.string(), step: z.string(), state: z.string() })),
+    })
+    .default({ completed: 0, needsReview: 0, notCompleted: 0, sample: [] }),
+});
 const batch = z.object({ eventIds: z.array(z.string()), visited: z.number(), last: z.string().nullable() });
 
 /** Counts of `GET /admin/api/stats` the command line reads. */
@@ -125,6 +168,8 @@ export interface AdminClient {
   releaseQuarantined(id: string, options: ReleaseOptions): Promise<ReleaseOutcome>;
   /** `POST /admin/api/quarantine/{id}/discard`. */
   discardQuarantined(id: string): Promise<void>;
+  /** `POST /admin/api/events/{id}/effects/resolve`: an operator's answer to a step held for review. */
+  resolveStep(ref: { eventId: string; step: string; handler?: string | undefined }, resolution: StepResolution): Promise<ResolveOutcome>;
   /** `POST /admin/api/replay` with `dryRun`: how many events a replay would re-queue, a sample, and its bound. */
   previewReplay(which: ReplaySelection, sampleSize: number): Promise<ReplayPreview>;
   /** `POST /admin/api/replay` with `limit`: one batch of a replay in order of arrival. */
@@ -184,8 +229,10 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     return parsed.data;
   }
 
-  const selection = (which: ReplaySelection) =>
-    'eventIds' in which ? { eventIds: which.eventIds, status: which.status } : { status: which.status, type: which.eventType };
+  const selection = (which: ReplaySelection) => ({
+    ...('eventIds' in which ? { eventIds: which.eventIds, status: which.status } : { status: which.status, type: which.eventType }),
+    ...(which.redoEffects ? { redoEffects: true } : {}),
+  });
 
   return {
     listEvents({ status, type, cursor, limit, reveal }) {
@@ -217,6 +264,8 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     async discardQuarantined(id) {
       await call(z.object({ discarded: z.string() }), 'POST', `/quarantine/${encodeURIComponent(id)}/discard`, {});
     },
+    resolveStep: ({ eventId, step, handler }, resolution) =>
+      call(resolved, 'POST', `/events/${encodeURIComponent(eventId)}/effects/resolve`, { step, handler, resolution }),
     previewReplay: (which, sampleSize) => call(preview, 'POST', '/replay', { ...selection(which), dryRun: true, sample: sampleSize }),
     replayBatch: (which, page) => call(batch, 'POST', '/replay', { ...selection(which), ...page }),
   };

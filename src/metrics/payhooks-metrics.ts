@@ -4,6 +4,7 @@ import type { PayhooksObserver } from '../payhooks.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { countEventsByStatus, oldestPendingEvent } from '../store/inbox.js';
 import { countQuarantined } from '../store/quarantine.js';
+import { countNeedsReview } from '../store/effect-steps.js';
 import { EVENT_STATUSES } from '../store/schema.js';
 
 /** The series payhooks exposes, and the callbacks that move them. */
@@ -103,6 +104,17 @@ export function createPayhooksMetrics(registry: Registry, options: { store?: () 
           .then(async (store) => ({ ...(await countEventsByStatus(store)), quarantined: await countQuarantined(store) }))
           .catch(() => undefined);
         if (counts) for (const status of [...EVENT_STATUSES, 'quarantined'] as const) this.set({ status }, counts[status] ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'payhooks_effect_steps_needs_review',
+      help: 'Effect steps (ctx.effect) of unknown outcome held for an operator (not idempotent, so not called again on their own): payhooks effects resolve EVENT STEP --done|--redo.',
+      registers,
+      async collect() {
+        const held = await storeOf()
+          .then(countNeedsReview)
+          .catch(() => undefined);
+        if (held) this.set(held.steps);
       },
     });
     new Gauge({

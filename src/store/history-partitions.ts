@@ -3,11 +3,11 @@ import type { PayhooksDatabase } from './database.js';
 import type { PayhooksTables } from './schema.js';
 
 /**
- * The tables of the history, partitioned alike by the event's receipt time (migrations/009): bodies and outcomes,
- * which handlers settled each event, and their failed runs. A partition of one has a twin of the same range in each
+ * The tables of the history, partitioned alike by the event's receipt time (migrations/009 and 011): bodies and
+ * outcomes, which handlers settled each event, their failed runs, and their effect steps. A partition of one has a twin of the same range in each
  * other; they are created and dropped together.
  */
-export const HISTORY_TABLES = ['inbox_events', 'handler_runs', 'handler_attempts'] as const;
+export const HISTORY_TABLES = ['inbox_events', 'handler_runs', 'handler_attempts', 'effect_steps'] as const;
 
 /** How wide each partition is: a UTC day, a week from Monday 00:00 UTC, or any duration of at least a second. */
 export type PartitionSpan = 'day' | 'week' | { ms: number };

@@ -1,3 +1,4 @@
+import { type EffectStep, listSteps } from './effect-steps.js';
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
@@ -191,6 +192,8 @@ export interface StoredEventDetail extends StoredEvent {
   givenUpHandlers: string[];
   /** Every run of a handler for it, oldest first: the timeline `events show` and the console's detail view print. */
   handlerAttempts: HandlerAttempt[];
+  /** Its `ctx.effect` steps, in the order they started (docs/effects.md). */
+  effectSteps: EffectStep[];
 }
 
 /** One run of a handler for an event (a `handler_attempts` row). */
@@ -337,6 +340,7 @@ export async function getEvent(store: PayhooksDatabase, eventId: string): Promis
     completedHandlers: handlers('done'),
     givenUpHandlers: handlers('dead'),
     handlerAttempts,
+    effectSteps: await listSteps(store, [eventId]),
   };
 }
 

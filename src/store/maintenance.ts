@@ -11,9 +11,17 @@ export type ReplayableStatus = Exclude<EventStatus, 'processing' | 'pending'>;
  * The events a replay targets: given ids (optionally only while they are still in `status`), or every
  * event in a state.
  */
-export type ReplaySelection =
+export type ReplaySelection = (
   | { eventIds: readonly string[]; status?: ReplayableStatus | undefined }
-  | { status: ReplayableStatus; eventType?: string | undefined };
+  | { status: ReplayableStatus; eventType?: string | undefined }
+) & {
+  /**
+   * Forget the events' effect steps (docs/effects.md#replay), so that every `ctx.effect` step runs again, completed
+   * ones included, and steps held for review are released. Default false: a completed step returns its recorded
+   * result without being called again.
+   */
+  redoEffects?: boolean | undefined;
+};
 
 /**
  * The condition of a selection, over `inbox_events`; events being processed (a queue row with a lease) are never
@@ -61,6 +69,7 @@ export async function replayEvents(store: PayhooksDatabase, which: ReplaySelecti
     const done = locked.filter((row) => row.status === 'done').map((row) => row.event_id);
     // Completion marks go for events that were done (every handler runs again); given-up marks go for every replayed
     // event (the handlers that gave up run again; those that completed do not).
+    if (which.redoEffects) await trx.deleteFrom('effect_steps').where(sql<boolean>`event_id = any(${ids}::text[])`).execute();
     await trx
       .deleteFrom('handler_runs')
       .where(sql<boolean>`event_id = any(${ids}::text[])`)
@@ -152,6 +161,20 @@ export interface ReplayPreview {
   sample: string[];
   /** The newest arrival position now ({@link newestArrival}): the bound to give each {@link replayBatch}. */
   through: ArrivalPosition | null;
+  /** The effect steps of the selected events, by what the replay does with them (docs/effects.md#replay). */
+  effects: ReplayEffects;
+}
+
+/** What a replay does with the effect steps of the events it re-queues. */
+export interface ReplayEffects {
+  /** Completed steps: skipped (their recorded result returned), or called again with `redoEffects`. */
+  completed: number;
+  /** Steps held for an operator: still held (resolve them), or called again with `redoEffects`. */
+  needsReview: number;
+  /** Steps that did not complete (failed, unknown, sent back by an operator): called on the next run either way. */
+  notCompleted: number;
+  /** Some of them, oldest event first: which step of which handler, and its state. */
+  sample: { eventId: string; handler: string; step: string; state: string }[];
 }
 
 /**
@@ -164,9 +187,35 @@ export interface ReplayPreview {
 export async function previewReplay(store: PayhooksDatabase, which: ReplaySelection, sampleSize: number): Promise<ReplayPreview> {
   const through = await newestArrival(store);
   const count = await countReplayable(store, which);
-  if (count === 0) return { count, sample: [], through };
+  const effects: ReplayEffects = { completed: 0, needsReview: 0, notCompleted: 0, sample: [] };
+  if (count === 0) return { count, sample: [], through, effects };
   const page = await pageReplayable(store, which, { limit: sampleSize, through: through ?? undefined });
-  return { count, sample: page.map((event) => event.eventId), through };
+  return { count, sample: page.map((event) => event.eventId), through, effects: await replayEffects(store, which, sampleSize) };
+}
+
+/** The effect steps of a replay's selection, counted by state, with a sample (see {@link ReplayEffects}). */
+async function replayEffects(store: PayhooksDatabase, which: ReplaySelection, sampleSize: number): Promise<ReplayEffects> {
+  const selected = store.db
+    .selectFrom('effect_steps as s')
+    .innerJoin('inbox_events', 'inbox_events.event_id', 's.event_id')
+    .where(replayable(store, which));
+  const counts = await selected
+    .select(['s.state', sql<number>`count(*)::int`.as('n')])
+    .groupBy('s.state')
+    .execute();
+  const rows = await selected
+    .select(['s.event_id', 's.handler', 's.step', 's.state'])
+    .orderBy('inbox_events.seq')
+    .orderBy('s.started_at')
+    .limit(sampleSize)
+    .execute();
+  const of = (state: string) => counts.filter((c) => c.state === state).reduce((sum, c) => sum + c.n, 0);
+  return {
+    completed: of('completed'),
+    needsReview: of('needs-review'),
+    notCompleted: counts.reduce((sum, c) => sum + c.n, 0) - of('completed') - of('needs-review'),
+    sample: rows.map((row) => ({ eventId: row.event_id, handler: row.handler, step: row.step, state: row.state })),
+  };
 }
 
 /** One batch of a replay: see {@link replayBatch}. */
@@ -195,7 +244,11 @@ export async function replayBatch(
 ): Promise<ReplayBatch> {
   const page = await pageReplayable(store, which, batch);
   if (page.length === 0) return { visited: 0, eventIds: [], last: null };
-  const eventIds = await replayEvents(store, { eventIds: page.map((event) => event.eventId), status: which.status });
+  const eventIds = await replayEvents(store, {
+    eventIds: page.map((event) => event.eventId),
+    status: which.status,
+    redoEffects: which.redoEffects,
+  });
   return { visited: page.length, eventIds, last: page.at(-1)!.position };
 }
 

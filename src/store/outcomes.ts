@@ -26,7 +26,7 @@ export async function markHandlerCompleted(
 }
 
 /** A final state an event leaves the queue in. */
-export type FinalStatus = 'done' | 'ignored' | 'invalid' | 'dead';
+export type FinalStatus = 'done' | 'ignored' | 'invalid' | 'dead' | 'needs-review';
 
 /** What a worker records for events it holds a lease on; see {@link recordOutcomes}. */
 export type Outcome =

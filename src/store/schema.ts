@@ -1,7 +1,7 @@
 import type { ColumnType, Generated } from 'kysely';
 
 /** The states an inbox event moves through (see docs/event-states.md). */
-export const EVENT_STATUSES = ['pending', 'processing', 'done', 'dead', 'ignored', 'invalid'] as const;
+export const EVENT_STATUSES = ['pending', 'processing', 'done', 'dead', 'ignored', 'invalid', 'needs-review'] as const;
 export type EventStatus = (typeof EVENT_STATUSES)[number];
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -121,6 +121,28 @@ export interface HandlerAttemptTable {
   error: string | null;
 }
 
+/** The states of an effect step (migrations/011, docs/effects.md#states). */
+export type EffectStepState = 'started' | 'completed' | 'failed' | 'needs-review' | 'redo';
+
+/** The `effect_steps` table of migrations/011: one row per `ctx.effect` step of a handler for an event. */
+export interface EffectStepTable {
+  event_id: string;
+  received_at: Date;
+  handler: string;
+  step: string;
+  idempotency_key: string;
+  idempotent: boolean;
+  state: EffectStepState;
+  attempt: number;
+  calls: Generated<number>;
+  result: string | null;
+  error: string | null;
+  started_at: Generated<Date>;
+  ended_at: Date | null;
+  resolution: 'done' | 'redo' | null;
+  resolved_at: Date | null;
+}
+
 /** The Kysely database type of the payhooks schema. */
 export interface PayhooksTables {
   inbox_events: InboxEventTable;
@@ -129,4 +151,5 @@ export interface PayhooksTables {
   handler_runs: HandlerRunTable;
   event_ledger: EventLedgerTable;
   handler_attempts: HandlerAttemptTable;
+  effect_steps: EffectStepTable;
 }

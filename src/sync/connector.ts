@@ -5,6 +5,7 @@ import type { EventType, WebhookEvent } from '../events/index.js';
 import { assertKnownEventTypes } from '../worker/unknown-event-type.js';
 import type { Payhooks } from '../payhooks.js';
 import type { HandlerContext } from '../worker/handlers.js';
+import { inEffectScope } from '../internal/effect-scope.js';
 import { createHttpHelper, type HttpHelper } from './http-helper.js';
 import type { ResourceState } from './resource-state.js';
 import { defineSinkKind, registerSink, type Sink } from './sink.js';
@@ -119,15 +120,56 @@ export function connectorSink(connector: Connector): Sink {
         connector: connector.name,
         idempotencyKey: idempotencyKey(handlerName, event.eventId),
         currentState: state,
-        http: createHttpHelper({
-          signal: ctx.signal,
-          timeoutMs: connector.httpTimeoutMs,
-          userAgent: `payhooks connector ${connector.name}`,
-        }),
+        http: sendsAsSteps(
+          createHttpHelper({ signal: ctx.signal, timeoutMs: connector.httpTimeoutMs, userAgent: `payhooks connector ${connector.name}` }),
+          ctx,
+        ),
       };
       await connector.handle(event as WebhookEvent<EventType>, connectorCtx);
     },
     async close() {},
+  };
+}
+
+/** The most characters of an answer a send kept as a step records (well within the step's cap, escapes included). */
+const RECORDED_ANSWER_CHARS = 16 * 1024;
+
+/** What a send kept as a step records of its answer: enough to hand it back on a replay (without its headers). */
+interface RecordedAnswer {
+  status: number;
+  text: string;
+  truncated: boolean;
+}
+
+/**
+ * A connector's `ctx.http` whose writes (anything but GET and HEAD) made outside an explicit `ctx.effect` are steps
+ * of their own, `http:1`, `http:2`… in the order sent: a replay after a crash does not send again what the target
+ * acknowledged (docs/effects.md#sinks-and-connectors). Each carries the step's idempotency key unless the connector
+ * set one; either way the target can apply a repeat once, so an unknown outcome is sent again. A replayed answer
+ * has its status and text, not its headers.
+ */
+function sendsAsSteps(http: HttpHelper, ctx: HandlerContext<ApiClient>): HttpHelper {
+  let writes = 0;
+  return {
+    async request(url, request = {}) {
+      const method = (request.method ?? (request.json !== undefined || request.body !== undefined ? 'POST' : 'GET')).toUpperCase();
+      if (method === 'GET' || method === 'HEAD' || inEffectScope()) return http.request(url, request);
+      writes += 1;
+      const answer = await ctx.effect(`http:${writes}`, async (): Promise<RecordedAnswer> => {
+        const { status, text, truncated } = await http.request(url, request);
+        // Kept within the step's cap: a replay gets the beginning of a long answer, marked truncated.
+        const kept = text.slice(0, RECORDED_ANSWER_CHARS);
+        return { status, text: kept, truncated: truncated || kept.length < text.length };
+      });
+      return {
+        ...answer,
+        headers: new Headers(),
+        json<T>(): T {
+          if (answer.truncated) throw new Error(`the answer was longer than maxResponseBytes and was cut; it is not JSON as read`);
+          return JSON.parse(answer.text) as T;
+        },
+      };
+    },
   };
 }
 

@@ -209,25 +209,34 @@ function forwardSink(target: ForwardTarget): Sink {
     async handle(event, ctx, state) {
       const body = JSON.stringify(forwardDocument(event, await state(), sink, ctx.receivedAt));
       const http = createHttpHelper({ signal: ctx.signal, timeoutMs: target.timeoutMs, userAgent: `payhooks ${sink}` });
-      const response = await queue.add(
-        () => {
-          // Signed when sent, not when queued: a wait for the rate limit must not age the timestamp.
-          const signature = scheme.sign({ rawBody: body });
-          return http.request(target.url, {
-            method: 'POST',
-            body,
-            maxResponseBytes: FORWARD_ANSWER_BYTES,
-            headers: {
-              ...target.headers,
-              ...signature,
-              'content-type': 'application/json',
-              'idempotency-key': idempotencyKey(sink, event.eventId),
-              'x-payhooks-event-id': event.eventId,
-              'x-payhooks-event-type': event.eventType,
-            },
-          });
-        },
-        { signal: ctx.signal },
+      // A step: a replay after the target acknowledged does not send again (unless --redo-effects). Idempotent: the
+      // target gets the same idempotency-key on every send of the event, so an unknown outcome is simply sent again.
+      const response = await ctx.effect(
+        'send',
+        () =>
+          queue
+            .add(
+              () => {
+                // Signed when sent, not when queued: a wait for the rate limit must not age the timestamp.
+                const signature = scheme.sign({ rawBody: body });
+                return http.request(target.url, {
+                  method: 'POST',
+                  body,
+                  maxResponseBytes: FORWARD_ANSWER_BYTES,
+                  headers: {
+                    ...target.headers,
+                    ...signature,
+                    'content-type': 'application/json',
+                    'idempotency-key': idempotencyKey(sink, event.eventId),
+                    'x-payhooks-event-id': event.eventId,
+                    'x-payhooks-event-type': event.eventType,
+                  },
+                });
+              },
+              { signal: ctx.signal },
+            )
+            .then((answer) => ({ status: answer.status })),
+        { idempotent: true },
       );
       ctx.logger.debug({ target: where, status: response.status, attempt: ctx.attempt }, 'forwarded');
     },

@@ -2,6 +2,7 @@ import { parseRetryAfter } from '../client/retry-after.js';
 import { DeadLetterError, RetryLaterError } from '../worker/handler-errors.js';
 import { describeUrl } from '../internal/describe-url.js';
 import { timerDelay } from '../internal/duration.js';
+import { nextEffectKey } from '../internal/effect-scope.js';
 
 /** How long a connector's or forward target's request may take, by default. */
 export const HTTP_DEFAULT_TIMEOUT_MS = 10_000;
@@ -152,6 +153,11 @@ export function createHttpHelper(
         headers[name.toLowerCase()] = value;
       }
       if (request.json !== undefined) headers['content-type'] ??= 'application/json';
+      // Inside a `ctx.effect` step, a write without a key of its own carries the step's (the same on every attempt).
+      if (method !== 'GET' && method !== 'HEAD' && headers['idempotency-key'] === undefined) {
+        const key = await nextEffectKey();
+        if (key !== undefined) headers['idempotency-key'] = key;
+      }
       const maxResponseBytes = request.maxResponseBytes ?? HTTP_DEFAULT_MAX_RESPONSE_BYTES;
       if (!Number.isSafeInteger(maxResponseBytes) || maxResponseBytes < 0) {
         throw new RangeError(`maxResponseBytes must be a whole number of bytes, 0 or more, not ${String(request.maxResponseBytes)}.`);

@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { EventType, UnknownEvent, WebhookEvent } from '../events/index.js';
+import type { EffectRunner } from './effects.js';
 import { assertKnownEventTypes } from './unknown-event-type.js';
 
 /** What a handler gets besides the event. `Api` is the API client's type (undefined when not configured). */
@@ -38,6 +39,18 @@ export interface HandlerContext<Api = unknown> {
    * });
    */
   transaction<DB = Record<string, never>, T = void>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
+  /**
+   * A named step that calls the outside world once per event and handler (docs/effects.md): its intent is recorded
+   * before `fn` runs and its result (JSON) after; a later attempt of the event gets the recorded result without
+   * calling `fn` again. `fn` gets the step's idempotency key (the same on every attempt), which the payhooks API
+   * client and a connector's `ctx.http` send on their own. A step whose outcome is unknown (its process died between
+   * the call and its record) is called again with the same key when idempotent, and otherwise holds the event as
+   * `needs-review` for an operator. Each step name once per run.
+   *
+   * @example
+   * const fee = await ctx.effect('late-fee', () => ctx.api!.invoices.create({ customerId, items: [lateFee] }));
+   */
+  effect: EffectRunner;
 }
 
 /** A handler of one or more event types; its data is typed from the catalog. */

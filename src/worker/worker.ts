@@ -20,6 +20,7 @@ import { vacuumQueue } from '../store/maintenance.js';
 import { DeadLetterError, failureVerdict, type HandlerFailure } from './handler-errors.js';
 import type { GivenUpHandler } from '../store/claim.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
+import { createEffectRunner, EffectNeedsReviewError, type EffectRunner } from './effects.js';
 
 /** One run of one handler for one event, for metrics. */
 export interface HandlerRunObservation {
@@ -403,6 +404,8 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       // retried or given up for its own handler (a sink down must not stall the mirror or another sink).
       const failures: HandlerFailure[] = [];
       const skipped: string[] = [];
+      // Handlers stopped by an effect step of unknown outcome that may not be called again: held for an operator.
+      const reviews: HandlerFailure[] = [];
       // ctx.shared's values: one map per attempt, so that the handlers of this run share a read and the next attempt reads afresh.
       const shared = new Map<string, Promise<unknown>>();
       for (const handler of handlers) {
@@ -437,12 +440,16 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
           observe(true);
           attempted(describeThrown(err));
+          if (err instanceof EffectNeedsReviewError) {
+            reviews.push({ handler: handler.name, error: err });
+            continue;
+          }
           failures.push({ handler: handler.name, error: err });
           handlerLog.warn({ err }, 'handler failed');
         }
       }
       if (entry.abort.signal.aborted) return;
-      settle(entry, failures, skipped, log);
+      settle(entry, failures, skipped, reviews, log);
     } catch (err) {
       recordWorkerFailure(entry, err, log);
     }
@@ -460,6 +467,8 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     const onShutdown = () => controller.abort(entry.abort.signal.reason);
     entry.abort.signal.addEventListener('abort', onShutdown, { once: true });
     let markedInTransaction = false;
+    let effect: EffectRunner | undefined;
+    let inTransaction = false;
     const ctx: HandlerContext<Api> = {
       attempt: entry.event.attempt,
       receivedAt: entry.event.receivedAt,
@@ -477,6 +486,27 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         }
         return value;
       },
+      // Made on first use: a handler that calls no effect costs nothing more.
+      effect(name, fn, stepOptions) {
+        // Its record is written on a connection of its own and must not wait for (nor roll back with) the handler's
+        // transaction; on the embedded database, which has one connection, it would wait for ever.
+        if (inTransaction)
+          return Promise.reject(
+            new TypeError(
+              `ctx.effect was called inside ctx.transaction by handler ${handler.name}; call it before or after the transaction.`,
+            ),
+          );
+        effect ??= createEffectRunner({
+          store,
+          eventId: entry.event.eventId,
+          receivedAt: entry.event.receivedAt,
+          handler: handler.name,
+          attempt: entry.event.attempt,
+          signal: controller.signal,
+          logger: log,
+        });
+        return effect(name, fn, stepOptions);
+      },
       async transaction<DB, T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
         if (markedInTransaction)
           throw new Error(`ctx.transaction was already used by handler ${handler.name} for this event; call it once.`);
@@ -486,7 +516,10 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           // app's schema first on the search path, where the app's migrations put them. `local`: for this transaction only.
           const appTrx = trx.withoutPlugins();
           await sql.raw(searchPath).execute(appTrx);
-          const result = await fn(appTrx as unknown as Transaction<DB>);
+          inTransaction = true;
+          const result = await fn(appTrx as unknown as Transaction<DB>).finally(() => {
+            inTransaction = false;
+          });
           await markHandlerCompleted(trx, entry.event.eventId, handler.name);
           return result;
         });
@@ -514,7 +547,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
    * parked (nothing failed, but handlers were left for an earlier event of the resource to settle), or finished:
    * `dead` when any handler gave up, now or on an earlier attempt, else `done`.
    */
-  function settle(entry: InFlight, failures: HandlerFailure[], skipped: string[], log: Logger): void {
+  function settle(entry: InFlight, failures: HandlerFailure[], skipped: string[], reviews: HandlerFailure[], log: Logger): void {
     if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
     const { eventId, attempt, givenUp: givenUpBefore } = entry.event;
     const verdict = failureVerdict(
@@ -533,17 +566,31 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           : `handler ${handler} failed on the last of ${maxAttempts} attempts and gave up on the event; it ends dead once its other handlers are through (replay it once fixed)`,
       );
     }
-    const lastError = describeFailures(failures, givenUpBefore);
+    const lastError = describeFailures([...reviews, ...failures], givenUpBefore);
+    // A handler held for review is owed like a failed one while the event is still retried or parked: it runs again
+    // then, and stops at the same step, calling nothing, until an operator has resolved it.
+    const held = reviews.map((r) => r.handler);
     if (verdict.retried.length > 0) {
-      const owed = [...verdict.retried.map((f) => f.handler), ...skipped];
+      const owed = [...verdict.retried.map((f) => f.handler), ...skipped, ...held];
       record(entry, { kind: 'retry', eventId, delayMs: verdict.delayMs, lastError: lastError ?? '', owed });
       log.warn({ failed: verdict.retried.map((f) => f.handler), retryInMs: verdict.delayMs }, 'handler failed; will retry');
       return;
     }
     if (skipped.length > 0) {
       const earlier = `an earlier event of ${entry.event.resourceKey} at ${skipped.join(', ')}`;
-      record(entry, { kind: 'park', eventId, owed: skipped, lastError: lastError ?? `Waiting for ${earlier}.` });
+      record(entry, { kind: 'park', eventId, owed: [...skipped, ...held], lastError: lastError ?? `Waiting for ${earlier}.` });
       log.info({ waitingFor: skipped }, `event waits for ${earlier}; its other handlers ran`);
+      return;
+    }
+    if (held.length > 0) {
+      // Out of the queue like a final state; resolving the step puts it back (docs/effects.md#needs-review).
+      record(entry, { kind: 'finished', eventId, status: 'needs-review', lastError }, (stillHeld) => {
+        if (stillHeld)
+          log.error(
+            { held },
+            'event needs review: an effect step has an unknown outcome and is not idempotent; its other handlers are through',
+          );
+      });
       return;
     }
     const dead = verdict.givenUp.length > 0 || givenUpBefore.length > 0;

@@ -117,10 +117,10 @@ describe('replay, prune and events on the embedded database, as separate process
     const stats = JSON.parse(json.stdout) as { oldestPending: { eventId: string; ageMs: number; receivedAt: string } };
     expect(stats).toEqual({
       total: 5,
-      byStatus: { pending: 1, processing: 0, done: 2, dead: 2, ignored: 0, invalid: 0 },
+      byStatus: { pending: 1, processing: 0, done: 2, dead: 2, ignored: 0, invalid: 0, 'needs-review': 0 },
       byType: {
-        CUSTOMER_CREATED: { pending: 0, processing: 0, done: 2, dead: 0, ignored: 0, invalid: 0, total: 2 },
-        INVOICE_PAID: { pending: 1, processing: 0, done: 0, dead: 2, ignored: 0, invalid: 0, total: 3 },
+        CUSTOMER_CREATED: { pending: 0, processing: 0, done: 2, dead: 0, ignored: 0, invalid: 0, 'needs-review': 0, total: 2 },
+        INVOICE_PAID: { pending: 1, processing: 0, done: 0, dead: 2, ignored: 0, invalid: 0, 'needs-review': 0, total: 3 },
       },
       oldestPending: { eventId: 'd1', receivedAt: expect.any(String), ageMs: expect.any(Number) },
     });
@@ -129,10 +129,10 @@ describe('replay, prune and events on the embedded database, as separate process
 
     const text = await cli(['events', 'stats']);
     expect(text.stdout.split('\n').map((line) => line.trimEnd())).toEqual([
-      'TYPE              PENDING  PROCESSING  DONE  DEAD  IGNORED  INVALID  TOTAL',
-      'CUSTOMER_CREATED        0           0     2     0        0        0      2',
-      'INVOICE_PAID            1           0     0     2        0        0      3',
-      'TOTAL                   1           0     2     2        0        0      5',
+      'TYPE              PENDING  PROCESSING  DONE  DEAD  IGNORED  INVALID  NEEDS-REVIEW  TOTAL',
+      'CUSTOMER_CREATED        0           0     2     0        0        0             0      2',
+      'INVOICE_PAID            1           0     0     2        0        0             0      3',
+      'TOTAL                   1           0     2     2        0        0             0      5',
       '',
       expect.stringMatching(/^oldest pending event: d1, received \S+Z \(3h \d+m ago\)$/),
       '',

@@ -323,7 +323,13 @@ describe.each(backends)('the console API on $name', (backend) => {
     for (const eventId of ids.filter((id) => id !== 'evt_missing'))
       await waitFor(async () => (await getEvent(store, eventId))?.status === 'done', `${eventId} done`, 20_000);
     const preview = await replay({ eventIds: ids, dryRun: true, sample: 2 });
-    expect(preview.body).toEqual({ count: 3, sample: ['evt_done_1', 'evt_done_2'], through: expect.stringMatching(/^\d+$/) });
+    expect(preview.body).toEqual({
+      count: 3,
+      sample: ['evt_done_1', 'evt_done_2'],
+      through: expect.stringMatching(/^\d+$/),
+      // These handlers call no effect step: nothing to skip or call again.
+      effects: { completed: 0, needsReview: 0, notCompleted: 0, sample: [] },
+    });
     expect((await replay({ status: 'dead', type: 'INVOICE_PAID', dryRun: true })).body).toMatchObject({ count: 4 });
     expect((await getEvent(store, 'evt_done_1'))!.status).toBe('done');
 

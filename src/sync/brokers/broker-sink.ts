@@ -54,8 +54,16 @@ export function brokerSink(
     eventTypes,
     describe: `${title} ${publisher.describe}`,
     async handle(event, ctx, state) {
-      const body = Buffer.from(JSON.stringify(forwardDocument(event, await state(), sink, ctx.receivedAt)));
-      await publisher.publish({ eventId: event.eventId, eventType: event.eventType, body }, ctx.signal);
+      // A step, so that a replay does not publish what the broker acknowledged (unless --redo-effects). Idempotent: a
+      // publish whose acknowledgement was lost is published again, as before; consumers tell repeats by the event id.
+      await ctx.effect(
+        'publish',
+        async () => {
+          const body = Buffer.from(JSON.stringify(forwardDocument(event, await state(), sink, ctx.receivedAt)));
+          await publisher.publish({ eventId: event.eventId, eventType: event.eventType, body }, ctx.signal);
+        },
+        { idempotent: true },
+      );
     },
     close: () => publisher.close(),
   };
