@@ -104,7 +104,7 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
   ruleProblems(env, role, source, problems);
 
   if (problems.length || !sync || !worker) return { config: undefined, problems, env: variables, sync };
-  const config = serviceConfigSchema.parse({
+  const parsed = serviceConfigSchema.safeParse({
     role,
     receiver: { host: env.HOST, port: env.PORT, secrets: env.PAYHOOKS_WEBHOOK_SECRET },
     database: {
@@ -122,9 +122,17 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
     mirror: sync.mirror,
     reconcile: sync.reconcile,
     history: sync.history,
+    sweeper: sync.sweeper,
+    alarms: sync.alarms,
     sinks: { forward: sync.forward, brokers: sync.brokers, connectors: sync.connectors, sinks: sync.sinks },
   });
-  return { config, problems, env: variables, sync };
+  // Everything else was checked where it was read; what is left to fail here is serve's own sections of the file.
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues)
+      problems.push({ key: 'config', kind: 'file', message: `${issue.path.join('.')}: ${issue.message}` });
+    return { config: undefined, problems, env: variables, sync };
+  }
+  return { config: parsed.data, problems, env: variables, sync };
 }
 
 /** Each variable of `serve` on its own (the one table in environment.ts), so that one bad variable hides no other. */

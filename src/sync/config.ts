@@ -70,6 +70,10 @@ export const syncConfigSchema = z.strictObject({
   worker: workerConfigSchema.optional(),
   /** The history's partitions and retention: `{ partition: 'day', retention: '30d' }` (docs/storage.md). */
   history: historyConfigSchema.optional(),
+  /** serve's gap sweeper (docs/alerts.md#the-gap-sweeper), in ms: checked with the rest of serve's configuration. */
+  sweeper: z.record(z.string(), z.unknown()).optional(),
+  /** serve's alarm thresholds (docs/alerts.md#thresholds), in ms: checked with the rest of serve's configuration. */
+  alarms: z.record(z.string(), z.unknown()).optional(),
 });
 export type SyncConfigFile = z.infer<typeof syncConfigSchema>;
 
@@ -90,6 +94,9 @@ export interface SyncConfig {
   worker: ServiceWorkerOptions;
   /** The history's partitions and retention the file sets (the rest default as `createPayhooks` does). */
   history: HistoryOptions;
+  /** serve's own sections, as written: `resolveServiceConfig` checks them against `ServiceConfig`. */
+  sweeper: Record<string, unknown> | undefined;
+  alarms: Record<string, unknown> | undefined;
 }
 
 export type { BrokerConfig } from './sink-registry.js';
@@ -200,5 +207,7 @@ export async function loadSyncConfig(
     ...sinks,
     worker: file.worker ?? {},
     history: file.history ?? {},
+    sweeper: file.sweeper,
+    alarms: file.alarms,
   };
 }

@@ -79,6 +79,12 @@ const BAD: BadConfiguration[] = [
     reason: "history.ledgerRetention: ledgerRetention must be at least the sender's retry horizon (4d7h)",
   },
   {
+    title: "a bad threshold in serve's alarms",
+    env: SECRET,
+    file: { alarms: { backlog: { maxAgeMs: -5 } } },
+    reason: 'alarms.backlog.maxAgeMs',
+  },
+  {
     title: 'a worker variable that breaks the file',
     env: { ...SECRET, PAYHOOKS_HANDLER_TIMEOUT_MS: '90000' },
     file: { worker: { leaseMs: 60_000 } },

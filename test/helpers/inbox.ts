@@ -83,4 +83,5 @@ export async function backdate(store: PayhooksDatabase, eventIds: readonly strin
   await sql`update ${table('inbox_queue')} set received_at = ${at} where event_id = ${ids}`.execute(store.db);
   await sql`update ${table('handler_runs')} set received_at = ${at} where event_id = ${ids}`.execute(store.db);
   await sql`update ${table('handler_attempts')} set received_at = ${at} where event_id = ${ids}`.execute(store.db);
+  await sql`update ${table('effect_steps')} set received_at = ${at} where event_id = ${ids}`.execute(store.db);
 }
