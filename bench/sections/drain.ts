@@ -2,6 +2,7 @@
 // processes, against a claim-only SKIP LOCKED loop over a plain table of the same size and history.
 import pg from 'pg';
 import { openDatabase } from '../../src/store/database.js';
+import { ensureHistoryPartitions } from '../../src/store/history-partitions.js';
 import { storeEvents } from '../../src/store/inbox.js';
 import { migrate } from '../../src/store/migrate.js';
 import { benchSchema, checkpoint, databaseUrl, dropSchemas, withClient } from '../lib/database.js';
@@ -20,6 +21,8 @@ export async function payhooksSchema(history: number): Promise<string> {
   const store = await openDatabase({ url: databaseUrl, schema });
   try {
     await migrate(store);
+    // As createPayhooks does when it opens the database: the history's partitions, ready before any row arrives.
+    await ensureHistoryPartitions(store);
   } finally {
     await store.close();
   }
