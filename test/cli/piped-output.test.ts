@@ -1,9 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { sql } from 'kysely';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +10,7 @@ import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
 import { type IncomingEvent, storeEvents } from '../../src/store/inbox.js';
 import { migrate } from '../../src/store/migrate.js';
+import { cliNodeArgs } from '../helpers/cli.js';
 import { statuses } from '../helpers/inbox.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { freePort } from '../helpers/servers.js';
@@ -20,9 +19,6 @@ import { waitFor } from '../helpers/wait.js';
 // A pipe is asynchronous in Node: a CLI that exits before its reader has taken everything loses the rest. These
 // run `payhooks … | reader` through a shell, a real pipe as in a script, into a reader that waits before reading
 // and then reads slowly, so that most of the output is still waiting in the CLI's process when the command is done.
-
-const entry = fileURLToPath(new URL('../fixtures/cli.ts', import.meta.url));
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 // Reads stdin a chunk at a time with pauses (after a first wait), and prints it all once stdin ends.
 const SLOW_READER = `
@@ -63,15 +59,15 @@ function pipeCli(
   const readerCommand = reader === 'slow' ? '"$PIPED_NODE" -e "$PIPED_READER"' : reader;
   // Piping stderr instead: stdout is thrown away, and stderr goes where stdout went.
   const redirect = options.stream === 'stderr' ? ' 2>&1 >/dev/null' : '';
-  const script = `{ "$PIPED_NODE" --import "$PIPED_TSX" "$PIPED_ENTRY" "$@"${redirect}; echo "payhooks exited $?" >&2; } | ${readerCommand}`;
+  const script = `{ "$PIPED_NODE" $PIPED_CLI "$@"${redirect}; echo "payhooks exited $?" >&2; } | ${readerCommand}`;
   const child = spawn('sh', ['-c', script, 'sh', ...args], {
     env: {
       ...process.env,
       PAYHOOKS_LOG_LEVEL: 'warn',
       ...env,
       PIPED_NODE: process.execPath,
-      PIPED_TSX: tsx,
-      PIPED_ENTRY: entry,
+      // Paths without spaces (the repository's and tsx's file URL), split by the shell on purpose.
+      PIPED_CLI: cliNodeArgs(args, env).join(' '),
       PIPED_READER: SLOW_READER,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,11 +1,45 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { vi } from 'vitest';
 
 const entry = fileURLToPath(new URL('../fixtures/cli.ts', import.meta.url));
+const built = fileURLToPath(new URL('../../bin/payhooks.js', import.meta.url));
 // By URL, so that the child finds tsx whatever its working directory.
 const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+
+/** The newest modification time of the files under `dir`, in ms (0 when it does not exist). */
+function newest(dir: string): number {
+  if (!existsSync(dir)) return 0;
+  let latest = 0;
+  for (const name of readdirSync(dir, { recursive: true, encoding: 'utf8' })) latest = Math.max(latest, statSync(join(dir, name)).mtimeMs);
+  return latest;
+}
+
+/**
+ * Whether dist/ was built after the last change to the sources (src/, handlers/, migrations/). Then the CLI runs from
+ * it, as users run it, without tsx's loader, which costs about 0.7 s of CPU a process (`npm test` starts hundreds). A
+ * stale or missing build is never used: the sources run through tsx, as before. `npm ci` builds (prepare), so CI is fresh.
+ */
+const builtIsFresh = (() => {
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  const builtAt = existsSync(join(root, 'dist/cli/main.js')) ? statSync(join(root, 'dist/cli/main.js')).mtimeMs : 0;
+  return builtAt > Math.max(...['src', 'handlers', 'migrations'].map((dir) => newest(join(root, dir))));
+})();
+
+/**
+ * The node arguments that start `payhooks`: the built CLI when it is fresh and nothing asks for TypeScript (a `.ts`
+ * handlers file or configuration in the arguments or the environment needs tsx's loader), else the sources through tsx.
+ *
+ * @example
+ * spawn(process.execPath, [...cliNodeArgs(['events', 'list']), 'events', 'list'])
+ */
+export function cliNodeArgs(args: readonly string[] = [], env: Record<string, string | undefined> = {}): string[] {
+  const typescript = [...args, ...Object.values(env)].some((value) => value !== undefined && /\.[cm]?ts$/.test(value));
+  return builtIsFresh && !typescript ? [built] : ['--import', tsx, entry];
+}
 
 /** The result of one CLI run. */
 export interface CliResult {
@@ -14,9 +48,9 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Starts `payhooks <args>` as a real process (from source, through tsx). */
+/** Starts `payhooks <args>` as a real process (the fresh build, or the sources through tsx: see {@link cliNodeArgs}). */
 export function spawnCli(args: string[], env: Record<string, string | undefined> = {}, cwd?: string): ChildProcess {
-  return spawn(process.execPath, ['--import', tsx, entry, ...args], {
+  return spawn(process.execPath, [...cliNodeArgs(args, env), ...args], {
     cwd,
     env: { ...process.env, PAYHOOKS_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
