@@ -54,6 +54,7 @@ export function createLogger(options: LoggerOptions = {}, destination?: Destinat
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     // Lines written inside a span carry its ids, so that logs and traces join (docs/tracing.md#logs).
     mixin: traceIdsOfLine,
+    mixinMergeStrategy: mergeTraceIds,
     ...options,
     // Errors arrive already reduced by the scrub; pino's own err serializer would rename their type.
     serializers: { err: (value: unknown) => value, ...options.serializers },
@@ -71,6 +72,11 @@ const NO_IDS = Object.freeze({});
 /** The active span's `trace_id` and `span_id` for a log line; nothing outside a span, or without an SDK. */
 function traceIdsOfLine(): object {
   return activeTraceIds() ?? NO_IDS;
+}
+
+/** pino's own merge, which writes into the mixin's object, except for the shared empty one: no object made per line. */
+function mergeTraceIds(line: object, ids: object): object {
+  return ids === NO_IDS ? line : Object.assign(ids, line);
 }
 
 /**

@@ -70,6 +70,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/receiver/poison.test.ts',
     'test/receiver/quarantine.test.ts',
     'test/service/service-library.test.ts',
+    'test/service/tracing-tree.test.ts',
     'test/simulator/chaos.test.ts',
     'test/simulator/end-to-end.test.ts',
     'test/store/attempts.test.ts',

@@ -46,6 +46,11 @@ export const syncConfigSchema = z.strictObject({
   sinks: sinksSchema.optional(),
   /** The worker of `serve`: `WORKER_DEFAULTS`' names, durations in ms (docs/configuration.md#the-worker-of-serve). */
   worker: workerConfigSchema.optional(),
+  /**
+   * OpenTelemetry tracing of `serve` (docs/tracing.md): `otlp` (OTLP over HTTP, to `OTEL_EXPORTER_OTLP_ENDPOINT`),
+   * `console`, or `none`. The `OTEL_*` variables override it. Unset: off.
+   */
+  tracing: z.strictObject({ exporter: z.enum(['otlp', 'console', 'none']) }).optional(),
 });
 export type SyncConfigFile = z.infer<typeof syncConfigSchema>;
 
@@ -64,6 +69,8 @@ export interface SyncConfig {
   sinks: SinkEntry[];
   /** The worker's options the file sets (the rest default to `WORKER_DEFAULTS`); serve's variables override them. */
   worker: ServiceWorkerOptions;
+  /** The file's tracing exporter; undefined when it does not say. */
+  tracing: { exporter: 'otlp' | 'console' | 'none' | undefined };
 }
 
 export type { BrokerConfig } from './sink-registry.js';
@@ -173,5 +180,6 @@ export async function loadSyncConfig(
     },
     ...sinks,
     worker: file.worker ?? {},
+    tracing: { exporter: file.tracing?.exporter },
   };
 }
