@@ -34,6 +34,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/logger.test.ts',
     'test/public-surface.test.ts',
     'test/receiver/node-body-reader.test.ts',
+    'test/service/tracing-config.test.ts',
     'test/signature/default-scheme.test.ts',
     'test/signature/failures.test.ts',
     'test/signature/hmac-scheme.test.ts',

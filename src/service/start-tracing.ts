@@ -42,13 +42,13 @@ export async function startTracing(
   const exporters = tracing.exporters;
   if (exporters.length === 0) return undefined;
   const [node, resources, otlp] = await Promise.all([
-    load(() => import('@opentelemetry/sdk-trace-node'), '@opentelemetry/sdk-trace-node', exporters),
-    load(() => import('@opentelemetry/resources'), '@opentelemetry/resources', exporters),
+    loadTracingPackage(() => import('@opentelemetry/sdk-trace-node'), '@opentelemetry/sdk-trace-node', exporters),
+    loadTracingPackage(() => import('@opentelemetry/resources'), '@opentelemetry/resources', exporters),
     exporters.includes('otlp')
-      ? load(() => import('@opentelemetry/exporter-trace-otlp-http'), '@opentelemetry/exporter-trace-otlp-http', exporters)
+      ? loadTracingPackage(() => import('@opentelemetry/exporter-trace-otlp-http'), '@opentelemetry/exporter-trace-otlp-http', exporters)
       : undefined,
     // The SDK registers itself through the API: without it, payhooks' spans would go nowhere.
-    load(() => import('@opentelemetry/api'), '@opentelemetry/api', exporters),
+    loadTracingPackage(() => import('@opentelemetry/api'), '@opentelemetry/api', exporters),
   ]);
   const resource = resources
     .defaultResource()
@@ -68,7 +68,11 @@ export async function startTracing(
   };
 }
 
-async function load<T>(importer: () => Promise<T>, name: string, exporters: readonly TracingExporter[]): Promise<T> {
+/**
+ * `importer`'s module, or a {@link TracingSetupError} naming the packages to install when `name` is not installed;
+ * any other failure as it is.
+ */
+export async function loadTracingPackage<T>(importer: () => Promise<T>, name: string, exporters: readonly TracingExporter[]): Promise<T> {
   try {
     return await importer();
   } catch (err) {
