@@ -1,4 +1,4 @@
-// `npm run bench [verify] [ingest] [drain] [burst] [mirror-verify]`: each comparison in one run, against its baseline
+// `npm run bench [verify] [ingest] [drain] [burst] [mirror-verify] [tracing]`: each comparison in one run, against its baseline
 // measured in the same run, written to bench/results.md (medians, ratios, targets met or missed). Without arguments: all.
 // BENCH_SCALE=0.1 runs a tenth of the counts and seconds for a quick look; DATABASE_URL picks the server.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -8,6 +8,7 @@ import { benchBurst } from './sections/burst.js';
 import { benchDrain } from './sections/drain.js';
 import { benchIngest } from './sections/ingest.js';
 import { benchMirrorVerify } from './sections/mirror-verify.js';
+import { benchTracing } from './sections/tracing.js';
 import { benchVerify } from './sections/verify.js';
 import { databaseUrl, serverFacts } from './lib/database.js';
 import { root } from './lib/processes.js';
@@ -20,6 +21,7 @@ const sections = {
   drain: benchDrain,
   burst: benchBurst,
   'mirror-verify': benchMirrorVerify,
+  tracing: benchTracing,
 } as const;
 type SectionName = keyof typeof sections;
 
@@ -64,7 +66,7 @@ if (existsSync(resultsFile)) {
     .slice(1))
     kept.set(part.slice(3, part.indexOf('\n')).trim(), part.trimEnd());
 }
-const order = ['Verify', 'Ingest', 'Drain', 'Burst', 'Mirror verify'];
+const order = ['Verify', 'Ingest', 'Drain', 'Burst', 'Mirror verify', 'Tracing'];
 const body = order.flatMap((title) => {
   const text = fresh.get(title) ?? kept.get(title);
   return text === undefined ? [] : [text.trimEnd(), ''];
