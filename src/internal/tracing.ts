@@ -54,7 +54,10 @@ const NO_SPAN: Span = {
   recordException: () => undefined,
 };
 
-/** Where a span starts: under the active span (default), under the context a carrier's headers hold, or as a root. */
+/**
+ * Where a span starts: under the active span (default); under the context a request's headers carry, unless a span is
+ * active already (then under it); or as the root of a trace of its own.
+ */
 export type SpanParent =
   | { kind: 'active' }
   | { kind: 'headers'; headers: Readonly<Record<string, string | readonly string[] | undefined>> }
@@ -85,8 +88,12 @@ export async function inSpan<T>(name: string, options: InSpanOptions, fn: (span:
   const parent = options.parent ?? { kind: 'active' };
   const spanOptions: SpanOptions = { kind: options.kind, attributes: options.attributes, links: options.links };
   let context: Context;
-  if (parent.kind === 'headers') context = otel.propagation.extract(otel.ROOT_CONTEXT, parent.headers);
-  else if (parent.kind === 'root') {
+  if (parent.kind === 'headers') {
+    // Under the span already active (an app's HTTP instrumentation made one from the same headers), else under the
+    // context the headers carry.
+    const active = otel.context.active();
+    context = otel.trace.getSpan(active) ? active : otel.propagation.extract(otel.ROOT_CONTEXT, parent.headers);
+  } else if (parent.kind === 'root') {
     context = otel.ROOT_CONTEXT;
     spanOptions.root = true;
   } else context = otel.context.active();
