@@ -83,6 +83,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/store.test.ts',
     'test/sync/backfill-repeated-page.test.ts',
     'test/sync/backfill.test.ts',
+    'test/sync/broker-trace-context.test.ts',
     'test/sync/brokers.test.ts',
     'test/sync/mirror-sink.test.ts',
     'test/sync/mirror-write.test.ts',
