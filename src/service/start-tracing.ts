@@ -41,15 +41,7 @@ export async function startTracing(
 ): Promise<RunningTracing | undefined> {
   const exporters = tracing.exporters;
   if (exporters.length === 0) return undefined;
-  const [node, resources, otlp] = await Promise.all([
-    loadTracingPackage(() => import('@opentelemetry/sdk-trace-node'), '@opentelemetry/sdk-trace-node', exporters),
-    loadTracingPackage(() => import('@opentelemetry/resources'), '@opentelemetry/resources', exporters),
-    exporters.includes('otlp')
-      ? loadTracingPackage(() => import('@opentelemetry/exporter-trace-otlp-http'), '@opentelemetry/exporter-trace-otlp-http', exporters)
-      : undefined,
-    // The SDK registers itself through the API: without it, payhooks' spans would go nowhere.
-    loadTracingPackage(() => import('@opentelemetry/api'), '@opentelemetry/api', exporters),
-  ]);
+  const { node, resources, otlp } = await loadTracingSdk(exporters);
   const resource = resources
     .defaultResource()
     .merge(resources.resourceFromAttributes({ 'service.name': 'payhooks', 'payhooks.role': options.role }))
@@ -66,6 +58,31 @@ export async function startTracing(
       await provider.shutdown().catch((err: unknown) => options.logger.warn({ err }, 'exporting the last spans failed'));
     },
   };
+}
+
+/**
+ * Resolves once the SDK packages `exporters` need load, or rejects with the {@link TracingSetupError} that
+ * {@link startTracing} would: what `payhooks doctor` checks.
+ */
+export async function checkTracingSdk(exporters: readonly TracingExporter[]): Promise<void> {
+  await loadTracingSdk(exporters);
+}
+
+/**
+ * Loads the SDK packages `exporters` need (the OTLP exporter only for `otlp`), or throws a {@link TracingSetupError}
+ * naming the packages to install.
+ */
+async function loadTracingSdk(exporters: readonly TracingExporter[]) {
+  const [node, resources, otlp] = await Promise.all([
+    loadTracingPackage(() => import('@opentelemetry/sdk-trace-node'), '@opentelemetry/sdk-trace-node', exporters),
+    loadTracingPackage(() => import('@opentelemetry/resources'), '@opentelemetry/resources', exporters),
+    exporters.includes('otlp')
+      ? loadTracingPackage(() => import('@opentelemetry/exporter-trace-otlp-http'), '@opentelemetry/exporter-trace-otlp-http', exporters)
+      : undefined,
+    // The SDK registers itself through the API: without it, payhooks' spans would go nowhere.
+    loadTracingPackage(() => import('@opentelemetry/api'), '@opentelemetry/api', exporters),
+  ]);
+  return { node, resources, otlp };
 }
 
 /**
