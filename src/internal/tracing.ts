@@ -58,21 +58,24 @@ const NO_SPAN: Span = {
  * Where a span starts: under the active span (default); under the context a request's headers carry, unless a span is
  * active already (then under it); or as the root of a trace of its own.
  */
-export type SpanParent =
-  | { kind: 'active' }
-  | { kind: 'headers'; headers: Readonly<Record<string, string | readonly string[] | undefined>> }
-  | { kind: 'root' };
+export type SpanParent = 'active' | 'headers' | 'root';
 
-/** Options of {@link inSpan}. */
-export interface InSpanOptions {
+/**
+ * Options of {@link inSpan}: the API's own span options (handed to it as they are, so that a constant options object
+ * costs nothing per call) and where the span starts.
+ */
+export interface InSpanOptions extends SpanOptions {
   kind?: (typeof SPAN_KIND)[keyof typeof SPAN_KIND] | undefined;
-  attributes?: Attributes | undefined;
-  /** Spans this one is linked to (not a child of): for a retry, its delivery's receive span. */
+  /** Spans this one is linked to (not a child of): for an attempt, its delivery's receive span. */
   links?: Link[] | undefined;
+  /** Default `active`; `headers` takes the context from {@link inSpan}'s `carrier`. */
   parent?: SpanParent | undefined;
   /** `fn` sets the span's status itself when it fails (an HTTP client span, by status): a rejection leaves it as is. */
   ownErrors?: boolean | undefined;
 }
+
+/** A request's headers, as the receiver has them: where a `headers` parent is read from. */
+export type HeaderCarrier = Readonly<Record<string, string | readonly string[] | undefined>>;
 
 /**
  * Runs `fn` in a new span, active while it runs (so that spans and log lines made inside are its children), and ends
@@ -80,24 +83,20 @@ export interface InSpanOptions {
  * Without the API, `fn` gets a span that records nothing; with the API and no SDK, the API's own no-op span.
  *
  * @example
- * await inSpan('webhook.process', { kind: SPAN_KIND.consumer, parent: { kind: 'root' } }, async (span) => { … });
+ * await inSpan('webhook.process', { kind: SPAN_KIND.consumer, parent: 'root', root: true }, async (span) => { … });
  */
-export async function inSpan<T>(name: string, options: InSpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
+export async function inSpan<T>(name: string, options: InSpanOptions, fn: (span: Span) => Promise<T>, carrier?: HeaderCarrier): Promise<T> {
   const otel = api;
   if (!otel) return fn(NO_SPAN);
-  const parent = options.parent ?? { kind: 'active' };
-  const spanOptions: SpanOptions = { kind: options.kind, attributes: options.attributes, links: options.links };
   let context: Context;
-  if (parent.kind === 'headers') {
+  if (options.parent === 'headers') {
     // Under the span already active (an app's HTTP instrumentation made one from the same headers), else under the
     // context the headers carry.
     const active = otel.context.active();
-    context = otel.trace.getSpan(active) ? active : otel.propagation.extract(otel.ROOT_CONTEXT, parent.headers);
-  } else if (parent.kind === 'root') {
-    context = otel.ROOT_CONTEXT;
-    spanOptions.root = true;
-  } else context = otel.context.active();
-  return tracer(otel).startActiveSpan(name, spanOptions, context, async (span) => {
+    context = otel.trace.getSpan(active) || carrier === undefined ? active : otel.propagation.extract(otel.ROOT_CONTEXT, carrier);
+  } else if (options.parent === 'root') context = otel.ROOT_CONTEXT;
+  else context = otel.context.active();
+  return tracer(otel).startActiveSpan(name, options, context, async (span) => {
     try {
       return await fn(span);
     } catch (error) {
@@ -172,7 +171,7 @@ export function inHttpClientSpan<T>(
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
   if (!api) return fn(NO_SPAN);
-  return inSpan(method, { kind: SPAN_KIND.client, ownErrors: true }, (span) => {
+  return inSpan(method, CLIENT_SPAN, (span) => {
     if (span.isRecording()) {
       span.setAttribute('http.request.method', method);
       span.setAttribute('url.full', describeUrl(url));
@@ -190,6 +189,8 @@ export function inHttpClientSpan<T>(
     return fn(span);
   });
 }
+
+const CLIENT_SPAN: InSpanOptions = { kind: SPAN_KIND.client, ownErrors: true };
 
 /** Records the answer's status on an HTTP client span; 4xx and 5xx set it to error, as the conventions say for a client. */
 export function endHttpClientSpan(span: Span, status: number): void {

@@ -8,7 +8,7 @@ import { PayhooksError } from '../errors.js';
 import { DEFAULT_MAX_QUARANTINED, type QuarantineReceipt, quarantineDelivery } from '../store/quarantine.js';
 import { readDelivery, type UnstorableDelivery, unstorableEvent } from './read-delivery.js';
 import { createGroupCommit, type GroupCommitOptions, StorageTimeoutError, UnstorableEventError } from '../store/group-commit.js';
-import { inSpan, markSpanFailed, SPAN_KIND, traceParentOf, validTraceParent } from '../internal/tracing.js';
+import { type InSpanOptions, inSpan, markSpanFailed, SPAN_KIND, traceParentOf, validTraceParent } from '../internal/tracing.js';
 import type { Span } from '@opentelemetry/api';
 
 /** A request as any HTTP framework can describe it. Header names must be lower-case. */
@@ -101,6 +101,9 @@ export const DEFAULT_ACK_BUDGET_MS = 5000;
 export const DEFAULT_MAX_IN_FLIGHT_BODY_BYTES = 32 * 1024 * 1024;
 const MAX_TIMER_MS = 2_147_483_647;
 
+const RECEIVE_SPAN: InSpanOptions = { kind: SPAN_KIND.server, parent: 'headers' };
+const GROUP_COMMIT_SPAN: InSpanOptions = { attributes: { 'db.system.name': 'postgresql', 'db.operation.name': 'INSERT' } };
+
 /** Header names kept with each event besides the signature scheme's own. */
 const KEPT_HEADERS = ['content-type', 'user-agent'];
 
@@ -132,7 +135,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   function receive(request: ReceiveRequest): Promise<ReceiveResponse> {
     return inSpan(
       'webhook.receive',
-      { kind: SPAN_KIND.server, parent: { kind: 'headers', headers: request.headers } },
+      RECEIVE_SPAN,
       async (span): Promise<ReceiveResponse> => {
         const started = performance.now();
         const note: DeliveryNote = {};
@@ -148,6 +151,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         });
         return response;
       },
+      request.headers,
     );
   }
 
@@ -192,15 +196,11 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     // What every attempt to process it links to: this span's context, or without tracing the one it arrived with.
     read.event.traceParent = traceParentOf(span) ?? validTraceParent(request.headers.traceparent) ?? null;
 
-    const stored = inSpan(
-      'payhooks.group_commit',
-      { attributes: { 'db.system.name': 'postgresql', 'db.operation.name': 'INSERT' } },
-      async (commit) => {
-        const outcome = await ingest.store(read.event);
-        if (commit.isRecording()) commit.setAttribute('payhooks.delivery.duplicate', !outcome.inserted);
-        return outcome;
-      },
-    );
+    const stored = inSpan('payhooks.group_commit', GROUP_COMMIT_SPAN, async (commit) => {
+      const outcome = await ingest.store(read.event);
+      if (commit.isRecording()) commit.setAttribute('payhooks.delivery.duplicate', !outcome.inserted);
+      return outcome;
+    });
     let outcome: Awaited<typeof stored> | 'timeout';
     try {
       // The group commit gives up on the delivery at the same budget; this timer answers even if it could not.

@@ -21,7 +21,7 @@ import { DeadLetterError, failureVerdict, type HandlerFailure } from './handler-
 import type { GivenUpHandler } from '../store/claim.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
 import type { Span } from '@opentelemetry/api';
-import { failSpan, inSpan, linksTo, markSpanFailed, SPAN_KIND } from '../internal/tracing.js';
+import { failSpan, type InSpanOptions, inSpan, linksTo, markSpanFailed, SPAN_KIND } from '../internal/tracing.js';
 
 /** One run of one handler for one event, for metrics. */
 export interface HandlerRunObservation {
@@ -154,6 +154,8 @@ const PREFETCH_HORIZON_MS = 1000;
 const QUEUE_VACUUM_EVERY = 10_000;
 /** Pause before writing an outcome again after the database failed to take it. */
 const OUTCOME_RETRY_MS = 1000;
+
+const INTERNAL_SPAN: InSpanOptions = {};
 
 /** How an attempt ended, for its span's `payhooks.event.outcome`. */
 function spanOutcome(outcome: Outcome): string {
@@ -358,19 +360,17 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       // later): the OpenTelemetry messaging conventions' consumer span (docs/tracing.md).
       await inSpan(
         'webhook.process',
-        {
-          kind: SPAN_KIND.consumer,
-          parent: { kind: 'root' },
-          links: linksTo(entry.event.traceParent),
-          attributes: {
-            'messaging.system': 'payhooks',
-            'messaging.operation.type': 'process',
-            'messaging.message.id': entry.event.eventId,
-            'payhooks.event.type': entry.event.eventType,
-            'payhooks.event.attempt': entry.event.attempt,
-          },
-        },
+        { kind: SPAN_KIND.consumer, parent: 'root', root: true, links: linksTo(entry.event.traceParent) },
         (span) => {
+          if (span.isRecording()) {
+            span.setAttributes({
+              'messaging.system': 'payhooks',
+              'messaging.operation.type': 'process',
+              'messaging.message.id': entry.event.eventId,
+              'payhooks.event.type': entry.event.eventType,
+              'payhooks.event.attempt': entry.event.attempt,
+            });
+          }
           entry.span = span;
           return runHandlers(entry);
         },
@@ -462,19 +462,16 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
             seconds: (performance.now() - started) / 1000,
           });
         try {
-          const markedInTransaction = await inSpan(
-            'webhook.handler',
-            { attributes: { 'payhooks.handler.name': handler.name } },
-            async (span) => {
-              try {
-                return await runHandler(handler, parsed.event, entry, handlerLog, shared);
-              } catch (err) {
-                // Named for what the worker makes of it: retried, or given up (DeadLetterError).
-                failSpan(span, err);
-                throw err;
-              }
-            },
-          );
+          const markedInTransaction = await inSpan('webhook.handler', INTERNAL_SPAN, async (span) => {
+            if (span.isRecording()) span.setAttribute('payhooks.handler.name', handler.name);
+            try {
+              return await runHandler(handler, parsed.event, entry, handlerLog, shared);
+            } catch (err) {
+              // Named for what the worker makes of it: retried, or given up (DeadLetterError).
+              failSpan(span, err);
+              throw err;
+            }
+          });
           observe(false);
           // Written with the event's outcome, or before it: the batches go out in order.
           if (!markedInTransaction)
