@@ -65,8 +65,8 @@ describe('trace context on broker messages', () => {
       expect(producer.attributes).toMatchObject({ 'messaging.system': 'rabbitmq', 'messaging.destination.name': name });
       const channel = await consumer.createChannel();
       const message = await channel.get(name);
-      expect(message && message.properties.messageId).toBe(eventId);
-      expect(message && message.properties.headers?.traceparent).toBe(traceParentOf(producer));
+      expect(message ? message.properties.messageId : undefined).toBe(eventId);
+      expect(message ? message.properties.headers?.traceparent : undefined).toBe(traceParentOf(producer));
       await channel.deleteQueue(name);
       await channel.deleteExchange(name);
     } finally {
