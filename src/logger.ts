@@ -1,6 +1,7 @@
 import { type ChildLoggerOptions, type DestinationStream, type LevelWithSilent, type Logger, type LoggerOptions, pino } from 'pino';
 import { PinoPretty } from 'pino-pretty';
 import { scrubForLog, scrubText } from './internal/scrub.js';
+import { activeTraceIds } from './internal/tracing.js';
 
 type ChildOptions = ChildLoggerOptions<never>;
 
@@ -41,6 +42,7 @@ const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
  * before pino sees it: emails, phone numbers, API keys and secrets are masked at any depth (by key name, and
  * by shape inside strings, error messages included), long text is capped at 8 KB, and an error keeps only
  * its type, message, code and stack (a database error's `detail`, which echoes the row's values, is dropped).
+ * A line written while an OpenTelemetry span is active carries its `trace_id` and `span_id`.
  *
  * @example
  * const logger = createLogger({ level: 'debug' });
@@ -50,6 +52,9 @@ export function createLogger(options: LoggerOptions = {}, destination?: Destinat
     // An empty variable counts as unset, as the CLI's environment reader has it.
     level: process.env.PAYHOOKS_LOG_LEVEL || LOGGER_DEFAULTS.level,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    // Lines written inside a span carry its ids, so that logs and traces join (docs/tracing.md#logs).
+    mixin: traceIdsOfLine,
+    mixinMergeStrategy: mergeTraceIds,
     ...options,
     // Errors arrive already reduced by the scrub; pino's own err serializer would rename their type.
     serializers: { err: (value: unknown) => value, ...options.serializers },
@@ -60,6 +65,18 @@ export function createLogger(options: LoggerOptions = {}, destination?: Destinat
     },
   };
   return pino(settings, destination ?? (process.stdout.isTTY ? prettyTerminal() : undefined));
+}
+
+const NO_IDS = Object.freeze({});
+
+/** The active span's `trace_id` and `span_id` for a log line; nothing outside a span, or without an SDK. */
+function traceIdsOfLine(): object {
+  return activeTraceIds() ?? NO_IDS;
+}
+
+/** pino's own merge, which writes into the mixin's object, except for the shared empty one: no object made per line. */
+function mergeTraceIds(line: object, ids: object): object {
+  return ids === NO_IDS ? line : Object.assign(ids, line);
 }
 
 /**

@@ -81,3 +81,28 @@ describe('import of payhooks/client', () => {
     expect(marks.root).toContain('kysely');
   });
 });
+
+describe('the OpenTelemetry SDK (issue 28)', () => {
+  it('is loaded by no entry, nor by serve with tracing off; serve with tracing on loads it', async () => {
+    const marks = await packagesLoadedBy(`
+      await import('./src/index.ts');
+      await import('./src/sync/index.ts');
+      await import('./src/service/index.ts');
+      mark('imported');
+      const { startTracing } = await import('./src/service/start-tracing.ts');
+      const logger = { info() {}, warn() {} };
+      await startTracing({ exporters: [] }, { role: 'all', logger });
+      mark('off');
+      const tracing = await startTracing({ exporters: ['console'] }, { role: 'all', logger });
+      mark('on');
+      await tracing.shutdown();
+    `);
+    // The API itself is no SDK: every call through it is a no-op until an SDK registers.
+    const sdk = (packages: string[]) => packages.filter((name) => name.startsWith('@opentelemetry/') && name !== '@opentelemetry/api');
+    expect(sdk(marks.imported!)).toEqual([]);
+    expect(sdk(marks.off!)).toEqual([]);
+    expect(sdk(marks.on!)).toEqual(expect.arrayContaining(['@opentelemetry/sdk-trace-node', '@opentelemetry/resources']));
+    // The OTLP exporter only for otlp.
+    expect(sdk(marks.on!)).not.toContain('@opentelemetry/exporter-trace-otlp-http');
+  });
+});

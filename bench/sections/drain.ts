@@ -81,13 +81,23 @@ const WARM_UP = 5000;
 
 /**
  * Drains the backlog with `processes` workers, started and warmed up beforehand; events/s from the first outcome of
- * the backlog to the last.
+ * the backlog to the last. `nodeArgs` go before the CLI's (`--import` of a tracing setup, say).
  */
-export async function drainWithWorkers(schema: string, runId: string, backlog: number, processes: number): Promise<number> {
+export async function drainWithWorkers(
+  schema: string,
+  runId: string,
+  backlog: number,
+  processes: number,
+  nodeArgs: readonly string[] = [],
+): Promise<number> {
   const env = { DATABASE_URL: databaseUrl, PAYHOOKS_SCHEMA: schema };
   const workers = await Promise.all(
     Array.from({ length: processes }, async () =>
-      startServer(payhooksArgs('serve', '--role', 'worker', '--handlers', 'bench/noop-handlers.mjs'), env, await freePort()),
+      startServer(
+        [...nodeArgs, ...payhooksArgs('serve', '--role', 'worker', '--handlers', 'bench/noop-handlers.mjs')],
+        env,
+        await freePort(),
+      ),
     ),
   );
   try {

@@ -39,7 +39,13 @@ import {
 import { environmentHelp } from '../service/environment.js';
 import { countOf, printableJson } from './format.js';
 import { readServeSession } from '../service/serve-session.js';
-import { checkServiceConfig, type ServiceConfigCheck, type ServiceConfigProblem } from '../service/resolve-service-config.js';
+import {
+  checkServiceConfig,
+  type ServiceConfigCheck,
+  type ServiceConfigProblem,
+  tracingExporters,
+} from '../service/resolve-service-config.js';
+import { checkTracingSdk, TRACING_PACKAGES, TracingSetupError } from '../service/start-tracing.js';
 import type { ServiceRole } from '../service/service-config.js';
 import {
   DEFAULT_SESSION_DIR,
@@ -117,9 +123,10 @@ export async function runDoctor(
   const doctorEnv = doctorEnvOf(checked);
   const { env, problems } = doctorEnv;
   const mirrorSchema = checked.sync?.mirror.schema ?? env.PAYHOOKS_MIRROR_SCHEMA ?? MIRROR_DEFAULTS.schema;
-  const [database, [secret, api]] = await Promise.all([
+  const [database, [secret, api], tracing] = await Promise.all([
     databaseChecks(doctorEnv, mirrorSchema, cwd),
     secretAndApiChecks(doctorEnv, role, cwd),
+    tracingCheck(checked),
   ]);
   const checks = [
     environmentCheck(doctorEnv, cwd),
@@ -135,6 +142,7 @@ export async function runDoctor(
         }
       : consoleVerdict(env.PAYHOOKS_ADMIN_TOKEN),
     configCheck(checked),
+    tracing,
   ];
   return { ok: checks.every((check) => check.status !== 'fail'), checks };
 }
@@ -187,6 +195,35 @@ function environmentCheck({ env, problems }: DoctorEnv, cwd: string): CheckResul
     status: 'ok',
     summary: `serve would listen on ${env.HOST}:${env.PORT}, log level ${env.PAYHOOKS_LOG_LEVEL}${app}`,
   };
+}
+
+/** Whether tracing is on, and if so whether the SDK packages it needs load (docs/tracing.md#turning-it-on). */
+async function tracingCheck({ env, sync, problems }: ServiceConfigCheck): Promise<CheckResult> {
+  const refused = problems.filter((p) => p.key.startsWith('OTEL_'));
+  if (refused.length) {
+    return {
+      check: 'tracing',
+      status: 'fail',
+      summary: refused.map((p) => p.message).join('; '),
+      fix: 'correct the variables named (docs/tracing.md#turning-it-on), or unset them to leave tracing off',
+    };
+  }
+  const exporters = tracingExporters(env, sync?.tracing.exporter);
+  if (exporters.length === 0) {
+    return { check: 'tracing', status: 'ok', summary: "off (OTEL_TRACES_EXPORTER=otlp or the file's tracing.exporter turns it on)" };
+  }
+  try {
+    await checkTracingSdk(exporters);
+    return { check: 'tracing', status: 'ok', summary: `on: spans to ${exporters.join(' and ')}; the OpenTelemetry SDK packages load` };
+  } catch (err) {
+    if (!(err instanceof TracingSetupError)) throw err;
+    return {
+      check: 'tracing',
+      status: 'fail',
+      summary: describeError(err).replace(/ Install the OpenTelemetry.*$/, ''),
+      fix: `npm install ${TRACING_PACKAGES.filter((p) => !p.includes('otlp') || exporters.includes('otlp')).join(' ')}, or unset OTEL_TRACES_EXPORTER`,
+    };
+  }
 }
 
 function configCheck({ problems, sync }: ServiceConfigCheck): CheckResult {

@@ -19,6 +19,7 @@ import type { RateLimiter } from './rate-limiter.js';
 import { parseRetryAfter } from './retry-after.js';
 import { sleep } from '../internal/sleep.js';
 import { nextEffectKey } from '../internal/effect-scope.js';
+import { endHttpClientSpan, failSpan, inHttpClientSpan } from '../internal/tracing.js';
 
 /** The methods of the service's REST interface. Everything but GET is a write. */
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -135,7 +136,18 @@ export class HttpTransport {
       let json: unknown;
       let status: number;
       try {
-        ({ json, status } = await this.#attempt(url, { method, headers, body }, timeoutMs, options.signal, method, path));
+        // Each attempt is a client span of its own, carrying its context in traceparent (docs/tracing.md).
+        ({ json, status } = await inHttpClientSpan(method, url, headers, attempt - 1, async (span) => {
+          try {
+            const answer = await this.#attempt(url, { method, headers, body }, timeoutMs, options.signal, method, path);
+            endHttpClientSpan(span, answer.status);
+            return answer;
+          } catch (error) {
+            if (error instanceof ApiError && error.status !== undefined) endHttpClientSpan(span, error.status);
+            else failSpan(span, error);
+            throw error;
+          }
+        }));
         this.#config.logger?.debug({ method, path, status, attempt, durationMs: elapsed(started) }, 'api request');
         this.#config.onRequest?.({ method, status, seconds: elapsed(started) / 1000 });
       } catch (error) {

@@ -8,6 +8,8 @@ import { PayhooksError } from '../errors.js';
 import { DEFAULT_MAX_QUARANTINED, type QuarantineReceipt, quarantineDelivery } from '../store/quarantine.js';
 import { readDelivery, type UnstorableDelivery, unstorableEvent } from './read-delivery.js';
 import { createGroupCommit, type GroupCommitOptions, StorageTimeoutError, UnstorableEventError } from '../store/group-commit.js';
+import { type InSpanOptions, inSpan, markSpanFailed, SPAN_KIND, traceParentOf, validTraceParent } from '../internal/tracing.js';
+import type { Span } from '@opentelemetry/api';
 
 /** A request as any HTTP framework can describe it. Header names must be lower-case. */
 export interface ReceiveRequest {
@@ -99,6 +101,9 @@ export const DEFAULT_ACK_BUDGET_MS = 5000;
 export const DEFAULT_MAX_IN_FLIGHT_BODY_BYTES = 32 * 1024 * 1024;
 const MAX_TIMER_MS = 2_147_483_647;
 
+const RECEIVE_SPAN: InSpanOptions = { kind: SPAN_KIND.server, parent: 'headers' };
+const GROUP_COMMIT_SPAN: InSpanOptions = { attributes: { 'db.system.name': 'postgresql', 'db.operation.name': 'INSERT' } };
+
 /** Header names kept with each event besides the signature scheme's own. */
 const KEPT_HEADERS = ['content-type', 'user-agent'];
 
@@ -123,22 +128,34 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const log = options.logger;
   const keptHeaders = [...new Set([...options.scheme.headerNames, ...KEPT_HEADERS])];
 
-  async function receive(request: ReceiveRequest): Promise<ReceiveResponse> {
-    if (!options.onDelivery) return receiveOnce(request, {});
-    const started = performance.now();
-    const note: DeliveryNote = {};
-    const response = await receiveOnce(request, note);
-    options.onDelivery({
-      outcome: outcomeOf(response.status, note),
-      status: response.status,
-      eventType: note.eventType ?? null,
-      reason: note.reason ?? null,
-      seconds: (performance.now() - started) / 1000,
-    });
-    return response;
+  /**
+   * One delivery in its `webhook.receive` span (docs/tracing.md): a server span under the trace context the delivery
+   * carried, with what happened to it; never the body, a header's value or the secret.
+   */
+  function receive(request: ReceiveRequest): Promise<ReceiveResponse> {
+    return inSpan(
+      'webhook.receive',
+      RECEIVE_SPAN,
+      async (span): Promise<ReceiveResponse> => {
+        const started = performance.now();
+        const note: DeliveryNote = {};
+        const response = await receiveOnce(request, note, span);
+        const outcome = outcomeOf(response.status, note);
+        if (span.isRecording()) describeReceipt(span, request, response, outcome, note);
+        options.onDelivery?.({
+          outcome,
+          status: response.status,
+          eventType: note.eventType ?? null,
+          reason: note.reason ?? null,
+          seconds: (performance.now() - started) / 1000,
+        });
+        return response;
+      },
+      request.headers,
+    );
   }
 
-  async function receiveOnce(request: ReceiveRequest, note: DeliveryNote): Promise<ReceiveResponse> {
+  async function receiveOnce(request: ReceiveRequest, note: DeliveryNote, span: Span): Promise<ReceiveResponse> {
     if (request.method.toUpperCase() !== 'POST') {
       const refusal = errorResponse(405, 'Only POST is accepted here.');
       return { ...refusal, headers: { ...refusal.headers, allow: 'POST' } };
@@ -168,14 +185,22 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       note.reason = cause.reason;
       return errorResponse(401, cause.publicMessage);
     }
+    note.verified = true;
 
     const headers = pickHeaders(request.headers, keptHeaders);
     const read = readDelivery(rawBody, headers);
     if (!read.ok) return quarantine(read, rawBody, headers, note);
     const { eventId, eventType } = read.event;
     note.eventType = eventType;
+    note.eventId = eventId;
+    // What every attempt to process it links to: this span's context, or without tracing the one it arrived with.
+    read.event.traceParent = traceParentOf(span) ?? validTraceParent(request.headers.traceparent) ?? null;
 
-    const stored = ingest.store(read.event);
+    const stored = inSpan('payhooks.group_commit', GROUP_COMMIT_SPAN, async (commit) => {
+      const outcome = await ingest.store(read.event);
+      if (commit.isRecording()) commit.setAttribute('payhooks.delivery.duplicate', !outcome.inserted);
+      return outcome;
+    });
     let outcome: Awaited<typeof stored> | 'timeout';
     try {
       // The group commit gives up on the delivery at the same budget; this timer answers even if it could not.
@@ -220,6 +245,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   ): Promise<ReceiveResponse> {
     const { eventId, eventType } = refusal;
     if (eventType !== undefined && !eventType.includes('\u0000')) note.eventType = eventType;
+    if (eventId !== undefined && !eventId.includes('\u0000')) note.eventId = eventId;
     const logged = { kind: refusal.kind, eventType: note.eventType };
     const kept = quarantineDelivery(
       options.store,
@@ -265,10 +291,35 @@ export function createReceiver(options: ReceiverOptions): Receiver {
 
 /** What {@link createReceiver}'s `receive` learns along the way, for {@link DeliveryObservation}. */
 interface DeliveryNote {
+  /** The signature was checked and holds. */
+  verified?: boolean;
+  eventId?: string;
   eventType?: string;
   reason?: string;
   duplicate?: boolean;
   quarantined?: boolean;
+}
+
+/**
+ * The receive span's attributes: OpenTelemetry's HTTP names where they exist, the rest under `payhooks.*`. 5xx sets the
+ * span's status to error (a 4xx is the sender's mistake, as the HTTP conventions have it for a server).
+ */
+function describeReceipt(
+  span: Span,
+  request: ReceiveRequest,
+  response: ReceiveResponse,
+  outcome: DeliveryObservation['outcome'],
+  note: DeliveryNote,
+): void {
+  span.setAttribute('http.request.method', request.method.toUpperCase());
+  span.setAttribute('http.response.status_code', response.status);
+  if (request.rawBody instanceof Uint8Array) span.setAttribute('http.request.body.size', request.rawBody.byteLength);
+  span.setAttribute('payhooks.delivery.outcome', outcome);
+  if (note.reason !== undefined) span.setAttribute('payhooks.signature.outcome', note.reason);
+  else if (note.verified) span.setAttribute('payhooks.signature.outcome', 'verified');
+  if (note.eventId !== undefined) span.setAttribute('messaging.message.id', note.eventId);
+  if (note.eventType !== undefined) span.setAttribute('payhooks.event.type', note.eventType);
+  if (response.status >= 500) markSpanFailed(span, String(response.status));
 }
 
 function outcomeOf(status: number, note: DeliveryNote): DeliveryObservation['outcome'] {

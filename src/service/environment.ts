@@ -36,6 +36,8 @@ function variable<S extends z.ZodType, const C extends readonly EnvCommand[]>(sc
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** What `OTEL_TRACES_EXPORTER` may name (the OpenTelemetry specification's names that payhooks supports). */
+const TRACES_EXPORTERS = ['otlp', 'console', 'none'] as const;
 const DATABASE_READERS = ['serve', 'migrate', 'events', 'replay', 'prune', 'backfill', 'reconcile', 'verify'] as const;
 /** The commands that read the service's API and write the mirror. */
 const SYNC_COMMANDS = ['serve', 'backfill', 'reconcile', 'verify'] as const;
@@ -194,6 +196,47 @@ const VARIABLES = {
     readBy: ['serve'],
     description: `ms a handler may run before it fails and its signal aborts (overrides worker.handlerTimeoutMs of the config file; default ${WORKER_DEFAULTS.handlerTimeoutMs})`,
   }),
+  OTEL_TRACES_EXPORTER: variable(
+    blankIsUnset(
+      z
+        .string()
+        .transform((text, ctx) => {
+          const names = text.split(',').map((name) => name.trim().toLowerCase());
+          const unknown = names.filter((name) => !(TRACES_EXPORTERS as readonly string[]).includes(name));
+          if (unknown.length) {
+            ctx.addIssue({ code: 'custom', message: `must name otlp, console or none (comma-separated), not ${JSON.stringify(text)}` });
+            return z.NEVER;
+          }
+          return names as (typeof TRACES_EXPORTERS)[number][];
+        })
+        .optional(),
+    ),
+    {
+      readBy: ['serve'],
+      description:
+        'turns tracing on (docs/tracing.md): otlp, console, or both comma-separated; none: off (overrides tracing.exporter of the config file); needs the OpenTelemetry SDK packages',
+    },
+  ),
+  OTEL_EXPORTER_OTLP_ENDPOINT: variable(blankIsUnset(z.url({ error: 'must be an http(s) URL' }).optional()), {
+    readBy: ['serve'],
+    description:
+      'the OTLP/HTTP collector (spans to <url>/v1/traces); set, it turns tracing on with otlp unless OTEL_TRACES_EXPORTER says otherwise',
+    secret: true,
+  }),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: variable(blankIsUnset(z.url({ error: 'must be an http(s) URL' }).optional()), {
+    readBy: ['serve'],
+    description: 'the OTLP/HTTP traces endpoint itself (…/v1/traces), over OTEL_EXPORTER_OTLP_ENDPOINT; set, it turns tracing on too',
+    secret: true,
+  }),
+  OTEL_SDK_DISABLED: variable(
+    blankIsUnset(
+      z
+        .string()
+        .transform((text) => text.trim().toLowerCase() === 'true')
+        .optional(),
+    ),
+    { readBy: ['serve'], description: 'true: tracing off, whatever else says' },
+  ),
   PAYHOOKS_LOG_LEVEL: variable(
     blankIsUnset(z.enum(LOG_LEVELS, { error: refusing(`must be one of ${LOG_LEVELS.join(', ')}`) }).default(LOGGER_DEFAULTS.level)),
     { readBy: [...SYNC_COMMANDS, 'simulate'], description: 'level of the JSON log lines on stdout' },

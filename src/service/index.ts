@@ -7,6 +7,8 @@ export {
   type ServiceConfigInput,
   type ServiceRole,
   SERVICE_ROLES,
+  TRACING_EXPORTERS,
+  type TracingExporter,
   defineServiceConfig,
   serviceConfigSchema,
 } from './service-config.js';
@@ -18,8 +20,10 @@ export {
   ServiceConfigError,
   type ServiceConfigProblem,
   type ServiceConfigSources,
+  tracingExporters,
 } from './resolve-service-config.js';
 export { receiveServiceConfig } from './config-transfer.js';
 export { type RunningServiceProcesses, type RunServiceOptions, runService, splitsWorker } from './run-service.js';
 export { mirrorRuns, type RunningService, startService, type StartServiceOptions } from './start-service.js';
 export { WEBHOOK_PATH } from './routes/webhook-route.js';
+export { type RunningTracing, startTracing, TRACING_PACKAGES, TracingSetupError } from './start-tracing.js';

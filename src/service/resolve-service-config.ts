@@ -8,7 +8,7 @@ import { createDefaultScheme } from '../signature/default-scheme.js';
 import { loadSyncConfig, type SyncConfig } from '../sync/config.js';
 import { type ServiceWorkerOptions, workerOptionProblem } from '../sync/worker-config.js';
 import { EnvironmentError, type EnvVariable, readEnv, variablesOf } from './environment.js';
-import { type ServiceConfig, type ServiceRole, serviceConfigSchema } from './service-config.js';
+import { type ServiceConfig, type ServiceRole, serviceConfigSchema, type TracingExporter } from './service-config.js';
 import type { ServiceEnv } from './service-defaults.js';
 import { withSimulatorSession } from './session-env.js';
 import { DEFAULT_SESSION_DIR } from './simulator-session.js';
@@ -118,6 +118,7 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
     api: { key: env.PAYHOOKS_API_KEY, url: env.PAYHOOKS_API_URL },
     console: { adminToken: env.PAYHOOKS_ADMIN_TOKEN },
     logLevel: env.PAYHOOKS_LOG_LEVEL,
+    tracing: { exporters: tracingExporters(env, sync.tracing.exporter) },
     configFile: sync.path,
     mirror: sync.mirror,
     reconcile: sync.reconcile,
@@ -133,6 +134,24 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
     return { config: undefined, problems, env: variables, sync };
   }
   return { config: parsed.data, problems, env: variables, sync };
+}
+
+/**
+ * The exporters tracing uses, none when it is off (docs/tracing.md#turning-it-on): `OTEL_SDK_DISABLED=true` turns it
+ * off; else `OTEL_TRACES_EXPORTER` decides when set; else the file's `tracing.exporter`; else an OTLP endpoint variable
+ * turns it on with `otlp`, as an SDK would by default; else off.
+ */
+export function tracingExporters(
+  env: Pick<
+    Partial<ServiceEnv>,
+    'OTEL_SDK_DISABLED' | 'OTEL_TRACES_EXPORTER' | 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'
+  >,
+  file: 'otlp' | 'console' | 'none' | undefined,
+): TracingExporter[] {
+  if (env.OTEL_SDK_DISABLED) return [];
+  const named = env.OTEL_TRACES_EXPORTER ?? (file === undefined ? undefined : [file]);
+  if (named) return [...new Set(named.filter((name): name is TracingExporter => name !== 'none'))];
+  return env.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined ? ['otlp'] : [];
 }
 
 /** Each variable of `serve` on its own (the one table in environment.ts), so that one bad variable hides no other. */

@@ -4,6 +4,7 @@ import { WORKER_DEFAULTS } from '../worker/defaults.js';
 import type { ServiceConfig } from './service-config.js';
 import { startService } from './start-service.js';
 import { startWorkerProcess } from './worker-process.js';
+import { startTracing } from './start-tracing.js';
 
 /** Options of {@link runService}. */
 export interface RunServiceOptions {
@@ -36,7 +37,8 @@ export function splitsWorker(config: Pick<ServiceConfig, 'role' | 'database'>, s
 
 /**
  * Runs the standalone service as `payhooks serve` does: {@link startService} in this process, and on a server its
- * worker in a child process that gets this resolved configuration ({@link splitsWorker}).
+ * worker in a child process that gets this resolved configuration ({@link splitsWorker}). With `config.tracing` on,
+ * each process starts the OpenTelemetry SDK first (docs/tracing.md).
  *
  * @example
  * const running = await runService(await resolveServiceConfig({ env: process.env }), { logger });
@@ -45,13 +47,24 @@ export function splitsWorker(config: Pick<ServiceConfig, 'role' | 'database'>, s
 export async function runService(config: ServiceConfig, options: RunServiceOptions): Promise<RunningServiceProcesses> {
   const { logger, register } = options;
   const split = splitsWorker(config, options.singleProcess);
-  const service = await startService(config, { logger, role: split ? 'receiver' : config.role, register });
+  const role = split ? 'receiver' : config.role;
+  // Before anything that makes spans; a worker child starts its own from the configuration it is handed.
+  const tracing = await startTracing(config.tracing, { role, logger });
+  let service: Awaited<ReturnType<typeof startService>>;
+  try {
+    service = await startService(config, { logger, role, register });
+  } catch (err) {
+    await tracing?.shutdown();
+    throw err;
+  }
   const handlersArgs = options.handlersModule ? ['--handlers', options.handlersModule] : [];
   const worker = split ? startWorkerProcess(config, handlersArgs, logger) : undefined;
   return {
     url: service.url,
     async close() {
       await Promise.all([service.close(), worker?.stop(WORKER_DEFAULTS.stopTimeoutMs)]);
+      // Last: the spans of the shutdown itself are exported too.
+      await tracing?.shutdown();
     },
   };
 }

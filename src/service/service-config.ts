@@ -12,6 +12,10 @@ import { ALARM_DEFAULTS, SERVICE_DEFAULTS, SWEEPER_DEFAULTS } from './service-de
 export const SERVICE_ROLES = ['all', 'receiver', 'worker'] as const;
 export type ServiceRole = (typeof SERVICE_ROLES)[number];
 
+/** Where spans go when tracing is on (docs/tracing.md): OTLP over HTTP, or the console. */
+export const TRACING_EXPORTERS = ['otlp', 'console'] as const;
+export type TracingExporter = (typeof TRACING_EXPORTERS)[number];
+
 // The sinks, mirror and reconcile sections are the sync configuration file's, checked by its own schema when the
 // file is loaded (src/sync/config.ts): taken here as they come out of it, never restated.
 const fromSyncConfig = <K extends keyof SyncConfig>(key: K) =>
@@ -137,6 +141,12 @@ export const serviceConfigSchema = z.object({
       dead: z.object({ windowMs: positiveMs.default(ALARM_DEFAULTS.dead.windowMs) }).prefault({}),
     })
     .prefault({}),
+  /**
+   * OpenTelemetry tracing (docs/tracing.md): the exporters spans go to; empty (the default): off, and no SDK package is
+   * loaded. `OTEL_TRACES_EXPORTER`, else the file's `tracing.exporter`, else `otlp` when an OTLP endpoint variable is
+   * set; `OTEL_SDK_DISABLED=true` turns it off.
+   */
+  tracing: z.object({ exporters: z.array(z.enum(TRACING_EXPORTERS)).default([]) }).prefault({}),
   /** Level of the JSON log lines (the CLI's logger). `PAYHOOKS_LOG_LEVEL`, default `info`. */
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default(LOGGER_DEFAULTS.level),
   /** The configuration file it came from (`PAYHOOKS_CONFIG`, else payhooks.config.js, .mjs or .json); null: none. */

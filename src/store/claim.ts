@@ -18,6 +18,8 @@ export interface ClaimedEvent {
   /** This run's attempt number, from 1. */
   attempt: number;
   receivedAt: Date;
+  /** The `traceparent` it was received under (migrations/012), which each attempt's span links to; null: none. */
+  traceParent: string | null;
   /** Handlers already completed for this event (an earlier attempt, or before a replay): they do not run again. */
   completedHandlers: string[];
   /** Handlers that gave up on this event on an earlier attempt: they do not run again either; the event ends `dead`. */
@@ -79,6 +81,7 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
     raw_body: string | null;
     attempts: number;
     received_at: Date | null;
+    trace_parent: string | null;
     seq: string | number | bigint;
     buried: boolean;
     runs: [handler: string, outcome: HandlerOutcome, error: string | null][] | null;
@@ -123,7 +126,7 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
        where e.event_id = u.event_id and e.received_at = u.received_at
       returning e.event_id, e.event_type, e.attempts, e.seq
     )
-    select e.event_id, e.event_type, e.resource_key, e.raw_body, l.attempts, e.received_at, l.seq, false as buried,
+    select e.event_id, e.event_type, e.resource_key, e.raw_body, l.attempts, e.received_at, e.trace_parent, l.seq, false as buried,
            -- Null for most events, which no handler has settled yet: one probe of the primary key.
            (select json_agg(json_build_array(r.handler, r.outcome, r.error)) from ${runs} r
              where r.event_id = e.event_id and r.received_at = e.received_at) as runs,
@@ -134,7 +137,7 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
       -- By the whole key, receipt time included: one partition's index is probed, not each partition's.
       from leased l join ${events} e on e.event_id = l.event_id and e.received_at = l.received_at
     union all
-    select event_id, event_type, null, null, attempts, null, seq, true, null, null from buried
+    select event_id, event_type, null, null, attempts, null, null, seq, true, null, null from buried
   `.execute(store.db);
   const claimed: (ClaimedEvent & { seq: bigint })[] = [];
   for (const row of rows) {
@@ -147,6 +150,7 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
         rawBody: row.raw_body ?? '',
         attempt: row.attempts,
         receivedAt: row.received_at ?? new Date(0),
+        traceParent: row.trace_parent,
         completedHandlers: (row.runs ?? []).filter(([, outcome]) => outcome === 'done').map(([handler]) => handler),
         givenUp: (row.runs ?? [])
           .filter(([, outcome]) => outcome === 'dead')

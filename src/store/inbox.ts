@@ -14,6 +14,11 @@ export interface IncomingEvent {
   rawBody: string;
   /** The headers worth keeping (signature, timestamp, content type, user agent), lower-case names. */
   headers: Record<string, string>;
+  /**
+   * The W3C `traceparent` of the span that received it, or the one the delivery carried (docs/tracing.md): every
+   * processing attempt links to it. Undefined or null: none.
+   */
+  traceParent?: string | null | undefined;
 }
 
 /** The outcome of {@link storeEvent}. */
@@ -117,8 +122,9 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
       select * from unnest(${texts(rows.map((e) => e.eventId))}, ${texts(rows.map((e) => e.eventType))},
                            ${texts(rows.map((e) => e.resourceKey))}, ${texts(rows.map((e) => e.rawBody))},
                            ${texts(rows.map((e) => JSON.stringify(e.headers)))}, ${texts(rows.map((e) => bodySha256(e.rawBody)))},
-                           ${sql`${rows.map((e) => repeats.get(e.eventId)!)}::int[]`})
-             as i(event_id, event_type, resource_key, raw_body, headers, body_sha256, deliveries)
+                           ${sql`${rows.map((e) => repeats.get(e.eventId)!)}::int[]`},
+                           ${texts(rows.map((e) => e.traceParent ?? null))})
+             as i(event_id, event_type, resource_key, raw_body, headers, body_sha256, deliveries, trace_parent)
     ),
     ledger as (
       insert into ${ledger} as t (event_id, body_sha256, deliveries)
@@ -130,8 +136,8 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
     added as (
       -- received_at is the ledger's first_received_at (both now() of this statement): the history's partition key, which
       -- anything holding only an eventId finds in the ledger.
-      insert into ${inbox} (event_id, event_type, resource_key, raw_body, payload, headers, deliveries, received_at)
-      select i.event_id, i.event_type, i.resource_key, i.raw_body, null, i.headers::jsonb, i.deliveries, l.first_received_at
+      insert into ${inbox} (event_id, event_type, resource_key, raw_body, payload, headers, deliveries, received_at, trace_parent)
+      select i.event_id, i.event_type, i.resource_key, i.raw_body, null, i.headers::jsonb, i.deliveries, l.first_received_at, i.trace_parent
         from incoming i join ledger l on l.event_id = i.event_id
        where l.inserted
        order by i.event_id

@@ -24,6 +24,8 @@ export interface InboxEventTable {
   last_error: string | null;
   processed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   seq: ColumnType<string, never, never>;
+  /** migrations/012: the W3C traceparent it was received under; null: none. */
+  trace_parent: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** The `inbox_queue` table of migrations/004: one row per unfinished event. */

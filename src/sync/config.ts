@@ -74,6 +74,11 @@ export const syncConfigSchema = z.strictObject({
   sweeper: z.record(z.string(), z.unknown()).optional(),
   /** serve's alarm thresholds (docs/alerts.md#thresholds), in ms: checked with the rest of serve's configuration. */
   alarms: z.record(z.string(), z.unknown()).optional(),
+  /**
+   * OpenTelemetry tracing of `serve` (docs/tracing.md): `otlp` (OTLP over HTTP, to `OTEL_EXPORTER_OTLP_ENDPOINT`),
+   * `console`, or `none`. The `OTEL_*` variables override it. Unset: off.
+   */
+  tracing: z.strictObject({ exporter: z.enum(['otlp', 'console', 'none']) }).optional(),
 });
 export type SyncConfigFile = z.infer<typeof syncConfigSchema>;
 
@@ -97,6 +102,8 @@ export interface SyncConfig {
   /** serve's own sections, as written: `resolveServiceConfig` checks them against `ServiceConfig`. */
   sweeper: Record<string, unknown> | undefined;
   alarms: Record<string, unknown> | undefined;
+  /** The file's tracing exporter; undefined when it does not say. */
+  tracing: { exporter: 'otlp' | 'console' | 'none' | undefined };
 }
 
 export type { BrokerConfig } from './sink-registry.js';
@@ -209,5 +216,6 @@ export async function loadSyncConfig(
     history: file.history ?? {},
     sweeper: file.sweeper,
     alarms: file.alarms,
+    tracing: { exporter: file.tracing?.exporter },
   };
 }

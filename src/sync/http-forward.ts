@@ -12,6 +12,7 @@ import { describeUrl } from '../internal/describe-url.js';
 import { durationRangeProblem } from '../internal/duration.js';
 import { PayhooksError } from '../errors.js';
 import { createHttpHelper, HTTP_DEFAULT_TIMEOUT_MS, headerProblem, urlCredentialsProblem } from './http-helper.js';
+import { bindActiveContext } from '../internal/tracing.js';
 
 /** One URL the HTTP forward sink posts events to. */
 export interface ForwardTarget {
@@ -216,7 +217,8 @@ function forwardSink(target: ForwardTarget): Sink {
         () =>
           queue
             .add(
-              () => {
+              // Bound to this event's span: p-queue starts a waiting task from whichever task finished before it.
+              bindActiveContext(() => {
                 // Signed when sent, not when queued: a wait for the rate limit must not age the timestamp.
                 const signature = scheme.sign({ rawBody: body });
                 return http.request(target.url, {
@@ -232,7 +234,7 @@ function forwardSink(target: ForwardTarget): Sink {
                     'x-payhooks-event-type': event.eventType,
                   },
                 });
-              },
+              }),
               { signal: ctx.signal },
             )
             .then((answer) => ({ status: answer.status })),

@@ -3,6 +3,8 @@ import { DeadLetterError, RetryLaterError } from '../worker/handler-errors.js';
 import { describeUrl } from '../internal/describe-url.js';
 import { timerDelay } from '../internal/duration.js';
 import { nextEffectKey } from '../internal/effect-scope.js';
+import { endHttpClientSpan, failSpan, inHttpClientSpan } from '../internal/tracing.js';
+import type { Span } from '@opentelemetry/api';
 
 /** How long a connector's or forward target's request may take, by default. */
 export const HTTP_DEFAULT_TIMEOUT_MS = 10_000;
@@ -162,48 +164,73 @@ export function createHttpHelper(
       if (!Number.isSafeInteger(maxResponseBytes) || maxResponseBytes < 0) {
         throw new RangeError(`maxResponseBytes must be a whole number of bytes, 0 or more, not ${String(request.maxResponseBytes)}.`);
       }
-      const timeout = AbortSignal.timeout(timeoutMs);
-      const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-      let response: Response;
-      let answer: AnswerHead;
-      try {
-        response = await fetch(url, {
-          method,
-          headers,
-          body: request.body ?? (request.json !== undefined ? JSON.stringify(request.json) : undefined),
-          signal,
-          redirect: 'manual',
-        });
-        const ok = (response.status >= 200 && response.status < 300) || request.accept?.includes(response.status) === true;
-        answer = await readHead(response.body, ok ? maxResponseBytes : ERROR_ANSWER_BYTES);
-        if (ok) {
-          const { text, truncated } = answer;
-          return {
-            status: response.status,
-            headers: response.headers,
-            text,
-            truncated,
-            json: <T>() => {
-              if (truncated) throw new SyntaxError(`${where}: the answer is longer than ${text.length} characters read and was not parsed`);
-              return JSON.parse(text) as T;
-            },
-          };
+      // A client span per request, its context sent in traceparent (docs/tracing.md).
+      return inHttpClientSpan(method, url, headers, 0, async (span) => {
+        try {
+          return await send(url, method, headers, request, timeoutMs, maxResponseBytes, where, options.signal, span);
+        } catch (err) {
+          // An answer's status is on the span already; no answer: the connection's failure.
+          if (!(err instanceof DeadLetterError || err instanceof RetryLaterError || err instanceof HttpStatusError)) failSpan(span, err);
+          throw err;
         }
-      } catch (err) {
-        if (options.signal?.aborted) throw options.signal.reason ?? err;
-        const reason = timeout.aborted ? `no answer within ${timeoutMs} ms` : describeCause(err);
-        throw new HttpConnectionError(`${where} failed: ${reason}`, { cause: err });
-      }
-      const text = answer.text.slice(0, ANSWER_CHARS);
-      const shown = `${where} answered ${response.status}${response.statusText ? ` ${response.statusText}` : ''}${text ? `: ${text}` : ''}${answer.truncated || answer.text.length > ANSWER_CHARS ? '…' : ''}`;
-      if (!retryable(response.status))
-        throw new DeadLetterError(`${shown} (not retried: a ${response.status} will not change by sending again)`);
-      const retryAfterS = parseRetryAfter(response.headers.get('retry-after'));
-      if (retryAfterS !== undefined)
-        throw new RetryLaterError(`${shown} (retrying after ${retryAfterS} s, as Retry-After asks)`, { afterMs: retryAfterS * 1000 });
-      throw new HttpStatusError(shown, response.status);
+      });
     },
   };
+}
+
+/** One request through fetch: the answer, or the error the worker makes of it (see {@link HttpHelper.request}). */
+async function send(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  request: HttpRequest,
+  timeoutMs: number,
+  maxResponseBytes: number,
+  where: string,
+  callerSignal: AbortSignal | undefined,
+  span: Span,
+): Promise<HttpResponse> {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const signal = callerSignal ? AbortSignal.any([callerSignal, timeout]) : timeout;
+  let response: Response;
+  let answer: AnswerHead;
+  try {
+    response = await fetch(url, {
+      method,
+      headers,
+      body: request.body ?? (request.json !== undefined ? JSON.stringify(request.json) : undefined),
+      signal,
+      redirect: 'manual',
+    });
+    endHttpClientSpan(span, response.status);
+    const ok = (response.status >= 200 && response.status < 300) || request.accept?.includes(response.status) === true;
+    answer = await readHead(response.body, ok ? maxResponseBytes : ERROR_ANSWER_BYTES);
+    if (ok) {
+      const { text, truncated } = answer;
+      return {
+        status: response.status,
+        headers: response.headers,
+        text,
+        truncated,
+        json: <T>() => {
+          if (truncated) throw new SyntaxError(`${where}: the answer is longer than ${text.length} characters read and was not parsed`);
+          return JSON.parse(text) as T;
+        },
+      };
+    }
+  } catch (err) {
+    if (callerSignal?.aborted) throw callerSignal.reason ?? err;
+    const reason = timeout.aborted ? `no answer within ${timeoutMs} ms` : describeCause(err);
+    throw new HttpConnectionError(`${where} failed: ${reason}`, { cause: err });
+  }
+  const text = answer.text.slice(0, ANSWER_CHARS);
+  const shown = `${where} answered ${response.status}${response.statusText ? ` ${response.statusText}` : ''}${text ? `: ${text}` : ''}${answer.truncated || answer.text.length > ANSWER_CHARS ? '…' : ''}`;
+  if (!retryable(response.status))
+    throw new DeadLetterError(`${shown} (not retried: a ${response.status} will not change by sending again)`);
+  const retryAfterS = parseRetryAfter(response.headers.get('retry-after'));
+  if (retryAfterS !== undefined)
+    throw new RetryLaterError(`${shown} (retrying after ${retryAfterS} s, as Retry-After asks)`, { afterMs: retryAfterS * 1000 });
+  throw new HttpStatusError(shown, response.status);
 }
 
 /** The beginning of an answer, and whether there was more. */

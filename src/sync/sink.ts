@@ -6,6 +6,7 @@ import type { Payhooks } from '../payhooks.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import type { HandlerContext } from '../worker/handlers.js';
 import { type ResourceState, readResourceState } from './resource-state.js';
+import { describeActiveSpan } from '../internal/tracing.js';
 
 /**
  * The current state of the event's resource, read when first asked: through the API once per event (shared by
@@ -74,6 +75,8 @@ export function defineSinkKind<Options extends { name: string }>(kind: SinkKind<
  */
 export function registerSink(hooks: Payhooks<ApiClient>, sink: Sink, setup: Pick<SinkSetup, 'store' | 'mirrorSchema'>): void {
   const run = async (event: WebhookEvent | UnknownEvent, ctx: HandlerContext<ApiClient>) => {
+    // The worker's span of this handler is the sink's: named so, with its kind (docs/tracing.md).
+    describeActiveSpan('webhook.sink', { 'payhooks.sink.kind': sink.kind });
     let state: Promise<ResourceState | null> | undefined;
     const read: SinkState = () => {
       state ??= readResourceState(event, {

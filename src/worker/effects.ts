@@ -1,3 +1,4 @@
+import { withEffectSpan } from '../internal/tracing.js';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { PayhooksError } from '../errors.js';
@@ -143,7 +144,12 @@ export function createEffectRunner(options: EffectRunnerOptions): EffectRunner {
     const keyed = declared === undefined ? () => markStepIdempotent(store, ref) : async () => {};
     let value: T;
     try {
-      value = await runInEffectScope({ key, keyed }, () => fn({ key, signal: options.signal, calls: decision.calls }));
+      // A span of its own under the handler's (docs/tracing.md): only a step that is called gets one.
+      value = await withEffectSpan(
+        name,
+        async () => runInEffectScope({ key, keyed }, () => fn({ key, signal: options.signal, calls: decision.calls })),
+        { 'payhooks.effect.calls': decision.calls, 'payhooks.effect.unknown_before': decision.unknownBefore },
+      );
     } catch (err) {
       // Cut off mid-call (timeout, shutdown), a step that is not idempotent may or may not have happened: left started,
       // so that the next attempt holds it for review. Otherwise its throw says it did not happen: called again next time.

@@ -21,6 +21,8 @@ import { DeadLetterError, failureVerdict, type HandlerFailure } from './handler-
 import type { GivenUpHandler } from '../store/claim.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
 import { createEffectRunner, EffectNeedsReviewError, type EffectRunner } from './effects.js';
+import type { Span } from '@opentelemetry/api';
+import { failSpan, type InSpanOptions, inSpan, linksTo, markSpanFailed, SPAN_KIND } from '../internal/tracing.js';
 
 /** One run of one handler for one event, for metrics. */
 export interface HandlerRunObservation {
@@ -90,6 +92,8 @@ interface InFlight {
   leaseUntil: number;
   /** Another worker has taken the event (its lease ran out): run no further handler, record nothing. */
   lost: boolean;
+  /** The attempt's `webhook.process` span, once it runs: told how the attempt ended. */
+  span?: Span | undefined;
 }
 
 class HandlerTimeoutError extends Error {
@@ -151,6 +155,14 @@ const PREFETCH_HORIZON_MS = 1000;
 const QUEUE_VACUUM_EVERY = 10_000;
 /** Pause before writing an outcome again after the database failed to take it. */
 const OUTCOME_RETRY_MS = 1000;
+
+const INTERNAL_SPAN: InSpanOptions = {};
+
+/** How an attempt ended, for its span's `payhooks.event.outcome`. */
+function spanOutcome(outcome: Outcome): string {
+  if (outcome.kind === 'finished') return outcome.status;
+  return outcome.kind;
+}
 
 /**
  * The `lastError` of a run: the failures of this run and the handlers that gave up on an earlier one. A single failure
@@ -318,6 +330,11 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
 
   /** Hands an outcome over to be written; `then` runs once it is, with whether the lease was still held. */
   function record(entry: InFlight, outcome: Outcome, then?: (held: boolean) => void): void {
+    if (entry.span?.isRecording()) {
+      const ended = spanOutcome(outcome);
+      entry.span.setAttribute('payhooks.event.outcome', ended);
+      if (ended === 'retry' || ended === 'dead' || ended === 'invalid') markSpanFailed(entry.span, ended);
+    }
     const recording = write(entry, outcome)
       .then(
         (stillHeld) => then?.(stillHeld),
@@ -340,7 +357,25 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     entry.started = true;
     const startedAt = performance.now();
     try {
-      await runHandlers(entry);
+      // Each attempt is a trace of its own, linked to the span that received the event (a retry may come hours
+      // later): the OpenTelemetry messaging conventions' consumer span (docs/tracing.md).
+      await inSpan(
+        'webhook.process',
+        { kind: SPAN_KIND.consumer, parent: 'root', root: true, links: linksTo(entry.event.traceParent) },
+        (span) => {
+          if (span.isRecording()) {
+            span.setAttributes({
+              'messaging.system': 'payhooks',
+              'messaging.operation.type': 'process',
+              'messaging.message.id': entry.event.eventId,
+              'payhooks.event.type': entry.event.eventType,
+              'payhooks.event.attempt': entry.event.attempt,
+            });
+          }
+          entry.span = span;
+          return runHandlers(entry);
+        },
+      );
     } finally {
       unfinished--;
       const took = performance.now() - startedAt;
@@ -430,7 +465,16 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
             seconds: (performance.now() - started) / 1000,
           });
         try {
-          const markedInTransaction = await runHandler(handler, parsed.event, entry, handlerLog, shared);
+          const markedInTransaction = await inSpan('webhook.handler', INTERNAL_SPAN, async (span) => {
+            if (span.isRecording()) span.setAttribute('payhooks.handler.name', handler.name);
+            try {
+              return await runHandler(handler, parsed.event, entry, handlerLog, shared);
+            } catch (err) {
+              // Named for what the worker makes of it: retried, or given up (DeadLetterError).
+              failSpan(span, err);
+              throw err;
+            }
+          });
           observe(false);
           // Written with the event's outcome, or before it: the batches go out in order.
           if (!markedInTransaction)

@@ -34,6 +34,10 @@ const UNSET = {
   PAYHOOKS_APP_SCHEMA: '',
   PORT: '',
   HOST: '',
+  OTEL_TRACES_EXPORTER: '',
+  OTEL_EXPORTER_OTLP_ENDPOINT: '',
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '',
+  OTEL_SDK_DISABLED: '',
 };
 
 const freshDir = () => mkdtempSync(join(tmpdir(), 'payhooks-doctor-'));
@@ -74,6 +78,7 @@ describe('payhooks doctor on an embedded database', () => {
       'api-key': 'warn',
       console: 'ok',
       config: 'ok',
+      tracing: 'ok',
     });
     const checks = byName(bare.checks);
     expect(checks.database?.summary).toMatch(/embedded \(PGlite\) at \.payhooks\/pgdata: not created yet/);
@@ -102,6 +107,24 @@ describe('payhooks doctor on an embedded database', () => {
 
     // Read-only: no database, lock file or session appeared.
     expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('says whether tracing is on, and that the SDK packages load when it is (docs/tracing.md)', { timeout: 60_000 }, async () => {
+    const dir = freshDir();
+    const off = byName((await doctor({}, dir)).checks).tracing;
+    expect(off).toMatchObject({ status: 'ok', summary: expect.stringMatching(/^off/) });
+    const on = byName((await doctor({ OTEL_TRACES_EXPORTER: 'otlp,console' }, dir)).checks).tracing;
+    expect(on).toEqual({
+      check: 'tracing',
+      status: 'ok',
+      summary: 'on: spans to otlp and console; the OpenTelemetry SDK packages load',
+    });
+    const refused = await doctor({ OTEL_TRACES_EXPORTER: 'zipkin' }, dir);
+    expect(byName(refused.checks).tracing).toMatchObject({
+      status: 'fail',
+      summary: 'OTEL_TRACES_EXPORTER must name otlp, console or none (comma-separated), not "zipkin"',
+    });
+    expect(refused.code).toBe(1);
   });
 
   it('reports an embedded database held by a running serve as in use by its process, then checks it once serve stopped', {
@@ -159,6 +182,7 @@ describe('payhooks doctor on an embedded database', () => {
       'api-key': 'fail',
       console: 'fail',
       config: 'fail',
+      tracing: 'ok',
     });
     expect(checks.database?.summary).toMatch(
       new RegExp(`^PostgreSQL at postgres://doctor@127\\.0\\.0\\.1:${port}/nothing cannot be used: .*ECONNREFUSED`),

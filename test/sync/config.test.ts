@@ -22,6 +22,7 @@ describe('the sync configuration file', () => {
       connectors: [],
       sinks: [],
       worker: {},
+      tracing: { exporter: undefined },
     });
     expect(mirrorRuns(config, false)).toBe(true);
     expect(mirrorRuns(config, true)).toBe(false);

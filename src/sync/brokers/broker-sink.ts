@@ -3,6 +3,7 @@ import type { EventType } from '../../events/index.js';
 import type { Payhooks } from '../../payhooks.js';
 import { forwardDocument } from '../forward-document.js';
 import { registerSink, type Sink } from '../sink.js';
+import { injectTraceContext, inSpan, SPAN_KIND } from '../../internal/tracing.js';
 
 /** One message for a broker: the document, and what identifies and routes it. */
 export interface BrokerMessage {
@@ -10,12 +11,19 @@ export interface BrokerMessage {
   eventType: string;
   /** The JSON document (docs/sinks.md#the-document), UTF-8. */
   body: Buffer;
+  /**
+   * The trace context of the publish (`traceparent`, and `tracestate` when there is one), for the message's headers,
+   * so that a consumer joins the trace (docs/tracing.md); empty without tracing.
+   */
+  traceHeaders?: Record<string, string> | undefined;
 }
 
 /** A connection to a broker that publishes with confirmation. */
 export interface BrokerPublisher {
   /** Where it publishes, for logs (no credentials). */
   readonly describe: string;
+  /** The exchange, subject prefix or stream it publishes to: `messaging.destination.name` of its spans. */
+  readonly destination?: string | undefined;
   /** Resolves once the broker has acknowledged the message (stored it); rejects otherwise, and the worker retries. */
   publish(message: BrokerMessage, signal: AbortSignal): Promise<void>;
   close(): Promise<void>;
@@ -60,13 +68,36 @@ export function brokerSink(
         'publish',
         async () => {
           const body = Buffer.from(JSON.stringify(forwardDocument(event, await state(), sink, ctx.receivedAt)));
-          await publisher.publish({ eventId: event.eventId, eventType: event.eventType, body }, ctx.signal);
+          await inSpan(
+            `send ${publisher.destination ?? kind}`,
+            { kind: SPAN_KIND.producer, attributes: messagingAttributes(kind, publisher.destination, event.eventId) },
+            async () => {
+              const traceHeaders: Record<string, string> = {};
+              injectTraceContext(traceHeaders);
+              await publisher.publish({ eventId: event.eventId, eventType: event.eventType, body, traceHeaders }, ctx.signal);
+            },
+          );
         },
         { idempotent: true },
       );
     },
     close: () => publisher.close(),
   };
+}
+
+/**
+ * The OpenTelemetry messaging attributes of a publish (a producer span): the broker's kind as `messaging.system`
+ * (`rabbitmq`, `nats`, `redis`), where to, and the eventId as the message id.
+ */
+export function messagingAttributes(system: string, destination: string | undefined, eventId: string): Record<string, string> {
+  const attributes: Record<string, string> = {
+    'messaging.system': system,
+    'messaging.operation.type': 'send',
+    'messaging.operation.name': 'send',
+    'messaging.message.id': eventId,
+  };
+  if (destination !== undefined) attributes['messaging.destination.name'] = destination;
+  return attributes;
 }
 
 /**

@@ -134,12 +134,14 @@ export function natsPublisher(options: NatsOptions): BrokerPublisher {
 
   return {
     describe: where,
+    destination: prefix,
     async publish(message: BrokerMessage, signal: AbortSignal) {
       // Connecting is bounded by the client's own timeouts; the signal still ends the wait at shutdown.
       const current = await abortableWait(link.current(), signal, OPEN_TIMEOUT_MS + 3 * ackTimeoutMs, `NATS connection to ${where}`);
       const messageHeaders = current.headers();
       messageHeaders.set('Payhooks-Event-Type', message.eventType);
       messageHeaders.set('Content-Type', 'application/json');
+      for (const [name, value] of Object.entries(message.traceHeaders ?? {})) messageHeaders.set(name, value);
       // A type newer than this payhooks may hold characters a subject cannot.
       const ack = current.js
         .publish(`${prefix}.${message.eventType.replace(/[^A-Za-z0-9_-]/g, '_')}`, message.body, {

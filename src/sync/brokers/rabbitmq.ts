@@ -106,6 +106,7 @@ export function rabbitMqPublisher(options: RabbitMqOptions): BrokerPublisher {
 
   return {
     describe: where,
+    destination: exchange,
     async publish(message: BrokerMessage, signal: AbortSignal) {
       const current = await link.current();
       const confirmed = new Promise<void>((resolve, reject) => {
@@ -122,6 +123,8 @@ export function rabbitMqPublisher(options: RabbitMqOptions): BrokerPublisher {
               type: message.eventType,
               contentType: 'application/json',
               timestamp: Math.floor(Date.now() / 1000),
+              // traceparent (and tracestate) as AMQP headers, for consumers that join the trace.
+              headers: message.traceHeaders,
             },
             (err) => (err ? failed(err) : resolve()),
           );

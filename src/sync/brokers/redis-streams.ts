@@ -5,7 +5,8 @@ import { describeUrl } from '../../internal/describe-url.js';
 import { eventTypesField, secretField, sinkNameField } from '../config-fields.js';
 import { forwardDocument } from '../forward-document.js';
 import { defineSinkKind, type Sink } from '../sink.js';
-import { abortableWait } from './broker-sink.js';
+import { abortableWait, messagingAttributes } from './broker-sink.js';
+import { injectTraceContext, inSpan, SPAN_KIND } from '../../internal/tracing.js';
 import { lazyLink } from './lazy-link.js';
 
 /** The defaults of the Redis Streams sink (docs/sinks.md#redis-streams). */
@@ -80,19 +81,32 @@ function redisStreamsSink(settings: RedisStreamsOptions): Sink {
     describe: `Redis Streams ${where} (MAXLEN ~ ${settings.maxLen})`,
     async handle(event, ctx, state) {
       const resource = await state();
-      const fields = {
+      const fields: Record<string, string> = {
         eventId: event.eventId,
         eventType: event.eventType,
         resourceKind: resource?.kind ?? '',
         resourceId: resource?.id ?? '',
         document: JSON.stringify(forwardDocument(event, resource, sink, ctx.receivedAt)),
       };
-      const client = await abortableWait(link.current(), ctx.signal, REDIS_STREAMS_DEFAULTS.timeoutMs, `connecting to Redis at ${where}`);
-      const added = client.xAdd(settings.stream, '*', fields, {
-        TRIM: { strategy: 'MAXLEN', strategyModifier: '~', threshold: settings.maxLen },
-      });
-      await abortableWait(added, ctx.signal, REDIS_STREAMS_DEFAULTS.timeoutMs, `XADD of ${event.eventId} to Redis at ${where}`, () =>
-        link.drop(client),
+      await inSpan(
+        `send ${settings.stream}`,
+        { kind: SPAN_KIND.producer, attributes: messagingAttributes('redis', settings.stream, event.eventId) },
+        async () => {
+          // The entry's traceparent (and tracestate) field, for consumers that join the trace.
+          injectTraceContext(fields);
+          const client = await abortableWait(
+            link.current(),
+            ctx.signal,
+            REDIS_STREAMS_DEFAULTS.timeoutMs,
+            `connecting to Redis at ${where}`,
+          );
+          const added = client.xAdd(settings.stream, '*', fields, {
+            TRIM: { strategy: 'MAXLEN', strategyModifier: '~', threshold: settings.maxLen },
+          });
+          await abortableWait(added, ctx.signal, REDIS_STREAMS_DEFAULTS.timeoutMs, `XADD of ${event.eventId} to Redis at ${where}`, () =>
+            link.drop(client),
+          );
+        },
       );
     },
     close: () => link.close(),
