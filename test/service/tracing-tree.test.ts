@@ -158,16 +158,21 @@ describe('one delivery traced from receipt to its effects (in-memory exporter)',
       const sinkFirst = firstChildren.find((s) => s.name === 'webhook.sink')!;
       expect(sinkFirst.attributes['payhooks.sink.kind']).toBe('http-forward');
       expect(sinkFirst.status.code).toBe(2);
-      // The sink reads the customer's current state (GET) before it posts the document.
-      expect(childrenOf(sinkFirst).map((s) => s.name)).toEqual(['GET', 'POST']);
-      const failedPost = childrenOf(sinkFirst).find((s) => s.name === 'POST');
+      // The sink reads the customer's current state (GET) before it posts the document, in its effect step `send`.
+      expect(childrenOf(sinkFirst).map((s) => s.name)).toEqual(['GET', 'effect send']);
+      const sendFirst = childrenOf(sinkFirst).find((s) => s.name === 'effect send')!;
+      expect(sendFirst.attributes).toMatchObject({ 'payhooks.effect.name': 'send', 'payhooks.effect.calls': 1 });
+      const failedPost = childrenOf(sendFirst).find((s) => s.name === 'POST');
       expect(failedPost?.kind).toBe(CLIENT);
       expect(failedPost!.attributes).toMatchObject({ 'http.response.status_code': 503, 'error.type': '503' });
 
       // Attempt 2: only the sink runs again (the handler completed), and its request succeeds.
       const secondChildren = childrenOf(second);
       expect(secondChildren.map((s) => s.name)).toEqual(['webhook.sink']);
-      const post = childrenOf(secondChildren[0]!).find((s) => s.name === 'POST');
+      // The step failed (503), so it is called again, its second call.
+      const sendSecond = childrenOf(secondChildren[0]!).find((s) => s.name === 'effect send')!;
+      expect(sendSecond.attributes).toMatchObject({ 'payhooks.effect.calls': 2 });
+      const post = childrenOf(sendSecond).find((s) => s.name === 'POST');
       expect(post!.attributes).toMatchObject({ 'http.response.status_code': 200 });
 
       // The target got, on each request, the traceparent of that request's own client span.

@@ -34,7 +34,11 @@ describe('trace context on broker messages', () => {
   async function publishTraced(sink: Sink): Promise<{ eventId: string; producer: ReadableSpan }> {
     exporter.reset();
     const event = exampleEvent('INVOICE_PAID', { eventId: `evt_trace_${randomUUID().slice(0, 8)}` });
-    const ctx = { signal: AbortSignal.timeout(15_000), receivedAt: new Date(), logger: silent } as unknown as HandlerContext<ApiClient>;
+    const signal = AbortSignal.timeout(15_000);
+    // The step runs once, as on a first attempt (its recording is the effect ledger's, tested in test/worker/effects.test.ts).
+    const effect = (_name: string, fn: (step: { key: string; signal: AbortSignal; calls: number }) => unknown) =>
+      fn({ key: 'k', signal, calls: 1 });
+    const ctx = { signal, receivedAt: new Date(), logger: silent, effect } as unknown as HandlerContext<ApiClient>;
     await trace.getTracer('test').startActiveSpan('webhook.sink', async (span) => {
       try {
         await sink.handle(event, ctx, async () => null);
