@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { ApiClient } from '../client/api-client.js';
 import { PayhooksError } from '../errors.js';
-import { timerDelay } from '../internal/duration.js';
+import { runPeriodically } from '../internal/periodic.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import {
   recordSweeperRun,
@@ -160,39 +160,27 @@ export interface GapSweeper {
  * await sweeper.stop();
  */
 export function startGapSweeper(options: Omit<GapSweepOptions, 'signal' | 'trigger'>, everyMs: number, logger: Logger): GapSweeper {
-  const interval = timerDelay(everyMs, 'The gap sweeper interval (sweeper.everyMs)');
-  const controller = new AbortController();
-  let running: Promise<void> | undefined;
-  const runOnce = async () => {
-    try {
-      const run = await sweepGaps({ ...options, signal: controller.signal });
-      const level = run.outcome === 'clean' ? 'info' : 'warn';
-      logger[level](
-        {
-          outcome: run.outcome,
-          reconcile: run.reconcile,
-          verify: run.verify,
-          notes: run.notes,
-          ...(run.error ? { error: run.error } : {}),
-        },
-        'gap sweep finished',
-      );
-    } catch (err) {
-      if (!controller.signal.aborted) logger.error({ err }, 'gap sweep could not be recorded; the next interval tries again');
-    }
-  };
-  const timer = setInterval(() => {
-    if (running) return;
-    running = runOnce().finally(() => {
-      running = undefined;
-    });
-  }, interval);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      controller.abort(new Error('serve is stopping'));
-      await running;
+  return runPeriodically(
+    everyMs,
+    'The gap sweeper interval (sweeper.everyMs)',
+    async (signal) => {
+      try {
+        const run = await sweepGaps({ ...options, signal });
+        const level = run.outcome === 'clean' ? 'info' : 'warn';
+        logger[level](
+          {
+            outcome: run.outcome,
+            reconcile: run.reconcile,
+            verify: run.verify,
+            notes: run.notes,
+            ...(run.error ? { error: run.error } : {}),
+          },
+          'gap sweep finished',
+        );
+      } catch (err) {
+        if (!signal.aborted) logger.error({ err }, 'gap sweep could not be recorded; the next interval tries again');
+      }
     },
-  };
+    { stopReason: 'serve is stopping' },
+  );
 }

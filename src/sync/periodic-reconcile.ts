@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { timerDelay } from '../internal/duration.js';
+import { runPeriodically } from '../internal/periodic.js';
 import { reconcile, type ReconcileOptions } from './reconcile.js';
 
 /** A periodic reconciliation run by `serve`. */
@@ -22,40 +22,27 @@ export function startPeriodicReconcile(
   everyMs: number,
   logger: Logger,
 ): PeriodicReconcile {
-  // Past a timer's limit Node would run the interval every millisecond, back to back.
-  const interval = timerDelay(everyMs, 'The reconciliation interval (everyMs)');
-  const controller = new AbortController();
-  let running: Promise<void> | undefined;
-  const runOnce = async () => {
-    try {
-      const report = await reconcile({ ...options, since: new Date(Date.now() - options.lookbackMs), signal: controller.signal });
-      const level = report.unrecovered.length || report.warnings.length ? 'warn' : 'info';
-      logger[level](
-        {
-          listed: report.listed,
-          missing: report.missing.length,
-          resent: report.resent.length,
-          unrecovered: report.unrecovered,
-          ...(report.warnings.length ? { warnings: report.warnings } : {}),
-        },
-        'reconciliation finished',
-      );
-    } catch (err) {
-      if (!controller.signal.aborted) logger.error({ err }, 'reconciliation failed; the next interval tries again');
-    }
-  };
-  const timer = setInterval(() => {
-    if (running) return;
-    running = runOnce().finally(() => {
-      running = undefined;
-    });
-  }, interval);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      controller.abort(new Error('serve is stopping'));
-      await running;
+  return runPeriodically(
+    everyMs,
+    'The reconciliation interval (everyMs)',
+    async (signal) => {
+      try {
+        const report = await reconcile({ ...options, since: new Date(Date.now() - options.lookbackMs), signal });
+        const level = report.unrecovered.length || report.warnings.length ? 'warn' : 'info';
+        logger[level](
+          {
+            listed: report.listed,
+            missing: report.missing.length,
+            resent: report.resent.length,
+            unrecovered: report.unrecovered,
+            ...(report.warnings.length ? { warnings: report.warnings } : {}),
+          },
+          'reconciliation finished',
+        );
+      } catch (err) {
+        if (!signal.aborted) logger.error({ err }, 'reconciliation failed; the next interval tries again');
+      }
     },
-  };
+    { stopReason: 'serve is stopping' },
+  );
 }

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import { MAX_TIMER_MS, parseDuration } from '../internal/duration.js';
+import { parseDuration } from '../internal/duration.js';
+import { type PeriodicTask, runPeriodically } from '../internal/periodic.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import {
   dropHistoryPartitions,
@@ -127,11 +128,13 @@ export function startHistoryUpkeep(
   settings: HistorySettings,
   logger: Logger,
   onPass?: (report: UpkeepReport) => void,
-): { stop(): Promise<void> } {
-  let running: Promise<void> | undefined;
-  const pass = () => {
-    running ??= keepHistory(store, settings)
-      .then((report) => {
+): PeriodicTask {
+  return runPeriodically(
+    settings.everyMs,
+    'The history upkeep interval',
+    async () => {
+      try {
+        const report = await keepHistory(store, settings);
         onPass?.(report);
         if (report.dropped.length || report.created || report.forgotten)
           logger.info(
@@ -147,18 +150,10 @@ export function startHistoryUpkeep(
             { partition: kept.name, unresolved: kept.unresolved },
             'history partition past retention kept: it holds events that are not finished (replay or resolve them)',
           );
-      })
-      .catch((err: unknown) => logger.error({ err }, 'history upkeep failed; trying again at the next pass'))
-      .finally(() => (running = undefined));
-    return running;
-  };
-  void pass();
-  const timer = setInterval(pass, Math.min(settings.everyMs, MAX_TIMER_MS));
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
+      } catch (err) {
+        logger.error({ err }, 'history upkeep failed; trying again at the next pass');
+      }
     },
-  };
+    { now: true },
+  );
 }

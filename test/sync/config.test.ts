@@ -22,6 +22,9 @@ describe('the sync configuration file', () => {
       connectors: [],
       sinks: [],
       worker: {},
+      history: {},
+      sweeper: undefined,
+      alarms: undefined,
       tracing: { exporter: undefined },
     });
     expect(mirrorRuns(config, false)).toBe(true);
