@@ -16,15 +16,15 @@ export interface PruneCommandOptions {
 }
 
 /**
- * Adds `payhooks prune --older-than AGE [--dry-run] [--yes]`: shows the history partitions that end before AGE ago
- * (with the finished events each holds) and those kept for events that are not finished, asks (or needs --yes), then
- * drops them whole: disk comes back at once, with no dead rows left behind.
+ * Adds `payhooks prune --older-than AGE [--dry-run] [--yes]`: shows the history partitions that end before AGE ago,
+ * with the finished events each holds and the unfinished ones that stay, asks (or needs --yes), then drops them whole,
+ * or rebuilds those with unfinished events with those alone: disk comes back at once, with no dead rows left behind.
  */
 export function addPruneCommand(program: Command, ctx: CommandContext): void {
   program
     .command('prune')
     .description(
-      'drop the history partitions older than the given age (bodies, outcomes, attempts); a partition holding an unfinished, dead or invalid event is kept until it is resolved',
+      'drop the history (bodies, outcomes, attempts) of finished events in partitions older than the given age; unfinished, dead, invalid and needs-review events stay until resolved',
     )
     .requiredOption('--older-than <age>', 'e.g. 30d; any age: deduplication lives in the ledger, which prune keeps')
     .option('--dry-run', 'print what it would drop and what it would keep; change nothing', false)
@@ -48,26 +48,35 @@ async function prune(ctx: CommandContext, store: PayhooksDatabase, olderThanMs: 
     ...(empty > 0 ? [`  and ${countOf(empty, 'empty partition')}`] : []),
     ...preview.kept.map(keptLine),
   ];
-  const events = totalEvents(preview);
+  const events = finishedEvents(preview);
   await ctx.out(
-    `${countOf(preview.dropped.length, 'history partition')} ${scope} to drop, holding ${countOf(events, 'finished event')}:\n${lines.join('\n')}`,
+    `${countOf(events, 'finished event')} in ${countOf(preview.dropped.length + preview.kept.length, 'history partition')} ${scope} to drop:\n${lines.join('\n')}`,
   );
   if (opts.dryRun) return ctx.out('dry run: nothing changed');
   await confirmBulk({ count: events, action: `drop ${countOf(events, 'finished event')} older than ${opts.olderThan}`, yes: opts.yes });
   const report = await dropHistoryPartitions(store, { before });
+  const rebuilt = report.kept.filter((p) => p.compacted > 0);
+  const stay = report.kept.reduce((sum, p) => sum + unfinished(p), 0);
   await ctx.out(
-    `dropped ${countOf(report.dropped.length, 'partition')} (${countOf(totalEvents(report), 'finished event')}); ` +
-      `kept ${countOf(report.kept.length, 'partition')} for unfinished events`,
+    `dropped ${countOf(finishedEvents(report), 'finished event')}: ${countOf(report.dropped.length, 'partition')} whole, ` +
+      `${countOf(rebuilt.length, 'partition')} rebuilt with only their unfinished events; ${countOf(stay, 'unfinished event')} kept`,
   );
+}
+
+function unfinished(partition: KeptPartition): number {
+  return Object.entries(partition.unresolved).reduce((sum, [status, n]) => (status === 'queued' ? sum : sum + n), 0);
 }
 
 function keptLine(partition: KeptPartition): string {
   const why = Object.entries(partition.unresolved)
+    .filter(([status]) => status !== 'queued')
     .map(([status, count]) => `${count.toLocaleString('en-US')} ${status}`)
     .join(', ');
-  return `  ${partition.name}: kept, it holds ${why} (payhooks events list --status dead|invalid; replay or resolve them, then prune again)`;
+  const drops = partition.compacted > 0 ? countOf(partition.compacted, 'finished event') : 'nothing to drop';
+  return `  ${partition.name}: ${drops}; ${why} stay until resolved (payhooks events list --status dead|invalid|needs-review)`;
 }
 
-function totalEvents(report: PartitionDropReport): number {
-  return report.dropped.reduce((sum, partition) => sum + partition.events, 0);
+/** Finished events a report drops: whole partitions, and those taken out of partitions kept for unfinished ones. */
+function finishedEvents(report: PartitionDropReport): number {
+  return report.dropped.reduce((sum, p) => sum + p.events, 0) + report.kept.reduce((sum, p) => sum + p.compacted, 0);
 }

@@ -142,15 +142,17 @@ export async function ensureHistoryPartitions(store: PayhooksDatabase, options: 
 
 /** A partition {@link dropHistoryPartitions} left in place, and why. */
 export interface KeptPartition extends HistoryPartition {
-  /** Events in it that are not finished (`pending`, `processing`, `dead`, `invalid`), by status. */
+  /** Events in it that are not finished (`pending`, `processing`, `dead`, `invalid`, `needs-review`), by status. */
   unresolved: Record<string, number>;
+  /** The finished events dropped from it: the partition was rebuilt with its unfinished events alone (0: none to drop). */
+  compacted: number;
 }
 
 /** What {@link dropHistoryPartitions} did (or, with `dryRun`, would do). */
 export interface PartitionDropReport {
   /** The partitions dropped, with the events each held. */
   dropped: (HistoryPartition & { events: number })[];
-  /** Partitions old enough but kept: they hold events that are not finished. */
+  /** Partitions old enough but kept for the events in them that are not finished, the finished ones dropped. */
   kept: KeptPartition[];
 }
 
@@ -168,14 +170,16 @@ export interface DropPartitionsOptions {
 }
 
 /**
- * Retention: drops each partition of the history (in every history table) that ends at or before `before`, unless
- * it holds an event that is not finished (pending, processing, dead or invalid, or still queued): such a partition
- * is kept, and reported with what keeps it, until an operator resolves those events. Deduplication is not touched:
- * it lives in the ledger, so a dropped event's eventId is still answered as a duplicate.
+ * Retention: drops each partition of the history (in every history table) that ends at or before `before`. A
+ * partition holding events that are not finished (pending, processing, dead, invalid, needs-review, or still queued)
+ * is not dropped: it is rebuilt with those events alone (their rows of every history table copied into new tables that
+ * take the partition's place), so the finished ones go and the unfinished ones stay where they were, until an operator
+ * resolves them; such a partition is reported as kept, with what keeps it. Deduplication is not touched: it lives in
+ * the ledger, so a dropped event's eventId is still answered as a duplicate.
  *
- * Dropping a partition returns its disk at once and leaves no dead tuples. Each drop is one transaction that locks the
- * partitions (and, briefly, the partitioned tables) and checks again under the lock, so a replay that re-queues an
- * event of a partition either happens before (and the partition is kept) or finds the event gone.
+ * Dropping a partition returns its disk at once and leaves no dead tuples; a rebuild costs the unfinished rows' copy.
+ * Each is one transaction that takes the partitioned tables' locks first and checks again under them, so a replay that
+ * re-queues an event of a partition either happens before (and the event stays) or finds the event gone.
  *
  * @example
  * const report = await dropHistoryPartitions(store, { before: new Date(Date.now() - 30 * 86_400_000) });
@@ -186,29 +190,75 @@ export async function dropHistoryPartitions(store: PayhooksDatabase, options: Dr
   const parents = HISTORY_TABLES.map((table) => sql.id(store.schema, table));
   for (const partition of await listHistoryPartitions(store)) {
     if (partition.to.getTime() > options.before.getTime()) break;
-    const twins = HISTORY_TABLES.map((table) => sql.id(store.schema, partition.name.replace(/^inbox_events/, table)));
-    // Looked at first without a lock, so that a partition that must stay costs the service nothing.
-    let unresolved = await unresolvedIn(store.db, store.schema, partition);
-    if (Object.keys(unresolved).length === 0 && !options.dryRun) {
-      unresolved = await store.db.transaction().execute(async (trx) => {
-        await sql`select set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, true)`.execute(trx);
-        // The partitioned tables, in one statement and always in this order: a drop locks them anyway, and holding
-        // them first means no statement can slip in between the check below and the drop.
-        await sql`lock table ${sql.join(parents)} in access exclusive mode`.execute(trx);
-        const again = await unresolvedIn(trx, store.schema, partition);
-        if (Object.keys(again).length > 0) return again;
-        const { rows } = await sql<{ count: number }>`select count(*)::int as count from ${twins[0]!}`.execute(trx);
-        await sql`drop table ${sql.join(twins)}`.execute(trx);
-        report.dropped.push({ ...partition, events: rows[0]!.count });
-        return {};
-      });
-    } else if (Object.keys(unresolved).length === 0) {
-      const { rows } = await sql<{ count: number }>`select count(*)::int as count from ${twins[0]!}`.execute(store.db);
-      report.dropped.push({ ...partition, events: rows[0]!.count });
+    const twins = HISTORY_TABLES.map((table) => sql.id(store.schema, twinName(partition, table)));
+    const count = async (db: Queryable) =>
+      (await sql<{ count: number }>`select count(*)::int as count from ${twins[0]!}`.execute(db)).rows[0]!.count;
+    // Looked at first without a lock, so that a partition with nothing to drop costs the service nothing.
+    const seen = await unresolvedIn(store.db, store.schema, partition);
+    const events = await count(store.db);
+    // Queued events are pending in the partition too: counted once, by their status.
+    const unfinished = Object.entries(seen).reduce((sum, [status, n]) => (status === 'queued' ? sum : sum + n), 0);
+    if (Object.keys(seen).length > 0 && (options.dryRun || events <= unfinished)) {
+      report.kept.push({ ...partition, unresolved: seen, compacted: options.dryRun ? Math.max(events - unfinished, 0) : 0 });
+      continue;
     }
-    if (Object.keys(unresolved).length > 0) report.kept.push({ ...partition, unresolved });
+    if (options.dryRun) {
+      report.dropped.push({ ...partition, events });
+      continue;
+    }
+    await store.db.transaction().execute(async (trx) => {
+      await sql`select set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, true)`.execute(trx);
+      // The partitioned tables, in one statement and always in this order: a drop locks them anyway, and holding them
+      // first means no statement can slip in between the check below and the drop.
+      await sql`lock table ${sql.join(parents)} in access exclusive mode`.execute(trx);
+      const unresolved = await unresolvedIn(trx, store.schema, partition);
+      const total = await count(trx);
+      if (Object.keys(unresolved).length === 0) {
+        await sql`drop table ${sql.join(twins)}`.execute(trx);
+        report.dropped.push({ ...partition, events: total });
+        return;
+      }
+      const kept = await keepOnlyUnfinished(trx, store.schema, partition);
+      report.kept.push({ ...partition, unresolved, compacted: total - kept });
+    });
   }
   return report;
+}
+
+function twinName(partition: HistoryPartition, table: string): string {
+  return partition.name.replace(/^inbox_events/, table);
+}
+
+/**
+ * Rebuilds a partition with its unfinished events alone: their rows of each history table go into a new table,
+ * which replaces the partition (detached and dropped) under the same name and bounds. Runs under the partitioned
+ * tables' locks. Resolves to the events kept.
+ */
+async function keepOnlyUnfinished(trx: Queryable, schema: string, partition: HistoryPartition): Promise<number> {
+  const inbox = sql.id(schema, partition.name);
+  const queue = sql.id(schema, 'inbox_queue');
+  const range = partition.from
+    ? sql`received_at >= ${partition.from} and received_at < ${partition.to}`
+    : sql`received_at < ${partition.to}`;
+  const bounds = sql.raw(
+    `for values from (${partition.from ? `'${partition.from.toISOString()}'` : 'minvalue'}) to ('${partition.to.toISOString()}')`,
+  );
+  let kept = 0;
+  for (const table of HISTORY_TABLES) {
+    const old = sql.id(schema, twinName(partition, table));
+    const fresh = sql.id(schema, `${twinName(partition, table)}_kept`);
+    await sql`create table ${fresh} (like ${old} including defaults including constraints)`.execute(trx);
+    const copied = await sql`
+      insert into ${fresh} select t.* from ${old} t
+       where t.event_id in (select e.event_id from ${inbox} e where e.status not in ('done', 'ignored')
+                            union select q.event_id from ${queue} q where ${range})`.execute(trx);
+    if (table === 'inbox_events') kept = Number(copied.numAffectedRows ?? 0n);
+    await sql`alter table ${sql.id(schema, table)} detach partition ${old}`.execute(trx);
+    await sql`drop table ${old}`.execute(trx);
+    await sql`alter table ${fresh} rename to ${sql.id(twinName(partition, table))}`.execute(trx);
+    await sql`alter table ${sql.id(schema, table)} attach partition ${sql.id(schema, twinName(partition, table))} ${bounds}`.execute(trx);
+  }
+  return kept;
 }
 
 /** The events of a partition that keep it: by status, those not finished, and `queued` for those still in the queue. */

@@ -268,8 +268,8 @@ export function assertPruneAge(olderThanMs: number): void {
 
 /**
  * Retention by the partition: drops the history's partitions (bodies, outcomes, runs and attempts) that end more than
- * `olderThanMs` ago, except those holding an event that is not finished (dead, invalid, or still queued), which stay
- * until it is resolved (see dropHistoryPartitions for the report of what stayed and why). The eventIds stay in the
+ * `olderThanMs` ago; a partition holding events that are not finished (dead, invalid, needs-review, or still queued)
+ * is rebuilt with those alone, which stay until resolved (see dropHistoryPartitions). The eventIds stay in the
  * deduplication ledger, so a redelivery of a dropped event is still answered as a duplicate and not run. Resolves to
  * the number of events dropped.
  *
@@ -278,7 +278,7 @@ export function assertPruneAge(olderThanMs: number): void {
  */
 export async function pruneEvents(store: PayhooksDatabase, olderThanMs: number): Promise<number> {
   const report = await dropHistoryPartitions(store, { before: await pruneCutoff(store, olderThanMs) });
-  return report.dropped.reduce((sum, partition) => sum + partition.events, 0);
+  return report.dropped.reduce((sum, p) => sum + p.events, 0) + report.kept.reduce((sum, p) => sum + p.compacted, 0);
 }
 
 function ago(ms: number) {

@@ -92,7 +92,7 @@ describe('replay, prune and events on the embedded database, as separate process
     const dry = await cli(['prune', '--older-than', '30d', '--dry-run']);
     expect(dry.code).toBe(0);
     expect(dry.stdout).toMatch(
-      /^\d+ history partitions older than 30d \(ending before \d{4}-\d\d-\d\dT[\d:.]+Z\) to drop, holding 2 finished events:\n {2}inbox_events_p\d{8}t\d{6}: 2 finished events\n {2}and \d+ empty partitions\n/,
+      /^2 finished events in \d+ history partitions older than 30d \(ending before \d{4}-\d\d-\d\dT[\d:.]+Z\) to drop:\n {2}inbox_events_p\d{8}t\d{6}: 2 finished events\n {2}and \d+ empty partitions\n/,
     );
     expect(dry.stdout).toContain('dry run: nothing changed');
     const refused = await cli(['prune', '--older-than', '30d']);
@@ -151,7 +151,7 @@ describe('replay, prune and events on the embedded database, as separate process
     const result = await cli(['prune', '--older-than', '30d', '--yes']);
     expect(result.code).toBe(0);
     expect(result.stdout.trim().split('\n').at(-1)).toMatch(
-      /^dropped \d+ partitions \(2 finished events\); kept 0 partitions for unfinished events$/,
+      /^dropped 2 finished events: \d+ partitions whole, 0 partitions rebuilt with only their unfinished events; 0 unfinished events kept$/,
     );
     expect(await current()).toEqual({ d1: 'pending', d2: 'pending', d3: 'pending' });
   });

@@ -107,7 +107,7 @@ describe.each(backends)('operator queries on $name', (backend) => {
   });
 
   describe.skipIf(!backend.available)('prune by the partition', () => {
-    it('fixes a cutoff, previews what it would drop and keep, then drops only partitions of old finished events', async () => {
+    it('fixes a cutoff, previews what it would drop and keep, then drops only old finished events, partition by partition', async () => {
       store = await backend.open();
       for (const id of ['done1', 'done2', 'done3']) await put(store, id, 'done', { ageDays: 40 });
       await put(store, 'ignored1', 'ignored', { ageDays: 40 });
@@ -119,15 +119,19 @@ describe.each(backends)('operator queries on $name', (backend) => {
       const before = await pruneCutoff(store, 30 * DAY_MS);
       const preview = await dropHistoryPartitions(store, { before, dryRun: true });
       expect(preview.dropped.reduce((sum, p) => sum + p.events, 0)).toBe(4);
-      expect(preview.kept.map((p) => p.unresolved)).toEqual([{ dead: 1, pending: 1, queued: 1 }]);
+      expect(preview.kept.map((p) => [p.unresolved, p.compacted])).toEqual([[{ dead: 1, pending: 1, queued: 1 }, 1]]);
       expect(await statuses(store)).toHaveProperty('done1', 'done'); // the preview drops nothing
 
       const report = await dropHistoryPartitions(store, { before });
       expect(report.dropped.map((p) => p.name)).toEqual(preview.dropped.map((p) => p.name));
       expect(report.kept.map((p) => p.name)).toEqual(preview.kept.map((p) => p.name));
-      expect(Object.keys(await statuses(store)).sort()).toEqual(['dead_old', 'done_beside', 'done_young', 'pending_old']);
-      // Nothing was deleted row by row: the remaining history has no dead tuples to vacuum.
-      expect(await dropHistoryPartitions(store, { before })).toMatchObject({ dropped: [] });
+      expect(report.kept.map((p) => p.compacted)).toEqual([1]);
+      expect(Object.keys(await statuses(store)).sort()).toEqual(['dead_old', 'done_young', 'pending_old']);
+      // The kept partition holds its unfinished events alone now: a second pass has nothing to drop or rebuild.
+      expect(await dropHistoryPartitions(store, { before })).toMatchObject({ dropped: [], kept: [{ compacted: 0 }] });
+      // Rebuilt, not deleted from: no row of the history was deleted, so nothing is left for vacuum.
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${sql.id(store.schema, 'inbox_events')}`.execute(store.db);
+      expect(rows[0]!.n).toBe(3);
     });
 
     it('drops recent finished events too when the cutoff says so (the ledger keeps deduplication)', async () => {

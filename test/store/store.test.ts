@@ -91,7 +91,7 @@ describe.each(backends)('store on $name', (backend) => {
   });
 
   describe.skipIf(!backend.available)('maintenance', () => {
-    it('prune drops whole partitions of finished events older than the age, keeps one holding an unfinished, dead or invalid event, and takes an age inside the retry horizon', async () => {
+    it('prune drops the partitions of finished events older than the age, keeps the unfinished, dead and invalid ones of a partition, and takes an age inside the retry horizon', async () => {
       store = await backend.open();
       const states = ['pending', 'processing', 'done', 'dead', 'ignored', 'invalid'] as const;
       const put = async (id: string, status: (typeof states)[number], days: number) => {
@@ -101,15 +101,19 @@ describe.each(backends)('store on $name', (backend) => {
       // Finished events alone in the partitions of 40 and 10 days ago; every state together in that of 20 days ago.
       for (const status of ['done', 'ignored'] as const) for (const days of [40, 10]) await put(`${status}_${days}`, status, days);
       for (const status of states) await put(`${status}_20`, status, 20);
-      expect(await pruneEvents(store, SENDER_RETRY_HORIZON_MS)).toBe(4);
-      expect((await listEvents(store)).map((e) => e.eventId).sort()).toEqual(states.map((s) => `${s}_20`).sort());
-      const report = await dropHistoryPartitions(store, { before: new Date(Date.now() - 15 * 86_400_000), dryRun: true });
-      expect(report.dropped.every((p) => p.events === 0)).toBe(true);
-      expect(report.kept).toHaveLength(1);
+      const preview = await dropHistoryPartitions(store, { before: new Date(Date.now() - SENDER_RETRY_HORIZON_MS), dryRun: true });
       // processing is pending in the history with a lease in the queue: two pending, both queued.
-      expect(report.kept[0]!.unresolved).toEqual({ pending: 2, dead: 1, invalid: 1, queued: 2 });
+      expect(preview.kept.map((p) => [p.unresolved, p.compacted])).toEqual([[{ pending: 2, dead: 1, invalid: 1, queued: 2 }, 2]]);
+      expect(await pruneEvents(store, SENDER_RETRY_HORIZON_MS)).toBe(6);
+      expect((await listEvents(store)).map((e) => e.eventId).sort()).toEqual(
+        ['pending_20', 'processing_20', 'dead_20', 'invalid_20'].sort(),
+      );
+      // The partition of 20 days ago stays for them, rebuilt without its finished events; a second prune drops nothing.
+      expect(await pruneEvents(store, SENDER_RETRY_HORIZON_MS)).toBe(0);
+      expect((await getEvent(store, 'processing_20'))?.status).toBe('processing');
       // Deduplication outlives the dropped history.
       expect(await storeEvent(store, incoming('done_40'))).toMatchObject({ inserted: false });
+      expect(await storeEvent(store, incoming('done_20'))).toMatchObject({ inserted: false });
     });
 
     it('replay re-queues by id or state, keeps completion marks except for done events, and leaves processing ones alone', async () => {
