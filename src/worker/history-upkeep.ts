@@ -23,7 +23,7 @@ export interface HistoryOptions {
   ahead?: number | undefined;
   /**
    * How long bodies, outcomes and attempts are kept (`30d`), or `forever` (default). Dropped a partition at a time;
-   * a partition holding unfinished, dead or invalid events stays until they are resolved.
+   * unfinished, dead, invalid and needs-review events stay (their partition rebuilt with them alone) until resolved.
    */
   retention?: string | undefined;
   /**
@@ -145,10 +145,11 @@ export function startHistoryUpkeep(
             },
             'history upkeep',
           );
-        for (const kept of report.kept)
+        // Said once, when the partition is rebuilt; later passes find nothing more to drop in it.
+        for (const kept of report.kept.filter((p) => p.compacted > 0))
           logger.warn(
-            { partition: kept.name, unresolved: kept.unresolved },
-            'history partition past retention kept: it holds events that are not finished (replay or resolve them)',
+            { partition: kept.name, dropped: kept.compacted, unresolved: kept.unresolved },
+            'history partition past retention rebuilt with its unfinished events alone: they stay until resolved (replay them, or resolve their steps)',
           );
       } catch (err) {
         logger.error({ err }, 'history upkeep failed; trying again at the next pass');
