@@ -103,7 +103,7 @@ export interface PayhooksOptions<Api = unknown> {
   api?: Api | undefined;
   worker?: PayhooksWorkerOptions | undefined;
   /**
-   * The history's time partitions and retention (docs/storage.md): `{ partition: 'day', retention: '30d' }`. Default:
+   * The history's time partitions and retention (docs/storage.md): `{ partition: 'day', retention: { history: '30d', ledger: 'forever' } }`. Default:
    * daily partitions, kept forever. The worker keeps partitions ready and applies retention.
    */
   history?: HistoryOptions | undefined;

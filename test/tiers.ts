@@ -57,6 +57,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/sync/rabbitmq-errors.test.ts',
     'test/sync/verify-compare.test.ts',
     'test/tiers.test.ts',
+    'test/worker/history-settings.test.ts',
   ],
   db: [
     'test/cli/service-start.test.ts',

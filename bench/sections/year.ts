@@ -54,7 +54,10 @@ export async function benchYear(): Promise<Section> {
   const schema = benchSchema('year');
   const dir = mkdtempSync(join(tmpdir(), 'payhooks-year-'));
   const configFile = join(dir, 'payhooks.config.json');
-  writeFileSync(configFile, JSON.stringify({ history: { partition: `${dayS}s`, retention: `${dayS * RETENTION_DAYS}s`, ahead: 3 } }));
+  writeFileSync(
+    configFile,
+    JSON.stringify({ history: { partition: `${dayS}s`, retention: { history: `${dayS * RETENTION_DAYS}s` }, ahead: 3 } }),
+  );
   const server = await startServer(
     payhooksArgs('serve', '--handlers', 'bench/noop-handlers.mjs'),
     { PAYHOOKS_WEBHOOK_SECRET: SECRET, DATABASE_URL: databaseUrl, PAYHOOKS_SCHEMA: schema, PAYHOOKS_CONFIG: configFile },
@@ -136,7 +139,7 @@ export async function benchYear(): Promise<Section> {
     about:
       `${days} "days" of ${whole(perDay)} signed 2,048-byte deliveries each (unique ids), sent by autocannon on ${CONNECTIONS} connections to ` +
       '`payhooks serve --handlers bench/noop-handlers.mjs` on the local PostgreSQL server (receiver and worker child), each day a partition of ' +
-      `${dayS} s (\`history: { partition: '${dayS}s', retention: '${dayS * RETENTION_DAYS}s' }\`: 7 days of history). Each day starts at a partition ` +
+      `${dayS} s (\`history: { partition: '${dayS}s', retention: { history: '${dayS * RETENTION_DAYS}s' } }\`: 7 days of history). Each day starts at a partition ` +
       'boundary; its drain rate is its events over the time from its first delivery until the queue was empty (the worker drains while deliveries ' +
       "arrive). Size: the schema's tables and indexes (`pg_total_relation_size`), since the database is shared with other schemas. One run.",
     header: ['day', 'ingest (req/s)', 'p99 (ms)', 'drain (events/s)', 'schema on disk (MB)'],

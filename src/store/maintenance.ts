@@ -274,7 +274,7 @@ export function assertPruneAge(olderThanMs: number): void {
  * the number of events dropped.
  *
  * @example
- * await pruneEvents(store, 30 * 86_400_000); // what `retention: { history: '30d' }` does in serve, hourly
+ * await pruneEvents(store, 30 * 86_400_000); // what `history: { retention: { history: '30d' } }` does in serve, hourly
  */
 export async function pruneEvents(store: PayhooksDatabase, olderThanMs: number): Promise<number> {
   const report = await dropHistoryPartitions(store, { before: await pruneCutoff(store, olderThanMs) });

@@ -40,16 +40,16 @@ const historyConfigSchema = z
   .strictObject({
     partition: z.string().optional(),
     ahead: z.number().optional(),
-    retention: z.string().optional(),
-    ledgerRetention: z.string().optional(),
+    retention: z.strictObject({ history: z.string().optional(), ledger: z.string().optional() }).optional(),
   })
   .superRefine((history, ctx) => {
     try {
       historySettings(history);
     } catch (err) {
       if (!(err instanceof RangeError)) throw err;
-      const option = /^[A-Za-z]+/.exec(err.message)?.[0] ?? '';
-      ctx.addIssue({ code: 'custom', path: option in history ? [option] : [], message: err.message });
+      // Its messages start with the option's path (`retention.ledger must …`).
+      const path = /^[A-Za-z.]+/.exec(err.message)?.[0]?.split('.') ?? [];
+      ctx.addIssue({ code: 'custom', path, message: err.message });
     }
   });
 
@@ -68,7 +68,7 @@ export const syncConfigSchema = z.strictObject({
   sinks: sinksSchema.optional(),
   /** The worker of `serve`: `WORKER_DEFAULTS`' names, durations in ms (docs/configuration.md#the-worker-of-serve). */
   worker: workerConfigSchema.optional(),
-  /** The history's partitions and retention: `{ partition: 'day', retention: '30d' }` (docs/storage.md). */
+  /** The history's partitions and retention: `{ partition: 'day', retention: { history: '30d' } }` (docs/storage.md). */
   history: historyConfigSchema.optional(),
   /** serve's gap sweeper (docs/alerts.md#the-gap-sweeper), in ms: checked with the rest of serve's configuration. */
   sweeper: z.record(z.string(), z.unknown()).optional(),

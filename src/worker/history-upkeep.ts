@@ -21,16 +21,22 @@ export interface HistoryOptions {
   partition?: string | undefined;
   /** Partitions made ahead of the current one. Default 3. */
   ahead?: number | undefined;
+  /** How long each part is kept: `{ history: '30d', ledger: 'forever' }`. Default: both forever. */
+  retention?: RetentionOptions | undefined;
+}
+
+/** How long the history and the deduplication ledger are kept. */
+export interface RetentionOptions {
   /**
-   * How long bodies, outcomes and attempts are kept (`30d`), or `forever` (default). Dropped a partition at a time;
+   * Bodies, outcomes, attempts and effect steps (`30d`), or `forever` (default). Dropped a partition at a time;
    * unfinished, dead, invalid and needs-review events stay (their partition rebuilt with them alone) until resolved.
    */
-  retention?: string | undefined;
+  history?: string | undefined;
   /**
    * How long an eventId is remembered as received (`400d`), or `forever` (default). At least the sender's retry
    * horizon (4d7h), or a redelivery could run again; an event whose history is kept keeps its ledger row.
    */
-  ledgerRetention?: string | undefined;
+  ledger?: string | undefined;
 }
 
 /** {@link HistoryOptions} checked and in numbers. */
@@ -49,7 +55,7 @@ export interface HistorySettings {
  * `createPayhooks` (so a mistake fails at creation) and by serve's configuration check.
  *
  * @example
- * historySettings({ partition: 'week', retention: '90d' }).retentionMs // 7_776_000_000
+ * historySettings({ partition: 'week', retention: { history: '90d' } }).retentionMs // 7_776_000_000
  */
 export function historySettings(options: HistoryOptions = {}): HistorySettings {
   const partition = options.partition ?? HISTORY_DEFAULTS.span;
@@ -59,11 +65,11 @@ export function historySettings(options: HistoryOptions = {}): HistorySettings {
   const ahead = options.ahead ?? HISTORY_DEFAULTS.ahead;
   if (!Number.isSafeInteger(ahead) || ahead < 1 || ahead > 400)
     throw new RangeError(`ahead must be a whole number of partitions from 1 to 400, not ${String(ahead)}.`);
-  const retentionMs = foreverOr('retention', options.retention);
-  const ledgerRetentionMs = foreverOr('ledgerRetention', options.ledgerRetention);
+  const retentionMs = foreverOr('retention.history', options.retention?.history);
+  const ledgerRetentionMs = foreverOr('retention.ledger', options.retention?.ledger);
   if (ledgerRetentionMs !== null && ledgerRetentionMs < SENDER_RETRY_HORIZON_MS)
     throw new RangeError(
-      `ledgerRetention must be at least the sender's retry horizon (4d7h), or a redelivered event would run again; not ${options.ledgerRetention}.`,
+      `retention.ledger must be at least the sender's retry horizon (4d7h), or a redelivered event would run again; not ${options.retention?.ledger}.`,
     );
   const spanMs = span === 'day' ? 86_400_000 : span === 'week' ? 7 * 86_400_000 : span.ms;
   return { span, ahead, retentionMs, ledgerRetentionMs, everyMs: Math.min(Math.max(Math.floor(spanMs / 4), 250), 3_600_000) };
@@ -98,7 +104,7 @@ const LEDGER_BATCH = 10_000;
  * unfinished events kept), ledger rows past their retention forgotten.
  *
  * @example
- * await keepHistory(store, historySettings({ retention: '30d' }));
+ * await keepHistory(store, historySettings({ retention: { history: '30d' } }));
  */
 export async function keepHistory(store: PayhooksDatabase, settings: HistorySettings): Promise<UpkeepReport> {
   const created = await ensureHistoryPartitions(store, { span: settings.span, ahead: settings.ahead });

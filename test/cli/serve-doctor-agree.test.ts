@@ -75,8 +75,8 @@ const BAD: BadConfiguration[] = [
   {
     title: 'a ledger kept shorter than the retry horizon',
     env: SECRET,
-    file: { history: { retention: '1d', ledgerRetention: '2d' } },
-    reason: "history.ledgerRetention: ledgerRetention must be at least the sender's retry horizon (4d7h)",
+    file: { history: { retention: { history: '1d', ledger: '2d' } } },
+    reason: "history.retention.ledger: retention.ledger must be at least the sender's retry horizon (4d7h)",
   },
   {
     title: "a bad threshold in serve's alarms",

@@ -98,7 +98,7 @@ describe.each(backends)('history partitions on $name', (backend) => {
         secret,
         logger: pino({ level: 'silent' }),
         worker: { pollIntervalMs: 50, maxAttempts: 1 },
-        history: { partition: '1s', retention: '3s' },
+        history: { partition: '1s', retention: { history: '3s' } },
       });
       const runs: string[] = [];
       hooks.on('INVOICE_PAID', async (event) => {
