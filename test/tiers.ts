@@ -119,6 +119,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/quarantine.test.ts',
     'test/cli/serve-aborted-requests.test.ts',
     'test/cli/serve-doctor-agree.test.ts',
+    'test/cli/serve-effect-kill.test.ts',
     'test/cli/serve-sinks.test.ts',
     'test/cli/serve-worker-child.test.ts',
     'test/cli/serve-worker-options.test.ts',
