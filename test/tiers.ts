@@ -99,6 +99,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/worker/registration.test.ts',
     'test/worker/worker.test.ts',
     'test/worker/effects.test.ts',
+    'test/worker/effects-hot-path.test.ts',
     'test/cli/effects-commands.test.ts',
   ],
   e2e: [
