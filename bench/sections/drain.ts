@@ -76,15 +76,27 @@ async function queued(schema: string): Promise<number> {
 /** Events each run's workers drain first, unmeasured, so that the measured drain runs warm (V8 has optimised the path). */
 const WARM_UP = 5000;
 
+/** Which handlers a drain's workers run: a `--handlers` module and the environment it reads. */
+export interface DrainHandlers {
+  module: string;
+  env?: Record<string, string>;
+}
+
 /**
  * Drains the backlog with `processes` workers, started and warmed up beforehand; events/s from the first outcome of
- * the backlog to the last.
+ * the backlog to the last. The workers run one no-op handler unless `handlers` says otherwise.
  */
-export async function drainWithWorkers(schema: string, runId: string, backlog: number, processes: number): Promise<number> {
-  const env = { DATABASE_URL: databaseUrl, PAYHOOKS_SCHEMA: schema };
+export async function drainWithWorkers(
+  schema: string,
+  runId: string,
+  backlog: number,
+  processes: number,
+  handlers: DrainHandlers = { module: 'bench/noop-handlers.mjs' },
+): Promise<number> {
+  const env = { ...handlers.env, DATABASE_URL: databaseUrl, PAYHOOKS_SCHEMA: schema };
   const workers = await Promise.all(
     Array.from({ length: processes }, async () =>
-      startServer(payhooksArgs('serve', '--role', 'worker', '--handlers', 'bench/noop-handlers.mjs'), env, await freePort()),
+      startServer(payhooksArgs('serve', '--role', 'worker', '--handlers', handlers.module), env, await freePort()),
     ),
   );
   try {
