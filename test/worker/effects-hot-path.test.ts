@@ -7,12 +7,11 @@
 import { type KyselyPlugin, PostgresQueryCompiler } from 'kysely';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { EventMap } from '../../src/events/index.js';
 import { exampleEvent } from '../../src/events/index.js';
 import { createPayhooks } from '../../src/payhooks.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent } from '../../src/store/inbox.js';
-import type { HandlerContext } from '../../src/worker/handlers.js';
+import type { EventHandler } from '../../src/worker/handlers.js';
 import { putEvent } from '../helpers/inbox.js';
 import { backends, dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
@@ -43,7 +42,7 @@ function logged(store: PayhooksDatabase, log: string[]): PayhooksDatabase {
   };
 }
 
-type PaidHandler = (event: EventMap['INVOICE_PAID'], ctx: HandlerContext) => Promise<void>;
+type PaidHandler = EventHandler<'INVOICE_PAID'>;
 
 describe.each(backends)('the hot path with ctx.effect on $name', (backend) => {
   /** Drains EVENTS events one at a time through `handler` on a fresh database; resolves to the statements run. */
