@@ -1,4 +1,4 @@
-// `npm run bench [verify] [ingest] [drain] [burst] [mirror-verify] [year] [migration] [tracing]`: each comparison in one run, against its baseline
+// `npm run bench [verify] [ingest] [drain] [effects] [burst] [mirror-verify] [year] [migration] [tracing]`: each comparison in one run, against its baseline
 // measured in the same run, written to bench/results.md (medians, ratios, targets met or missed). Without arguments: all.
 // BENCH_SCALE=0.1 runs a tenth of the counts and seconds for a quick look; DATABASE_URL picks the server.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -6,6 +6,7 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { benchBurst } from './sections/burst.js';
 import { benchDrain } from './sections/drain.js';
+import { benchEffects } from './sections/effects.js';
 import { benchIngest } from './sections/ingest.js';
 import { benchMigration } from './sections/migration.js';
 import { benchMirrorVerify } from './sections/mirror-verify.js';
@@ -21,6 +22,7 @@ const sections = {
   verify: benchVerify,
   ingest: benchIngest,
   drain: benchDrain,
+  effects: benchEffects,
   burst: benchBurst,
   'mirror-verify': benchMirrorVerify,
   year: benchYear,
@@ -70,7 +72,7 @@ if (existsSync(resultsFile)) {
     .slice(1))
     kept.set(part.slice(3, part.indexOf('\n')).trim(), part.trimEnd());
 }
-const order = ['Verify', 'Ingest', 'Drain', 'Burst', 'Mirror verify', 'Compressed year', 'Migration to partitions', 'Tracing'];
+const order = ['Verify', 'Ingest', 'Drain', 'Effects', 'Burst', 'Mirror verify', 'Compressed year', 'Migration to partitions', 'Tracing'];
 const body = order.flatMap((title) => {
   const text = fresh.get(title) ?? kept.get(title);
   return text === undefined ? [] : [text.trimEnd(), ''];

@@ -103,6 +103,8 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/worker/registration.test.ts',
     'test/worker/worker.test.ts',
     'test/worker/effects.test.ts',
+    'test/worker/effects-hot-path.test.ts',
+    'test/cli/effects-commands.test.ts',
   ],
   e2e: [
     'test/cli/backfill.test.ts',
@@ -123,6 +125,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/quarantine.test.ts',
     'test/cli/serve-aborted-requests.test.ts',
     'test/cli/serve-doctor-agree.test.ts',
+    'test/cli/serve-effect-kill.test.ts',
     'test/cli/serve-sinks.test.ts',
     'test/cli/serve-tracing.test.ts',
     'test/cli/serve-worker-child.test.ts',

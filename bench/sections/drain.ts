@@ -79,25 +79,29 @@ async function queued(schema: string): Promise<number> {
 /** Events each run's workers drain first, unmeasured, so that the measured drain runs warm (V8 has optimised the path). */
 const WARM_UP = 5000;
 
+/** Which handlers a drain's workers run: a `--handlers` module and the environment it reads. */
+export interface DrainHandlers {
+  module: string;
+  env?: Record<string, string>;
+}
+
 /**
  * Drains the backlog with `processes` workers, started and warmed up beforehand; events/s from the first outcome of
- * the backlog to the last. `nodeArgs` go before the CLI's (`--import` of a tracing setup, say).
+ * the backlog to the last. The workers run one no-op handler unless `handlers` says otherwise; `nodeArgs` go before the
+ * CLI's (`--import` of a tracing setup, say).
  */
 export async function drainWithWorkers(
   schema: string,
   runId: string,
   backlog: number,
   processes: number,
+  handlers: DrainHandlers = { module: 'bench/noop-handlers.mjs' },
   nodeArgs: readonly string[] = [],
 ): Promise<number> {
-  const env = { DATABASE_URL: databaseUrl, PAYHOOKS_SCHEMA: schema };
+  const env = { ...handlers.env, DATABASE_URL: databaseUrl, PAYHOOKS_SCHEMA: schema };
   const workers = await Promise.all(
     Array.from({ length: processes }, async () =>
-      startServer(
-        [...nodeArgs, ...payhooksArgs('serve', '--role', 'worker', '--handlers', 'bench/noop-handlers.mjs')],
-        env,
-        await freePort(),
-      ),
+      startServer([...nodeArgs, ...payhooksArgs('serve', '--role', 'worker', '--handlers', handlers.module)], env, await freePort()),
     ),
   );
   try {

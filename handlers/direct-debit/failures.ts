@@ -21,9 +21,12 @@ export interface PaymentFailure {
 }
 
 /**
- * The app's dunning: schedule a retry, notify the customer, suspend after N failures. Called once per failed
- * attempt, in the transaction that records it: if it throws, nothing is recorded and the worker retries the
- * event, so effects outside the database (an email) should be idempotent too, keyed by `failure.attemptId`.
+ * The app's dunning: schedule a retry, notify the customer, suspend after N failures. Called at most once per failed
+ * attempt, even across crashes: it runs as the effect step `dunning` (docs/effects.md), before the failure is
+ * recorded, so a completed call is not made again when the record is retried. If it throws, nothing is recorded and
+ * the worker retries the event (the hook is called again). If the process dies while it runs, its outcome is
+ * unknown: a hook whose outside calls go through `ctx.api` (their idempotency key is the step's) or that is declared
+ * idempotent (`dunningIdempotent`) is called again; any other is held for an operator (`needs-review`).
  */
 export type DunningHook = (failure: PaymentFailure, ctx: HandlerContext<ApiClient>) => Promise<void> | void;
 
@@ -54,43 +57,22 @@ export function dunningDecision(
 }
 
 /**
- * PAYMENT_ATTEMPT_FAILED: records the failure (error type and code, attempt number) once per attempt and, when it
- * is new, calls the dunning hook. Returns the failure, or null when this attempt was already recorded.
+ * PAYMENT_ATTEMPT_FAILED, before anything is written: the failure as the dunning hook receives it, or null when this
+ * attempt is already recorded (a duplicate, the same attempt resent under another event id, a replay).
+ * `failuresSoFar` counts the payment's recorded failures plus this one. Read outside the handler's transaction, so
+ * that the hook can run between this and {@link recordFailure}; the failures handler runs the events of one payment
+ * one at a time (payhooks orders each resource's events per handler), so no other event of the payment records a
+ * failure in between.
  */
-export async function recordFailure(
+export async function pendingFailure(
   db: DirectDebitDb,
   event: WebhookEvent<'PAYMENT_ATTEMPT_FAILED'>,
-  ctx: HandlerContext<ApiClient>,
   invoiceId: string | null,
-  dunning: DunningHook | undefined,
 ): Promise<PaymentFailure | null> {
   const { payment, paymentAttempt: attempt, customer } = event.data;
-  const failedAt = new Date(attempt.createdAt);
-  const inserted = await db
-    .insertInto('payment_failures')
-    .values({
-      attempt_id: attempt.id,
-      payment_id: payment.id,
-      customer_id: customer.id,
-      invoice_id: invoiceId,
-      attempt_number: attempt.attemptNumber,
-      error_type: attempt.errorType ?? null,
-      error_code: attempt.errorCode ?? null,
-      amount: payment.amount,
-      currency: payment.currency,
-      failed_at: failedAt,
-      dunning_called: dunning !== undefined,
-    })
-    .onConflict((conflict) => conflict.column('attempt_id').doNothing())
-    .returning('attempt_id')
-    .executeTakeFirst();
-  if (!inserted) return null;
-  const { count } = await db
-    .selectFrom('payment_failures')
-    .select((eb) => eb.fn.countAll<string | number>().as('count'))
-    .where('payment_id', '=', payment.id)
-    .executeTakeFirstOrThrow();
-  const failure: PaymentFailure = {
+  const recorded = await db.selectFrom('payment_failures').select('attempt_id').where('payment_id', '=', payment.id).execute();
+  if (recorded.some((row) => row.attempt_id === attempt.id)) return null;
+  return {
     attemptId: attempt.id,
     paymentId: payment.id,
     customerId: customer.id,
@@ -100,9 +82,33 @@ export async function recordFailure(
     errorCode: attempt.errorCode ?? null,
     amount: payment.amount,
     currency: payment.currency,
-    failedAt,
-    failuresSoFar: Number(count),
+    failedAt: new Date(attempt.createdAt),
+    failuresSoFar: recorded.length + 1,
   };
-  await dunning?.(failure, ctx);
-  return failure;
+}
+
+/**
+ * Records a failure once per attempt (its row is keyed by the attempt), in the handler's transaction; resolves to
+ * false when the attempt was already recorded.
+ */
+export async function recordFailure(db: DirectDebitDb, failure: PaymentFailure, dunningCalled: boolean): Promise<boolean> {
+  const inserted = await db
+    .insertInto('payment_failures')
+    .values({
+      attempt_id: failure.attemptId,
+      payment_id: failure.paymentId,
+      customer_id: failure.customerId,
+      invoice_id: failure.invoiceId,
+      attempt_number: failure.attemptNumber,
+      error_type: failure.errorType,
+      error_code: failure.errorCode,
+      amount: failure.amount,
+      currency: failure.currency,
+      failed_at: failure.failedAt,
+      dunning_called: dunningCalled,
+    })
+    .onConflict((conflict) => conflict.column('attempt_id').doNothing())
+    .returning('attempt_id')
+    .executeTakeFirst();
+  return inserted !== undefined;
 }

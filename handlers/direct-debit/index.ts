@@ -1,13 +1,14 @@
 // Handler templates for direct debit (README.md): import them as `payhooks/handlers/direct-debit`, or copy this
 // folder into your app and change what you need. Each concern is one module and one handler; each writes its
-// tables in the transaction that records its completion, so each effect happens once.
+// tables in the transaction that records its completion, so each write happens once; the one call out, the
+// dunning hook, is an effect step (ctx.effect) before that transaction, so it too happens at most once.
 import { fileURLToPath } from 'node:url';
 import type { Transaction } from 'kysely';
 import { type HandlerContext, migrateApp, type Payhooks, readMigrations } from 'payhooks';
 import { type ApiClient, NotFoundError } from 'payhooks/client';
 import { collectedInvoices, recordCollection } from './collections.js';
 import { recordDispute, recordRefund } from './disputes.js';
-import { type DunningHook, recordFailure } from './failures.js';
+import { type DunningHook, pendingFailure, recordFailure } from './failures.js';
 import { recordMandate, revokeMandates } from './mandates.js';
 import { recordSubscription } from './subscriptions.js';
 import type { DirectDebitDb, DirectDebitTables } from './tables.js';
@@ -31,8 +32,18 @@ export const DIRECT_DEBIT_DEFAULTS = {
 export interface DirectDebitOptions {
   /** Default `direct_debit`. */
   schema?: string | undefined;
-  /** Called once per failed collection attempt (retry schedule, notify the customer, suspend after N). */
+  /**
+   * Called at most once per failed collection attempt (retry schedule, notify the customer, suspend after N), as the
+   * effect step `dunning` of the failures handler, before the failure is recorded.
+   */
   dunning?: DunningHook | undefined;
+  /**
+   * Whether the dunning hook may simply be called again when a crash left its outcome unknown: true when whatever it
+   * calls applies a repeat once (keyed by `failure.attemptId`, say). Default: as `ctx.effect` decides, idempotent
+   * once the hook writes through `ctx.api` (which sends the step's key); otherwise the event is held as
+   * `needs-review` for an operator (`payhooks effects resolve EVENT dunning --done|--redo`).
+   */
+  dunningIdempotent?: boolean | undefined;
   /**
    * Record a collection nobody expected (no {@link expectCharge}) as `paid`. Default false: it is recorded as
    * `unexpected`, for a person to look at, as money the app cannot match to anything it issued.
@@ -63,6 +74,8 @@ export async function registerDirectDebit(hooks: Payhooks<ApiClient>, options: D
   /** Runs `work` on the templates' tables, in the transaction that marks the handler complete. */
   const write = <T>(ctx: Ctx, work: (db: DirectDebitDb) => Promise<T>) =>
     ctx.transaction<DirectDebitTables, T>((trx: Transaction<DirectDebitTables>) => work(trx.withSchema(schema)));
+  /** The templates' tables outside any transaction, for a handler's reads before its effect steps. */
+  const reader = async (): Promise<DirectDebitDb> => (await hooks.appDb<DirectDebitTables>()).withSchema(schema);
 
   hooks.on(
     ['PAYMENT_METHOD_CREATED', 'CUSTOMER_ARCHIVED'],
@@ -107,8 +120,14 @@ export async function registerDirectDebit(hooks: Payhooks<ApiClient>, options: D
     'PAYMENT_ATTEMPT_FAILED',
     async (event, ctx) => {
       const invoiceId = ctx.api ? ((await ctx.api.payments.get(event.data.payment.id, { signal: ctx.signal })).invoiceId ?? null) : null;
-      const failure = await write(ctx, (db) => recordFailure(db, event, ctx, invoiceId, options.dunning));
-      if (failure)
+      // Read, call out, then record: the hook cannot run inside ctx.transaction (its step's record would wait for the
+      // transaction: for ever on PGlite's one connection), and a hook that completed is a step that is not called
+      // again when the record below fails or the process dies before it.
+      const failure = await pendingFailure(await reader(), event, invoiceId);
+      if (!failure) return;
+      const dunning = options.dunning;
+      if (dunning) await ctx.effect('dunning', () => dunning(failure, ctx), { idempotent: options.dunningIdempotent });
+      if (await write(ctx, (db) => recordFailure(db, failure, dunning !== undefined)))
         ctx.logger.info({ attemptNumber: failure.attemptNumber, errorType: failure.errorType }, 'payment attempt failed: recorded');
     },
     name('failures'),

@@ -50,6 +50,9 @@ export async function beginStep(store: PayhooksDatabase, intent: StepIntent): Pr
   const steps = sql.id(store.schema, 'effect_steps');
   // `old` is the row as this statement found it (a CTE's snapshot), `up` what it wrote: an existing row is only
   // written where the step is to run again or goes to review; a completed one, or one already held, is left as it is.
+  // Idempotent is what the row recorded or what this attempt declares: an undeclared step is recorded idempotent by
+  // markStepIdempotent when its call carried its key, and this attempt's intent (undeclared, so false) must not
+  // hide that, or a step killed after its keyed call would be held for review instead of called again.
   const { rows } = await sql<{
     before: EffectStepState | null;
     result: string | null;
@@ -71,13 +74,13 @@ export async function beginStep(store: PayhooksDatabase, intent: StepIntent): Pr
               ${intent.handler}, ${intent.step},
               ${intent.idempotencyKey}, ${intent.idempotent}, 'started', ${intent.attempt})
       on conflict (event_id, handler, step, received_at) do update
-         set state = case when s.state = 'started' and not excluded.idempotent then 'needs-review' else 'started' end,
-             error = case when s.state = 'started' and not excluded.idempotent then ${UNKNOWN_OUTCOME} else s.error end,
-             calls = s.calls + case when s.state = 'started' and not excluded.idempotent then 0 else 1 end,
+         set state = case when s.state = 'started' and not (s.idempotent or excluded.idempotent) then 'needs-review' else 'started' end,
+             error = case when s.state = 'started' and not (s.idempotent or excluded.idempotent) then ${UNKNOWN_OUTCOME} else s.error end,
+             calls = s.calls + case when s.state = 'started' and not (s.idempotent or excluded.idempotent) then 0 else 1 end,
              attempt = excluded.attempt,
-             idempotent = excluded.idempotent,
-             started_at = case when s.state = 'started' and not excluded.idempotent then s.started_at else now() end,
-             ended_at = case when s.state = 'started' and not excluded.idempotent then now() else null end
+             idempotent = s.idempotent or excluded.idempotent,
+             started_at = case when s.state = 'started' and not (s.idempotent or excluded.idempotent) then s.started_at else now() end,
+             ended_at = case when s.state = 'started' and not (s.idempotent or excluded.idempotent) then now() else null end
        where s.state in ('started', 'failed', 'redo')
       returning s.state, s.calls, s.error
     )

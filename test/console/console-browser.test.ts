@@ -1,6 +1,7 @@
 // The console page in real headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core): an operator
 // gives the token, filters to dead events, opens one, reads its error, replays it once the handler is fixed, and
-// sees it done. Screenshots of the list and of the detail go to test-output/.
+// sees it done; then opens an event held for review by an effect step and has the step called again. Screenshots of
+// the list and of the details go to test-output/.
 import { existsSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -8,9 +9,12 @@ import { chromium } from 'playwright-core';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createPayhooks } from '../../src/payhooks.js';
+import { beginStep } from '../../src/store/effect-steps.js';
 import { getEvent } from '../../src/store/inbox.js';
 import { exampleEvent, signedRequest } from '../../src/testing/index.js';
+import { effectKey } from '../../src/worker/effects.js';
 import { DeadLetterError } from '../../src/worker/handler-errors.js';
+import { putEvent } from '../helpers/inbox.js';
 import { listen } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -42,6 +46,22 @@ describe.skipIf(!available)('the console page in headless Chromium', () => {
       { name: 'ledger' },
     );
     hooks.on('CUSTOMER_CREATED', () => undefined, { name: 'crm' });
+    let notified = 0;
+    hooks.on('INVOICE_CREATED', (_event, ctx) => ctx.effect('notify', () => void notified++, { idempotent: false }), { name: 'sms' });
+    // An event whose step `notify` a dead process left started (stored before the worker starts): it is held for review.
+    const store = await hooks.ready();
+    await putEvent(store, exampleEvent('INVOICE_CREATED', { eventId: 'evt_browser_held' }));
+    const receivedAt = (await getEvent(store, 'evt_browser_held'))!.receivedAt;
+    const idempotencyKey = effectKey('evt_browser_held', 'sms', 'notify');
+    await beginStep(store, {
+      eventId: 'evt_browser_held',
+      handler: 'sms',
+      step: 'notify',
+      receivedAt,
+      idempotencyKey,
+      idempotent: false,
+      attempt: 1,
+    });
     await hooks.start();
     const admin = hooks.admin({ token: TOKEN }).node();
     const webhooks = hooks.node();
@@ -97,6 +117,24 @@ describe.skipIf(!available)('the console page in headless Chromium', () => {
       await expect.poll(() => page.textContent('[data-fact="state"]'), { timeout: 20_000 }).toBe('done');
       expect(await page.textContent('[data-fact="completed by"]')).toBe('ledger');
       expect((await getEvent(await hooks.ready(), 'evt_browser_dead'))?.status).toBe('done');
+
+      // The event held by its effect step: the step's row offers the two answers; "Call again" calls it once.
+      await waitFor(async () => (await getEvent(store, 'evt_browser_held'))?.status === 'needs-review', 'the event held', 20_000);
+      await page.selectOption('#filter-status', 'needs-review');
+      await page.click('#apply');
+      await expect.poll(() => page.locator('#events tr').first().getAttribute('data-event-id')).toBe('evt_browser_held');
+      await page.click('#events tr button.link');
+      const step = page.locator('#detail-effects tr[data-step="notify"]');
+      await expect.poll(() => step.getAttribute('data-state')).toBe('needs-review');
+      expect(await step.textContent()).toContain('Its outcome is unknown');
+      await page.screenshot({ path: `${output}console-effects.png`, fullPage: true });
+      page.once('dialog', (dialog) => void dialog.accept());
+      await step.locator('button[data-resolution="redo"]').click();
+      await expect.poll(() => page.textContent('[data-fact="state"]'), { timeout: 20_000 }).toBe('done');
+      await expect.poll(() => step.getAttribute('data-state')).toBe('completed');
+      expect(await step.textContent()).toContain('resolved redo');
+      expect(await step.locator('button').count()).toBe(0);
+      expect(notified).toBe(1);
 
       // Nothing left the machine: every request the page made went to this server.
       expect(requests.every((url) => url.startsWith(server.url))).toBe(true);

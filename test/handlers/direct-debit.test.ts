@@ -15,6 +15,9 @@ import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import { createSandboxClient, startSimulator } from '../../src/simulator/index.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
+import { beginStep, completeStep, listSteps, resolveStep } from '../../src/store/effect-steps.js';
+import { getEvent } from '../../src/store/inbox.js';
+import { effectKey } from '../../src/worker/effects.js';
 import { listen } from '../helpers/servers.js';
 import { backends, dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
@@ -272,6 +275,114 @@ describe('the dunning hook', () => {
         { attempt_id: 'att_1', attempt_number: 1 },
         { attempt_id: 'att_2', attempt_number: 2 },
       ]);
+    } finally {
+      await hooks.stop();
+    }
+  });
+
+  /**
+   * A payhooks on an in-memory database with the templates registered (dunning counted by attempt id) and the given
+   * PAYMENT_ATTEMPT_FAILED events stored, each of its own payment; `before` then leaves the effect steps as a run
+   * that died would have, before the worker starts.
+   */
+  const withStoredFailures = async (
+    eventIds: readonly string[],
+    options: { dunningIdempotent?: boolean },
+    before: (store: PayhooksDatabase, step: (eventId: string) => Promise<void>) => Promise<void>,
+  ) => {
+    const secret = 'whsec_dunning_crash';
+    const scheme = createDefaultScheme({ secrets: secret });
+    const hooks = createPayhooks<ApiClient>({
+      secret,
+      database: { dataDir: 'memory://' },
+      logger: silent,
+      worker: { pollIntervalMs: 50, backoff: { baseMs: 50, maxMs: 100 } },
+    });
+    const calls: string[] = [];
+    await registerDirectDebit(hooks, { dunning: (failure) => void calls.push(failure.attemptId), ...options });
+    const store = await hooks.ready();
+    const { exampleEvent } = await import('../../src/events/index.js');
+    for (const eventId of eventIds) {
+      const event = exampleEvent('PAYMENT_ATTEMPT_FAILED', { eventId });
+      event.data.payment = { ...event.data.payment, id: `pay_${eventId}` };
+      event.data.paymentAttempt = { ...event.data.paymentAttempt, id: `att_${eventId}`, attemptNumber: 1 };
+      const rawBody = JSON.stringify(event);
+      const answer = await hooks.receive({
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...scheme.sign({ rawBody }) },
+        rawBody: Buffer.from(rawBody),
+      });
+      expect(answer.status).toBe(200);
+    }
+    const handler = 'direct-debit:failures';
+    // The dunning step recorded started, as attempt 1 does just before it calls the hook.
+    await before(store, async (eventId) => {
+      const receivedAt = (await getEvent(store, eventId))!.receivedAt;
+      const intent = { eventId, handler, step: 'dunning', receivedAt, idempotencyKey: effectKey(eventId, handler, 'dunning') };
+      await beginStep(store, { ...intent, idempotent: false, attempt: 1 });
+    });
+    await hooks.start();
+    const recorded = async () =>
+      (await tables(store, 'direct_debit').selectFrom('payment_failures').select('attempt_id').orderBy('attempt_id').execute()).map(
+        (row) => row.attempt_id,
+      );
+    const statusOf = async (eventId: string) => (await getEvent(store, eventId))?.status;
+    return { hooks, store, calls, recorded, statusOf };
+  };
+
+  it('runs as an effect step before the record: dead after the hook, it is not called again; dead during it, the event waits for an operator', {
+    timeout: 60_000,
+  }, async () => {
+    const { hooks, store, calls, recorded, statusOf } = await withStoredFailures(
+      ['evt_after', 'evt_during', 'evt_redo', 'evt_fresh'],
+      {},
+      async (store, started) => {
+        // evt_after: the hook completed, the process died before the failure's transaction.
+        await started('evt_after');
+        await completeStep(store, { eventId: 'evt_after', handler: 'direct-debit:failures', step: 'dunning' }, null);
+        // evt_during and evt_redo: the process died while the hook ran; whether it happened is unknown.
+        await started('evt_during');
+        await started('evt_redo');
+      },
+    );
+    try {
+      await waitFor(async () => (await statusOf('evt_after')) === 'done' && (await statusOf('evt_fresh')) === 'done', 'done');
+      await waitFor(async () => (await statusOf('evt_during')) === 'needs-review', 'evt_during held');
+      await waitFor(async () => (await statusOf('evt_redo')) === 'needs-review', 'evt_redo held');
+      // The completed hook is not called again; the failure is recorded once. The held ones are neither called nor recorded.
+      expect(calls).toEqual(['att_evt_fresh']);
+      expect(await recorded()).toEqual(['att_evt_after', 'att_evt_fresh']);
+      expect((await listSteps(store, ['evt_fresh']))[0]).toMatchObject({ step: 'dunning', state: 'completed', calls: 1 });
+
+      // The operator finds the email was sent for one (done: recorded without a call), not for the other (redo: called).
+      expect(await resolveStep(store, { eventId: 'evt_during', step: 'dunning' }, 'done')).toMatchObject({ requeued: true });
+      expect(await resolveStep(store, { eventId: 'evt_redo', step: 'dunning' }, 'redo')).toMatchObject({ requeued: true });
+      await waitFor(async () => (await statusOf('evt_during')) === 'done' && (await statusOf('evt_redo')) === 'done', 'resolved');
+      expect(calls).toEqual(['att_evt_fresh', 'att_evt_redo']);
+      expect(await recorded()).toEqual(['att_evt_after', 'att_evt_during', 'att_evt_fresh', 'att_evt_redo']);
+      // A replay finds the attempt recorded: no call, nothing written twice.
+      const before = (await getEvent(store, 'evt_fresh'))!.processedAt!;
+      await hooks.replay(['evt_fresh']);
+      await waitFor(async () => {
+        const event = await getEvent(store, 'evt_fresh');
+        return event?.status === 'done' && event.processedAt! > before;
+      }, 'the replay to run');
+      expect(calls).toEqual(['att_evt_fresh', 'att_evt_redo']);
+    } finally {
+      await hooks.stop();
+    }
+  });
+
+  it('declared idempotent (dunningIdempotent), a hook whose outcome is unknown is called again instead of held', {
+    timeout: 60_000,
+  }, async () => {
+    const { hooks, calls, recorded, statusOf } = await withStoredFailures(['evt_unknown'], { dunningIdempotent: true }, (_store, started) =>
+      started('evt_unknown'),
+    );
+    try {
+      await waitFor(async () => (await statusOf('evt_unknown')) === 'done', 'evt_unknown done');
+      expect(calls).toEqual(['att_evt_unknown']);
+      expect(await recorded()).toEqual(['att_evt_unknown']);
     } finally {
       await hooks.stop();
     }

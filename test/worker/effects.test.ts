@@ -7,7 +7,7 @@ import { exampleEvent } from '../../src/events/index.js';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
-import { beginStep, countNeedsReview, listSteps, resolveStep } from '../../src/store/effect-steps.js';
+import { beginStep, countNeedsReview, listSteps, markStepIdempotent, resolveStep } from '../../src/store/effect-steps.js';
 import { getEvent } from '../../src/store/inbox.js';
 import { replayEvents } from '../../src/store/maintenance.js';
 import { effectKey } from '../../src/worker/effects.js';
@@ -168,6 +168,29 @@ describe.each(backends)('ctx.effect on $name', (backend) => {
       expect(await countNeedsReview(s)).toEqual({ steps: 0, events: 0 });
       const steps = await listSteps(s, ['evt_unknown']);
       expect(steps.find((x) => x.step === 'send')).toMatchObject({ state: 'completed', resolution: 'redo', calls: 2 });
+    },
+  );
+
+  it.skipIf(!backend.available)(
+    'an undeclared step recorded idempotent when its call carried its key is called again after an unknown outcome, not held',
+    { timeout: 60_000 },
+    async () => {
+      store = await backend.open();
+      const s = store;
+      await putEvent(s, exampleEvent('INVOICE_PAID', { eventId: 'evt_keyed' }));
+      const receivedAt = (await getEvent(s, 'evt_keyed'))!.receivedAt;
+      const ref = { eventId: 'evt_keyed', handler: 'fees', step: 'late-fee' };
+      // Attempt 1: undeclared (recorded not idempotent), then its first keyed request marks it, then the process dies.
+      const intent = { ...ref, receivedAt, idempotencyKey: effectKey('evt_keyed', 'fees', 'late-fee'), idempotent: false, attempt: 1 };
+      expect(await beginStep(s, intent)).toEqual({ action: 'run', unknownBefore: false, calls: 1 });
+      await markStepIdempotent(s, ref);
+      // Attempt 2 declares nothing either: the record says its call carried its key, so it runs again.
+      expect(await beginStep(s, { ...intent, attempt: 2 })).toEqual({ action: 'run', unknownBefore: true, calls: 2 });
+      expect((await listSteps(s, ['evt_keyed']))[0]).toMatchObject({ state: 'started', idempotent: true, attempt: 2 });
+      // Without the mark (a plain fetch, say), the same death holds it.
+      const other = { ...intent, step: 'sms', idempotencyKey: effectKey('evt_keyed', 'fees', 'sms') };
+      await beginStep(s, other);
+      expect(await beginStep(s, { ...other, attempt: 2 })).toMatchObject({ action: 'review' });
     },
   );
 

@@ -237,11 +237,60 @@ async function showEvent(eventId, focus, reveal = false) {
         )
       : [el('tr', {}, el('td', { colspan: '6' }, 'no handler has run for it yet'))]),
   );
+  $('detail-effects').replaceChildren(...effectRows(event.eventId, event.effectSteps || []));
   $('detail-body').textContent = body;
   $('detail-headers').textContent = JSON.stringify(event.headers, null, 2);
   $('reveal').hidden = !event.masked;
   $('replay').disabled = event.status === 'pending' || event.status === 'processing';
   if (focus) $('detail-title').focus();
+}
+
+// The event's ctx.effect steps, in the order they started; one held for review gets the operator's two answers.
+function effectRows(eventId, steps) {
+  if (steps.length === 0) return [el('tr', {}, el('td', { colspan: '9' }, 'no effect steps'))];
+  return steps.map((s) => {
+    const note = s.resolution ? `resolved ${s.resolution}` : s.error || '';
+    const resolve =
+      s.state === 'needs-review'
+        ? [
+            el('button', { type: 'button', 'data-resolution': 'done', onclick: () => resolveStep(eventId, s, 'done') }, 'It happened'),
+            el('button', { type: 'button', 'data-resolution': 'redo', onclick: () => resolveStep(eventId, s, 'redo') }, 'Call again'),
+          ]
+        : [];
+    return el(
+      'tr',
+      { 'data-handler': s.handler, 'data-step': s.step, 'data-state': s.state },
+      el('td', {}, s.handler),
+      el('td', {}, s.step),
+      el('td', {}, el('span', { class: `status status-${s.state}` }, s.state)),
+      el('td', {}, s.idempotent ? 'yes' : 'no'),
+      el('td', { class: 'num' }, s.calls),
+      el('td', { class: 'num' }, s.attempt),
+      el('td', {}, new Date(s.startedAt).toLocaleString()),
+      el('td', { class: 'error' }, note),
+      el('td', { class: 'resolve' }, ...resolve),
+    );
+  });
+}
+
+async function resolveStep(eventId, step, resolution) {
+  const question =
+    resolution === 'done'
+      ? `Record step "${step.step}" of ${step.handler} as done? It is not called again: say so only if the outside system shows it happened.`
+      : `Call step "${step.step}" of ${step.handler} again, with the same idempotency key? If it did happen and the outside system does not honour the key, it happens twice.`;
+  if (!confirm(question)) return;
+  try {
+    const outcome = await api(`/events/${encodeURIComponent(eventId)}/effects/resolve`, {
+      method: 'POST',
+      body: JSON.stringify({ step: step.step, handler: step.handler, resolution }),
+    });
+    $('notice').textContent = outcome.resolved
+      ? `step ${step.step} resolved as ${resolution}${outcome.requeued ? `: ${eventId} re-queued` : outcome.remaining > 0 ? `: ${outcome.remaining} more still need review` : ''}`
+      : `not resolved: the step is ${outcome.state || outcome.reason}`;
+  } catch (err) {
+    $('notice').textContent = `not resolved: ${err.message}`;
+  }
+  await refresh();
 }
 
 async function replaySelected() {
