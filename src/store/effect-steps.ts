@@ -101,29 +101,38 @@ export async function beginStep(store: PayhooksDatabase, intent: StepIntent): Pr
 /**
  * Marks a started step completed with its result (JSON text, or null when not kept). Resolves to false when the step
  * was no longer `started` (another run took it over after this one lost its lease).
+ *
+ * Its commit is not waited for on disk (`synchronous_commit` off for this statement alone): the intent, written before
+ * the call, was; this record only spares the next attempt a call. Lost, which only a crash of the database server
+ * itself within a fraction of a second can do (a dead worker cannot), it leaves the step `started`, which the next
+ * attempt treats as unknown, the designed fallback: called again with its key if idempotent, held for review if not.
+ * Waiting for the flush was the larger part of a step's cost (docs/effects.md#what-a-step-costs).
  */
 export async function completeStep(store: PayhooksDatabase, ref: StepRef, result: string | null): Promise<boolean> {
-  const done = await store.db
-    .updateTable('effect_steps')
-    .set({ state: 'completed', result, error: null, ended_at: sql`now()` })
-    .where('event_id', '=', ref.eventId)
-    .where('handler', '=', ref.handler)
-    .where('step', '=', ref.step)
-    .where('state', '=', 'started')
-    .executeTakeFirst();
-  return Number(done.numUpdatedRows) > 0;
+  const done = await sql`
+    update ${sql.id(store.schema, 'effect_steps')} s
+       set state = 'completed', result = ${result}, error = null, ended_at = now()
+      from (select set_config('synchronous_commit', 'off', true)) as relaxed(setting)
+     where ${ofStep(store, ref)} and s.state = 'started'`.execute(store.db);
+  return Number(done.numAffectedRows ?? 0n) > 0;
 }
 
-/** Marks a started step failed (its function threw: it runs again on the next attempt), with the error, capped by the caller. */
+/**
+ * Marks a started step failed (its function threw: it runs again on the next attempt), with the error, capped by the
+ * caller. Not waited for on disk either: lost, the step is found `started`, as if its process had died mid-call.
+ */
 export async function failStep(store: PayhooksDatabase, ref: StepRef, error: string): Promise<void> {
-  await store.db
-    .updateTable('effect_steps')
-    .set({ state: 'failed', error, ended_at: sql`now()` })
-    .where('event_id', '=', ref.eventId)
-    .where('handler', '=', ref.handler)
-    .where('step', '=', ref.step)
-    .where('state', '=', 'started')
-    .execute();
+  await sql`
+    update ${sql.id(store.schema, 'effect_steps')} s
+       set state = 'failed', error = ${error}, ended_at = now()
+      from (select set_config('synchronous_commit', 'off', true)) as relaxed(setting)
+     where ${ofStep(store, ref)} and s.state = 'started'`.execute(store.db);
+}
+
+/** One step's row, reached in its event's partition: the receipt time comes from the ledger, one probe of its key. */
+function ofStep(store: PayhooksDatabase, ref: StepRef) {
+  return sql`s.event_id = ${ref.eventId} and s.handler = ${ref.handler} and s.step = ${ref.step}
+    and s.received_at = (select first_received_at from ${sql.id(store.schema, 'event_ledger')} where event_id = ${ref.eventId})`;
 }
 
 /**
