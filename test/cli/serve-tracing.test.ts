@@ -193,11 +193,14 @@ describe.skipIf(!pgUrl)('payhooks serve with OTEL_TRACES_EXPORTER=otlp', () => {
     expect(childrenOf(crm)).toMatchObject([{ name: 'GET', kind: CLIENT, attributes: { 'http.response.status_code': 200 } }]);
     const sinkFirst = firstChildren.find((s) => s.name === 'webhook.sink')!;
     expect(sinkFirst.attributes).toMatchObject({ 'payhooks.handler.name': 'forward:erp', 'payhooks.sink.kind': 'http-forward' });
-    const failedPost = childrenOf(sinkFirst).find((s) => s.name === 'POST');
+    // The POST is the forward's effect step `send` (docs/effects.md#sinks-and-connectors), a span of its own.
+    const sendFirst = childrenOf(sinkFirst).find((s) => s.name === 'effect send')!;
+    const failedPost = childrenOf(sendFirst).find((s) => s.name === 'POST');
     expect(failedPost).toMatchObject({ kind: CLIENT, attributes: { 'http.response.status_code': 503, 'error.type': '503' } });
     const secondChildren = childrenOf(second);
     expect(secondChildren.map((s) => s.name)).toEqual(['webhook.sink']);
-    const post = childrenOf(secondChildren[0]!).find((s) => s.name === 'POST');
+    const sendSecond = childrenOf(secondChildren[0]!).find((s) => s.name === 'effect send')!;
+    const post = childrenOf(sendSecond).find((s) => s.name === 'POST');
     expect(post?.attributes['http.response.status_code']).toBe(200);
 
     // The forward target got the traceparent of each request's own span.
