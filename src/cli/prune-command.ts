@@ -61,6 +61,10 @@ async function prune(ctx: CommandContext, store: PayhooksDatabase, olderThanMs: 
     `dropped ${countOf(finishedEvents(report), 'finished event')}: ${countOf(report.dropped.length, 'partition')} whole, ` +
       `${countOf(rebuilt.length, 'partition')} rebuilt with only their unfinished events; ${countOf(stay, 'unfinished event')} kept`,
   );
+  if (report.busy.length > 0)
+    await ctx.out(
+      `${countOf(report.busy.length, 'partition')} left as they were: a long statement held the history's tables (${report.busy.map((p) => p.name).join(', ')}); run prune again`,
+    );
 }
 
 function unfinished(partition: KeptPartition): number {

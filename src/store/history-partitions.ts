@@ -154,6 +154,8 @@ export interface PartitionDropReport {
   dropped: (HistoryPartition & { events: number })[];
   /** Partitions old enough but kept for the events in them that are not finished, the finished ones dropped. */
   kept: KeptPartition[];
+  /** Partitions whose locks were not had within `lockTimeoutMs` (a long statement held the history): left for the next run. */
+  busy: HistoryPartition[];
 }
 
 /** Options of {@link dropHistoryPartitions}. */
@@ -185,7 +187,7 @@ export interface DropPartitionsOptions {
  * const report = await dropHistoryPartitions(store, { before: new Date(Date.now() - 30 * 86_400_000) });
  */
 export async function dropHistoryPartitions(store: PayhooksDatabase, options: DropPartitionsOptions): Promise<PartitionDropReport> {
-  const report: PartitionDropReport = { dropped: [], kept: [] };
+  const report: PartitionDropReport = { dropped: [], kept: [], busy: [] };
   const lockTimeoutMs = options.lockTimeoutMs ?? 1000;
   const parents = HISTORY_TABLES.map((table) => sql.id(store.schema, table));
   for (const partition of await listHistoryPartitions(store)) {
@@ -206,7 +208,7 @@ export async function dropHistoryPartitions(store: PayhooksDatabase, options: Dr
       report.dropped.push({ ...partition, events });
       continue;
     }
-    await store.db.transaction().execute(async (trx) => {
+    const done = store.db.transaction().execute(async (trx) => {
       await sql`select set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, true)`.execute(trx);
       // The partitioned tables, in one statement and always in this order: a drop locks them anyway, and holding them
       // first means no statement can slip in between the check below and the drop.
@@ -220,6 +222,11 @@ export async function dropHistoryPartitions(store: PayhooksDatabase, options: Dr
       }
       const kept = await keepOnlyUnfinished(trx, store.schema, partition);
       report.kept.push({ ...partition, unresolved, compacted: total - kept });
+    });
+    // lock_not_available: the wait for the locks ran out; the other partitions go on, this one is for the next run.
+    await done.catch((err: unknown) => {
+      if ((err as { code?: unknown }).code !== '55P03') throw err;
+      report.busy.push(partition);
     });
   }
   return report;

@@ -111,7 +111,7 @@ export async function keepHistory(store: PayhooksDatabase, settings: HistorySett
   const now = Date.now();
   const drops: PartitionDropReport =
     settings.retentionMs === null
-      ? { dropped: [], kept: [] }
+      ? { dropped: [], kept: [], busy: [] }
       : await dropHistoryPartitions(store, { before: new Date(now - settings.retentionMs) });
   let forgotten = 0;
   if (settings.ledgerRetentionMs !== null) {
@@ -150,6 +150,11 @@ export function startHistoryUpkeep(
               forgotten: report.forgotten,
             },
             'history upkeep',
+          );
+        if (report.busy.length > 0)
+          logger.warn(
+            { partitions: report.busy.map((p) => p.name) },
+            "history partitions left for the next pass: a long statement held the history's tables",
           );
         // Said once, when the partition is rebuilt; later passes find nothing more to drop in it.
         for (const kept of report.kept.filter((p) => p.compacted > 0))
