@@ -1,10 +1,11 @@
-// `npm run bench [verify] [ingest] [drain] [burst] [mirror-verify] [year] [migration]`: each comparison in one run, against its baseline
+// `npm run bench [verify] [ingest] [drain] [cost] [burst] [mirror-verify] [year] [migration]`: each comparison in one run, against its baseline
 // measured in the same run, written to bench/results.md (medians, ratios, targets met or missed). Without arguments: all.
 // BENCH_SCALE=0.1 runs a tenth of the counts and seconds for a quick look; DATABASE_URL picks the server.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { benchBurst } from './sections/burst.js';
+import { benchCost } from './sections/cost.js';
 import { benchDrain } from './sections/drain.js';
 import { benchIngest } from './sections/ingest.js';
 import { benchMigration } from './sections/migration.js';
@@ -20,6 +21,7 @@ const sections = {
   verify: benchVerify,
   ingest: benchIngest,
   drain: benchDrain,
+  cost: benchCost,
   burst: benchBurst,
   'mirror-verify': benchMirrorVerify,
   year: benchYear,
@@ -68,7 +70,17 @@ if (existsSync(resultsFile)) {
     .slice(1))
     kept.set(part.slice(3, part.indexOf('\n')).trim(), part.trimEnd());
 }
-const order = ['Verify', 'Ingest', 'Drain', 'Burst', 'Mirror verify', 'Compressed year', 'Migration to partitions'];
+const order = [
+  'Verify',
+  'Ingest',
+  'Drain',
+  'Per-event cost',
+  'Per-event cost before issue 27',
+  'Burst',
+  'Mirror verify',
+  'Compressed year',
+  'Migration to partitions',
+];
 const body = order.flatMap((title) => {
   const text = fresh.get(title) ?? kept.get(title);
   return text === undefined ? [] : [text.trimEnd(), ''];

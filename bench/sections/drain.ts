@@ -1,5 +1,6 @@
 // Drain: a stored backlog through the full worker path (claim, run a no-op handler, record), in 1 and 2 worker
 // processes, against graphile-worker (the issue's job-queue reference) draining as many no-op jobs, measured the same way.
+import { sql } from 'kysely';
 import { openDatabase } from '../../src/store/database.js';
 import { ensureHistoryPartitions } from '../../src/store/history-partitions.js';
 import { storeEvents } from '../../src/store/inbox.js';
@@ -33,7 +34,13 @@ export async function payhooksSchema(history: number): Promise<string> {
          select 'old_' || n, 'INVOICE_PAID', 'invoice:old_' || n, $1, 'done', 1, now() from generate_series(1, $2::int) n`,
         [body, history],
       );
+      // Every event received is in the ledger too (it answers duplicates long after the body is pruned).
+      await client.query(
+        `insert into "${schema}".event_ledger (event_id, first_received_at, body_sha256)
+         select event_id, received_at, sha256(convert_to(raw_body, 'UTF8')) from "${schema}".inbox_events`,
+      );
       await client.query(`vacuum analyze "${schema}".inbox_events`);
+      await client.query(`vacuum analyze "${schema}".event_ledger`);
     });
   }
   return schema;
@@ -41,13 +48,19 @@ export async function payhooksSchema(history: number): Promise<string> {
 
 /**
  * Stores `count` deliveries as the receiver would (1,000 per statement; the trigger queues them), in one
- * transaction, so that running workers see the whole backlog at once.
+ * transaction, so that running workers see the whole backlog at once. The transaction's id goes into `xids` (the cost
+ * section leaves its WAL out).
  */
-export async function storeBacklog(schema: string, runId: string, count: number): Promise<void> {
+export async function storeBacklog(schema: string, runId: string, count: number, xids?: string[]): Promise<void> {
   const opened = await openDatabase({ url: databaseUrl, schema });
   try {
     await opened.db.transaction().execute(async (trx) => {
       const store = { ...opened, db: trx };
+      if (xids) {
+        // The 32-bit id the WAL records carry.
+        const { rows } = await sql<{ xid: string }>`select (pg_current_xact_id()::text::bigint % 4294967296)::text as xid`.execute(trx);
+        xids.push(rows[0]!.xid);
+      }
       for (let start = 0; start < count; start += 1000) {
         const batch = [];
         for (let n = start; n < Math.min(count, start + 1000); n++) {
