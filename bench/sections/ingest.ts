@@ -161,8 +161,12 @@ export async function benchIngest(): Promise<Section> {
       { text: `node:http (\`serve\`) ≥ 0.5x the no-storage ceiling: ${ofCeiling(node)}`, met: node.rps / ceiling.rps >= 0.5 },
       { text: `Express adapter ≥ 0.35x the no-storage ceiling: ${ofCeiling(express)}`, met: express.rps / ceiling.rps >= 0.35 },
       {
-        text: `p99 no higher than the baseline's (${base.p99} ms): node:http ${node.p99} ms, Express ${express.p99} ms`,
-        met: node.p99 <= base.p99 && express.p99 <= base.p99,
+        text: `\`serve\`'s p99 no higher than the baseline's (${base.p99} ms): ${node.p99} ms`,
+        met: node.p99 <= base.p99,
+      },
+      {
+        text: `the Express adapter's p99 no higher than the baseline's (${base.p99} ms; issue 10's target, not issue 27's): ${express.p99} ms`,
+        met: express.p99 <= base.p99,
       },
       { text: `PGlite ≥ 1,000 req/s: ${whole(pglite.rps)}`, met: pglite.rps >= 1000 },
     ],
