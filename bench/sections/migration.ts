@@ -22,8 +22,11 @@ interface Snapshot {
 
 async function snapshot(store: PayhooksDatabase, ids: string[]): Promise<Snapshot> {
   const t = (name: string) => sql.id(store.schema, name);
-  const count = async (name: string) => Number((await sql<{ n: string }>`select count(*) as n from ${t(name)}`.execute(store.db)).rows[0]!.n);
-  const statuses = await sql<{ status: string; n: string }>`select status, count(*) as n from ${t('inbox_events')} group by status`.execute(store.db);
+  const count = async (name: string) =>
+    Number((await sql<{ n: string }>`select count(*) as n from ${t(name)}`.execute(store.db)).rows[0]!.n);
+  const statuses = await sql<{ status: string; n: string }>`select status, count(*) as n from ${t('inbox_events')} group by status`.execute(
+    store.db,
+  );
   const rows = await sql<{ line: string }>`
     select concat_ws('|', e.event_id, e.event_type, e.status, e.attempts, e.received_at, e.seq, md5(e.raw_body), e.last_error,
              (select string_agg(concat_ws(':', r.handler, r.outcome, r.completed_at, r.error), ',' order by r.handler) from ${t('handler_runs')} r where r.event_id = e.event_id),
@@ -66,7 +69,9 @@ export async function benchMigration(): Promise<Section> {
         from generate_series(1, ${count}) n`.execute(store.db);
     await sql`insert into ${t('event_ledger')} (event_id, first_received_at, body_sha256, deliveries)
       select event_id, received_at, '\\x00', 1 from ${t('inbox_events')}`.execute(store.db);
-    await sql`delete from ${t('inbox_queue')} q using ${t('inbox_events')} e where e.event_id = q.event_id and e.status <> 'pending'`.execute(store.db);
+    await sql`delete from ${t('inbox_queue')} q using ${t('inbox_events')} e where e.event_id = q.event_id and e.status <> 'pending'`.execute(
+      store.db,
+    );
     await sql`insert into ${t('handler_runs')} (event_id, handler, completed_at, outcome, error)
       select event_id, h, received_at + interval '1 second', case when status = 'dead' and h = 'crm' then 'dead' else 'done' end,
              case when status = 'dead' and h = 'crm' then 'boom' end
