@@ -93,7 +93,7 @@ const header = [
   `Last written by \`${command}\` on ${stamp(started)}, in ${Math.round((Date.now() - started.getTime()) / 1000)} s; each section says when it was measured.`,
   '',
   `- machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GB RAM, ${process.platform} ${process.arch}`,
-  `- Node ${process.version}; payhooks ${version('..')}; pg ${version('pg')}, kysely ${version('kysely')}, @electric-sql/pglite ${version('@electric-sql/pglite')}, express ${version('express')}, autocannon ${version('autocannon')}`,
+  `- Node ${process.version}; payhooks ${version('..')}; pg ${version('pg')}, kysely ${version('kysely')}, @electric-sql/pglite ${version('@electric-sql/pglite')}, express ${version('express')}, autocannon ${version('autocannon')}, graphile-worker ${version('graphile-worker')} (bench reference)`,
   `- PostgreSQL at ${new URL(databaseUrl).host}: ${await serverFacts()}`,
   `- ${rounds()} rounds per comparison, alternating between contenders; the figures are medians; ratios are against the baseline of the same run.`,
   '',
