@@ -1,10 +1,11 @@
-// `npm run bench [verify] [ingest] [drain] [effects] [burst] [mirror-verify] [year] [migration] [tracing]`: each comparison in one run, against its baseline
+// `npm run bench [verify] [ingest] [drain] [cost] [effects] [burst] [mirror-verify] [year] [migration] [tracing]`: each comparison in one run, against its baseline
 // measured in the same run, written to bench/results.md (medians, ratios, targets met or missed). Without arguments: all.
 // BENCH_SCALE=0.1 runs a tenth of the counts and seconds for a quick look; DATABASE_URL picks the server.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { benchBurst } from './sections/burst.js';
+import { benchCost } from './sections/cost.js';
 import { benchDrain } from './sections/drain.js';
 import { benchEffects } from './sections/effects.js';
 import { benchIngest } from './sections/ingest.js';
@@ -23,6 +24,7 @@ const sections = {
   ingest: benchIngest,
   drain: benchDrain,
   effects: benchEffects,
+  cost: benchCost,
   burst: benchBurst,
   'mirror-verify': benchMirrorVerify,
   year: benchYear,
@@ -72,7 +74,19 @@ if (existsSync(resultsFile)) {
     .slice(1))
     kept.set(part.slice(3, part.indexOf('\n')).trim(), part.trimEnd());
 }
-const order = ['Verify', 'Ingest', 'Drain', 'Effects', 'Burst', 'Mirror verify', 'Compressed year', 'Migration to partitions', 'Tracing'];
+const order = [
+  'Verify',
+  'Ingest',
+  'Drain',
+  'Per-event cost',
+  'Per-event cost before issue 27',
+  'Effects',
+  'Burst',
+  'Mirror verify',
+  'Compressed year',
+  'Migration to partitions',
+  'Tracing',
+];
 const body = order.flatMap((title) => {
   const text = fresh.get(title) ?? kept.get(title);
   return text === undefined ? [] : [text.trimEnd(), ''];
@@ -85,7 +99,7 @@ const header = [
   `Last written by \`${command}\` on ${stamp(started)}, in ${Math.round((Date.now() - started.getTime()) / 1000)} s; each section says when it was measured.`,
   '',
   `- machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GB RAM, ${process.platform} ${process.arch}`,
-  `- Node ${process.version}; payhooks ${version('..')}; pg ${version('pg')}, kysely ${version('kysely')}, @electric-sql/pglite ${version('@electric-sql/pglite')}, express ${version('express')}, autocannon ${version('autocannon')}`,
+  `- Node ${process.version}; payhooks ${version('..')}; pg ${version('pg')}, kysely ${version('kysely')}, @electric-sql/pglite ${version('@electric-sql/pglite')}, express ${version('express')}, autocannon ${version('autocannon')}, graphile-worker ${version('graphile-worker')} (bench reference)`,
   `- PostgreSQL at ${new URL(databaseUrl).host}: ${await serverFacts()}`,
   `- ${rounds()} rounds per comparison, alternating between contenders; the figures are medians; ratios are against the baseline of the same run.`,
   '',

@@ -100,6 +100,45 @@ export function scrubbingChild(parent: Logger, bindings: Record<string, unknown>
   return scrubbing(parent.child(scrubForLog(bindings) as Record<string, unknown>));
 }
 
+/**
+ * {@link scrubbingChild}, made only when it is first needed: a log call at a level the parent writes, or anything
+ * else asked of it. The worker makes one per event and one per handler run, and most of them never write a line
+ * (a handler that succeeds logs at info, which production loggers leave out): making them all cost the drain more
+ * than its database work (the bindings scrubbed, pino's child serialised, its redaction compiled). A call at a level
+ * the parent leaves out is a no-op that makes nothing; `child` of it is as lazy.
+ *
+ * @example
+ * const log = lazyScrubbingChild(appLogger, { eventId }); // nothing made yet
+ * log.debug('claimed'); // at level info: still nothing made
+ */
+export function lazyScrubbingChild(parent: Logger, bindings: Record<string, unknown>): Logger {
+  let made: Logger | undefined;
+  const make = () => {
+    made ??= scrubbingChild(parent, bindings);
+    return made;
+  };
+  const noop = () => undefined;
+  return new Proxy(parent, {
+    get(_target, property) {
+      if (made === undefined) {
+        if (typeof property === 'string' && (LEVELS as readonly string[]).includes(property) && !parent.isLevelEnabled(property))
+          return noop;
+        if (property === 'child')
+          return (more: Record<string, unknown>, options?: ChildOptions) =>
+            options === undefined ? lazyScrubbingChild(parent, { ...bindings, ...more }) : make().child(more, options);
+      }
+      const logger = make();
+      const value: unknown = Reflect.get(logger, property, logger);
+      return typeof value === 'function' ? value.bind(logger) : value;
+    },
+    // Setting (the level, say) is the child's, as on one made at once: never the parent's.
+    set(_target, property, value) {
+      const logger = make();
+      return Reflect.set(logger, property, value, logger);
+    },
+  });
+}
+
 /** A view of `logger` whose log calls and children scrub their arguments; everything else passes through. */
 function scrubbing(logger: Logger): Logger {
   return new Proxy(logger, {

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { describeThrown } from '../src/internal/scrub.js';
-import { createLogger, scrubbingChild } from '../src/logger.js';
+import { createLogger, lazyScrubbingChild, scrubbingChild } from '../src/logger.js';
 
 describe('the default logger', () => {
   it('blanks out secrets and personal data wherever a handler puts them', () => {
@@ -113,5 +113,44 @@ describe('describeThrown', () => {
     };
     expect(typeof describeThrown(hostile)).toBe('string');
     expect(describeThrown('y'.repeat(100_000)).length).toBeLessThan(9000);
+  });
+});
+
+describe('a child made when first needed (the worker makes one per event)', () => {
+  it('writes nothing and makes no child for a level the parent leaves out', () => {
+    const { sink, text } = capture();
+    const parent = createLogger({ level: 'warn' }, sink);
+    let children = 0;
+    const counting = new Proxy(parent, {
+      get(target, property, receiver) {
+        if (property === 'child') children++;
+        return Reflect.get(target, property, receiver);
+      },
+    });
+    const log = lazyScrubbingChild(counting, { eventId: 'evt_1', note: 'ada@example.com' });
+    log.info('event processed');
+    log.child({ handler: 'crm' }).debug('ran');
+    expect(children).toBe(0);
+    expect(text()).toBe('');
+  });
+
+  it('logs with every binding, scrubbed, at a level the parent writes, and its children carry theirs', () => {
+    const { sink, text } = capture();
+    const log = lazyScrubbingChild(createLogger({ level: 'info' }, sink), { eventId: 'evt_1', note: 'write to ada@example.com' });
+    log.child({ handler: 'crm' }).warn({ customer: { email: 'ada@example.com' } }, 'handler failed');
+    const line = JSON.parse(text()) as Record<string, unknown>;
+    expect(line).toMatchObject({ eventId: 'evt_1', handler: 'crm', msg: 'handler failed' });
+    expect(text()).not.toContain('ada@example.com');
+  });
+
+  it('takes a level set on it for itself, not for its parent', () => {
+    const { sink, text } = capture();
+    const parent = createLogger({ level: 'warn' }, sink);
+    const log = lazyScrubbingChild(parent, { eventId: 'evt_1' });
+    log.level = 'debug';
+    log.debug('now written');
+    parent.debug('still left out');
+    expect(text()).toContain('now written');
+    expect(text()).not.toContain('still left out');
   });
 });

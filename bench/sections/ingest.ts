@@ -1,4 +1,5 @@
-// Ingest over loopback: payhooks' node:http and Express adapters against the hand-written baseline, same run.
+// Ingest over loopback: payhooks' node:http and Express adapters against the hand-written baseline and the no-storage
+// ceiling, same run.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +39,10 @@ export async function benchIngest(): Promise<Section> {
     {
       name: 'hand-written baseline (Express 5 + raw-body + HMAC + INSERT … ON CONFLICT DO NOTHING)',
       start: async () => startServer(tsxArgs('bench/servers/baseline.ts'), { ...common, BENCH_SCHEMA: schemas.baseline }, await freePort()),
+    },
+    {
+      name: 'no-storage ceiling (node:http + HMAC + JSON.parse + 200, stores nothing)',
+      start: async () => startServer(tsxArgs('bench/servers/ceiling.ts'), { PAYHOOKS_WEBHOOK_SECRET: SECRET }, await freePort()),
     },
     {
       name: 'payhooks serve --role receiver on PGlite (embedded)',
@@ -106,34 +111,62 @@ export async function benchIngest(): Promise<Section> {
     };
   };
   const BASELINE = 2;
+  const CEILING = 3;
   const rows: string[][] = [];
   for (const [m, mode] of modes.entries()) {
     const base = stat(BASELINE, m);
+    const ceiling = stat(CEILING, m);
     for (const [c, contender] of contenders.entries()) {
       const s = stat(c, m);
-      rows.push([mode.name, contender.name, whole(s.rps), `${s.p50}`, `${s.p99}`, times(s.rps / base.rps), whole(s.non2xx)]);
+      rows.push([
+        mode.name,
+        contender.name,
+        whole(s.rps),
+        `${s.p50}`,
+        `${s.p99}`,
+        times(s.rps / ceiling.rps),
+        times(s.rps / base.rps),
+        whole(s.non2xx),
+      ]);
     }
   }
   const node = stat(0, 0);
   const express = stat(1, 0);
   const base = stat(BASELINE, 0);
-  const pglite = stat(3, 0);
-  const unique = (s: { rps: number }) => times(s.rps / base.rps);
+  const ceiling = stat(CEILING, 0);
+  const pglite = stat(4, 0);
+  const ofCeiling = (s: { rps: number }) => times(s.rps / ceiling.rps);
   return {
     title: 'Ingest',
     about:
       `Signed ${'2,048'}-byte deliveries over loopback from autocannon (${CONNECTIONS} connections, ${seconds} s per run, ${rounds()} rounds ` +
       'alternating between contenders; medians), each server in a process of its own on the local PostgreSQL server (PGlite: a ' +
-      'data directory of its own). Unique ids, then half of the deliveries repeating an id already sent in the run. ' +
+      'data directory of its own). The no-storage ceiling ([servers/ceiling.ts](servers/ceiling.ts)) verifies the HMAC, parses the JSON and answers 200 ' +
+      'without storing anything: no receiver that stores can pass it on this machine. Unique ids, then half of the deliveries repeating an id already sent in the run. ' +
       "The load generator shares the machine's 2 cores with the server and PostgreSQL, the same for every contender.",
-    header: ['deliveries', 'receiver', 'req/s', 'p50 ms', 'p99 ms', 'vs baseline', 'non-2xx + errors'],
+    header: ['deliveries', 'receiver', 'req/s', 'p50 ms', 'p99 ms', 'vs ceiling', 'vs baseline', 'non-2xx + errors'],
     rows,
+    notes: [
+      'What bounds `serve` against the ceiling: a delivery is answered only once the statement that stores it has committed ' +
+        '(a WAL flush on a disk shared with the other users of the server), and the load keeps 50 requests in flight, so the ' +
+        'rate is about 50 / (wait for a batch + statement + flush). Under this load the process is about half idle (CPU ' +
+        'profile of `serve --role receiver`: 5.6 of 11.2 s idle), waiting for its group commits, and PostgreSQL spends about ' +
+        '35 µs per stored event unloaded (`EXPLAIN ANALYZE` of a batch of 50: ledger row, history row with its 2 KB body, ' +
+        'queue row, seven index entries). More batches at once (8 instead of 4) or a shorter batch wait (0 or 1 ms instead of ' +
+        '2) did not raise the rate in an A/B run (8 at once: 6,500 req/s with a 2 ms wait, 6,391 with 1 ms, 6,109 with none; 4 ' +
+        'with none: 5,964; the defaults: 6,583), so ' +
+        'they stay. The ceiling waits for nothing.',
+    ],
     targets: [
-      { text: `node:http (\`serve\`) ≥ 2.0x the baseline: ${unique(node)}`, met: node.rps / base.rps >= 2 },
-      { text: `Express adapter ≥ 1.2x the baseline: ${unique(express)}`, met: express.rps / base.rps >= 1.2 },
+      { text: `node:http (\`serve\`) ≥ 0.5x the no-storage ceiling: ${ofCeiling(node)}`, met: node.rps / ceiling.rps >= 0.5 },
+      { text: `Express adapter ≥ 0.35x the no-storage ceiling: ${ofCeiling(express)}`, met: express.rps / ceiling.rps >= 0.35 },
       {
-        text: `p99 no higher than the baseline's (${base.p99} ms): node:http ${node.p99} ms, Express ${express.p99} ms`,
-        met: node.p99 <= base.p99 && express.p99 <= base.p99,
+        text: `\`serve\`'s p99 no higher than the baseline's (${base.p99} ms): ${node.p99} ms`,
+        met: node.p99 <= base.p99,
+      },
+      {
+        text: `the Express adapter's p99 no higher than the baseline's (${base.p99} ms; issue 10's target, not issue 27's): ${express.p99} ms`,
+        met: express.p99 <= base.p99,
       },
       { text: `PGlite ≥ 1,000 req/s: ${whole(pglite.rps)}`, met: pglite.rps >= 1000 },
     ],

@@ -108,11 +108,13 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
              parked = false,
              run_at = now() + make_interval(secs => ${options.leaseMs / 1000})
         from due
-       where q.event_id = due.event_id and not due.buried
+       -- The ids as an index condition too: joined alone, the planner (guessing the CTE's size) may scan the whole queue.
+       where q.event_id = due.event_id and not due.buried and q.event_id = any(array(select event_id from due))
       returning q.event_id, q.attempts, q.seq, q.resource_key, q.received_at
     ),
     unqueued as (
-      delete from ${queue} q using due where q.event_id = due.event_id and due.buried
+      delete from ${queue} q using due
+       where q.event_id = due.event_id and due.buried and q.event_id = any(array(select event_id from due where buried))
       returning q.event_id, q.attempts, q.received_at
     ),
     buried as (

@@ -98,36 +98,44 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
   // A requeue's owed set travels as a JSON array (arrays of arrays must be rectangular).
   const { rows } = await sql<{ event_id: string; kind: 'finished' | 'requeued' }>`
     with marks as (
-      -- The receipt time (partition key) of each from the ledger; an event the ledger does not know is not marked.
+      -- The receipt time (partition key) of each from the ledger, one probe of its primary key per mark (a join would
+      -- let the planner, which cannot count an unnest's rows, hash the whole ledger: every event ever received); an
+      -- event the ledger does not know is not marked.
       insert into ${runs} (event_id, handler, received_at, outcome, error, started_at, completed_at, attempt)
-      select m.event_id, m.handler, l.first_received_at, m.outcome, m.error, m.started_at, coalesce(m.ended_at, now()), m.attempt
-        from unnest(${texts(marks.map((m) => m.eventId))}, ${texts(marks.map((m) => m.handler))},
-                    ${texts(marks.map((m) => (m.kind === 'gaveUp' ? 'dead' : 'done')))},
-                    ${texts(marks.map((m) => (m.kind === 'gaveUp' ? m.error : null)))},
-                    ${times(marks.map((m) => (m.kind === 'completed' ? m.run?.startedAt : undefined)))},
-                    ${times(marks.map((m) => (m.kind === 'completed' ? m.run?.endedAt : undefined)))},
-                    ${sql`${marks.map((m) => (m.kind === 'completed' ? (m.run?.attempt ?? null) : null))}::int[]`})
-             as m(event_id, handler, outcome, error, started_at, ended_at, attempt)
-        join ${ledger} l on l.event_id = m.event_id
+      select m.event_id, m.handler, m.received_at, m.outcome, m.error, m.started_at, coalesce(m.ended_at, now()), m.attempt
+        from (select m.*, (select l.first_received_at from ${ledger} l where l.event_id = m.event_id) as received_at
+                from unnest(${texts(marks.map((m) => m.eventId))}, ${texts(marks.map((m) => m.handler))},
+                            ${texts(marks.map((m) => (m.kind === 'gaveUp' ? 'dead' : 'done')))},
+                            ${texts(marks.map((m) => (m.kind === 'gaveUp' ? m.error : null)))},
+                            ${times(marks.map((m) => (m.kind === 'completed' ? m.run?.startedAt : undefined)))},
+                            ${times(marks.map((m) => (m.kind === 'completed' ? m.run?.endedAt : undefined)))},
+                            ${sql`${marks.map((m) => (m.kind === 'completed' ? (m.run?.attempt ?? null) : null))}::int[]`})
+                     as m(event_id, handler, outcome, error, started_at, ended_at, attempt)
+              offset 0) m
+       where m.received_at is not null
       on conflict do nothing
     ),
     tried as (
       insert into ${attemptsTable} (event_id, received_at, handler, attempt, started_at, ended_at, outcome, error)
-      select a.event_id, l.first_received_at, a.handler, a.attempt, a.started_at, a.ended_at,
+      select a.event_id, a.received_at, a.handler, a.attempt, a.started_at, a.ended_at,
              case when a.error is null then 'completed' else 'failed' end, a.error
-        from unnest(${texts(attempts.map((a) => a.eventId))}, ${texts(attempts.map((a) => a.handler))},
-                    ${sql`${attempts.map((a) => a.attempt)}::int[]`}, ${times(attempts.map((a) => a.startedAt))},
-                    ${times(attempts.map((a) => a.endedAt))}, ${texts(attempts.map((a) => a.error))})
-             as a(event_id, handler, attempt, started_at, ended_at, error)
-        join ${ledger} l on l.event_id = a.event_id
+        from (select a.*, (select l.first_received_at from ${ledger} l where l.event_id = a.event_id) as received_at
+                from unnest(${texts(attempts.map((a) => a.eventId))}, ${texts(attempts.map((a) => a.handler))},
+                            ${sql`${attempts.map((a) => a.attempt)}::int[]`}, ${times(attempts.map((a) => a.startedAt))},
+                            ${times(attempts.map((a) => a.endedAt))}, ${texts(attempts.map((a) => a.error))})
+                     as a(event_id, handler, attempt, started_at, ended_at, error)
+              offset 0) a
+       where a.received_at is not null
     ),
     finished as (
       select * from unnest(${texts(finished.map((f) => f.eventId))}, ${texts(finished.map((f) => f.status))},
                            ${texts(finished.map((f) => f.lastError))}) as f(event_id, status, last_error)
     ),
     released as (
-      delete from ${queue} q using finished f
-       where q.event_id = f.event_id and q.lease_owner = ${workerId}
+      -- By the ids as an index condition, not a join with the list, which the planner may answer with a scan of the
+      -- whole queue or a comparison of every pair.
+      delete from ${queue} q
+       where q.event_id = any(${texts(finished.map((f) => f.eventId))}) and q.lease_owner = ${workerId}
       returning q.event_id, q.attempts, q.resource_key, q.seq, q.received_at
     ),
     recorded as (
@@ -149,7 +157,8 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
     ),
     -- What each requeued event owed before this run (the statement's snapshot): whether it settled a handler.
     owed_before as (
-      select q.event_id, q.owed from ${queue} q join requeues r on r.event_id = q.event_id where q.lease_owner = ${workerId}
+      select q.event_id, q.owed from ${queue} q join requeues r on r.event_id = q.event_id
+       where q.event_id = any(${texts(requeues.map((r) => r.eventId))}) and q.lease_owner = ${workerId}
     ),
     requeued as (
       update ${queue} q
@@ -165,7 +174,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
                                  and (o.owed is null or o.owed && r.owed)), now())
              end
         from requeues r
-       where q.event_id = r.event_id and q.lease_owner = ${workerId}
+       where q.event_id = r.event_id and q.event_id = any(${texts(requeues.map((r) => r.eventId))}) and q.lease_owner = ${workerId}
       returning q.event_id, q.attempts, q.run_at, q.resource_key, q.seq, q.owed, q.received_at
     ),
     noted as (

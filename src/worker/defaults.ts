@@ -15,7 +15,7 @@ export const WORKER_DEFAULTS = {
    * Events a process claims beyond those it runs, at most, so that fast handlers are not kept waiting for the next
    * claim. The worker holds fewer when handlers are slow: about one second of work (see docs/event-states.md).
    */
-  maxPrefetch: 200,
+  maxPrefetch: 1000,
   /** How long a claim holds an event (at least; see above). */
   leaseMs: 60_000,
   /** A handler running longer fails, and its signal aborts. */

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { capText, describeThrown } from '../internal/scrub.js';
-import { scrubbingChild } from '../logger.js';
+import { lazyScrubbingChild } from '../logger.js';
 import { randomUUID } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import PQueue from 'p-queue';
@@ -145,7 +145,7 @@ export function workerSettings(
 }
 
 /** Outcomes are written together: a batch every few ms, in order (one batch at a time, so a mark lands before its finish). */
-const OUTCOME_BATCH = { maxItems: 500, maxWaitMs: 2 } as const;
+const OUTCOME_BATCH = { maxItems: 2000, maxWaitMs: 2 } as const;
 /** How much work a worker holds ahead of its running handlers, by their recent speed. */
 const PREFETCH_HORIZON_MS = 1000;
 /**
@@ -399,7 +399,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   async function runHandlers(entry: InFlight): Promise<void> {
     const { event } = entry;
     // Handlers log through this too: a handler that logs the event must not put personal data into the app's logs.
-    const log = scrubbingChild(logger, { eventId: event.eventId, eventType: event.eventType, attempt: event.attempt });
+    const log = lazyScrubbingChild(logger, { eventId: event.eventId, eventType: event.eventType, attempt: event.attempt });
     const finish = (status: FinalStatus, lastError: string | null, then?: (held: boolean) => void) =>
       record(entry, { kind: 'finished', eventId: event.eventId, status, lastError }, then);
     try {

@@ -353,7 +353,7 @@ describe('the worker key of the configuration file', () => {
     );
     const resolved = (env: Record<string, string>) =>
       resolveServiceConfig({ env: { PAYHOOKS_WEBHOOK_SECRET: 'whsec', ...env }, cwd: dir, simulatorSession: false });
-    const defaults = { maxPrefetch: 200, pollIntervalMs: 1000 };
+    const defaults = { maxPrefetch: 1000, pollIntervalMs: 1000 };
     expect((await resolved({})).worker).toEqual({
       ...defaults,
       concurrency: 2,
