@@ -50,7 +50,7 @@ export async function benchYear(): Promise<Section> {
   const perDay = scaled(100_000);
   // Long enough for a day's deliveries to be received and drained on a 2-core machine; a day that takes longer
   // overruns into the next partition (reported).
-  const dayS = Number(process.env.BENCH_YEAR_DAY_S ?? Math.max(8, Math.round(45 * scale())));
+  const dayS = Number(process.env.BENCH_YEAR_DAY_S ?? Math.max(8, Math.round(60 * scale())));
   const schema = benchSchema('year');
   const dir = mkdtempSync(join(tmpdir(), 'payhooks-year-'));
   const configFile = join(dir, 'payhooks.config.json');
