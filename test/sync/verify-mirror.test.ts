@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { ensureHistoryPartitions } from '../../src/store/history-partitions.js';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.js';
@@ -98,7 +99,9 @@ describe.each(backends)('verifyMirror on $name', (backend) => {
           },
         ]);
 
-        // A resource the API cannot read: a finished event named a refund the mirror has no row for.
+        // A resource the API cannot read: a finished event named a refund the mirror has no row for (written by hand, into
+        // the partition the store makes when it opens).
+        await ensureHistoryPartitions(store);
         await sql`insert into ${sql.id(store.schema, 'inbox_events')} (event_id, event_type, raw_body, payload, status)
           values ('evt_refund', 'PAYMENT_REFUNDED', '{}', ${JSON.stringify({ data: { refund: { id: 'ref_lost' } } })}::jsonb, 'done')`.execute(
           db,
