@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { PayhooksDatabase } from '../store/database.js';
-import { dropHistoryPartitions, type KeptPartition, type PartitionDropReport } from '../store/history-partitions.js';
+import { dropHistoryPartitions, type KeptPartition, type PartitionDropReport, unfinishedCount } from '../store/history-partitions.js';
 import { assertPruneAge, pruneCutoff } from '../store/maintenance.js';
 import type { CommandContext } from './command-context.js';
 import { confirmBulk } from './confirm-bulk.js';
@@ -56,7 +56,7 @@ async function prune(ctx: CommandContext, store: PayhooksDatabase, olderThanMs: 
   await confirmBulk({ count: events, action: `drop ${countOf(events, 'finished event')} older than ${opts.olderThan}`, yes: opts.yes });
   const report = await dropHistoryPartitions(store, { before });
   const rebuilt = report.kept.filter((p) => p.compacted > 0);
-  const stay = report.kept.reduce((sum, p) => sum + unfinished(p), 0);
+  const stay = report.kept.reduce((sum, p) => sum + unfinishedCount(p.unresolved), 0);
   await ctx.out(
     `dropped ${countOf(finishedEvents(report), 'finished event')}: ${countOf(report.dropped.length, 'partition')} whole, ` +
       `${countOf(rebuilt.length, 'partition')} rebuilt with only their unfinished events; ${countOf(stay, 'unfinished event')} kept`,
@@ -65,10 +65,6 @@ async function prune(ctx: CommandContext, store: PayhooksDatabase, olderThanMs: 
     await ctx.out(
       `${countOf(report.busy.length, 'partition')} left as they were: a long statement held the history's tables (${report.busy.map((p) => p.name).join(', ')}); run prune again`,
     );
-}
-
-function unfinished(partition: KeptPartition): number {
-  return Object.entries(partition.unresolved).reduce((sum, [status, n]) => (status === 'queued' ? sum : sum + n), 0);
 }
 
 function keptLine(partition: KeptPartition): string {

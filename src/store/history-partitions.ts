@@ -198,8 +198,7 @@ export async function dropHistoryPartitions(store: PayhooksDatabase, options: Dr
     // Looked at first without a lock, so that a partition with nothing to drop costs the service nothing.
     const seen = await unresolvedIn(store.db, store.schema, partition);
     const events = await count(store.db);
-    // Queued events are pending in the partition too: counted once, by their status.
-    const unfinished = Object.entries(seen).reduce((sum, [status, n]) => (status === 'queued' ? sum : sum + n), 0);
+    const unfinished = unfinishedCount(seen);
     if (Object.keys(seen).length > 0 && (options.dryRun || events <= unfinished)) {
       report.kept.push({ ...partition, unresolved: seen, compacted: options.dryRun ? Math.max(events - unfinished, 0) : 0 });
       continue;
@@ -266,6 +265,17 @@ async function keepOnlyUnfinished(trx: Queryable, schema: string, partition: His
     await sql`alter table ${sql.id(schema, table)} attach partition ${sql.id(schema, twinName(partition, table))} ${bounds}`.execute(trx);
   }
   return kept;
+}
+
+/**
+ * How many events `unresolved` (from a drop report) keeps: every status counted once; `queued` events are `pending` in
+ * the partition too, so they are not counted again.
+ *
+ * @example
+ * unfinishedCount({ pending: 2, dead: 1, queued: 2 }) // 3
+ */
+export function unfinishedCount(unresolved: Record<string, number>): number {
+  return Object.entries(unresolved).reduce((sum, [status, n]) => (status === 'queued' ? sum : sum + n), 0);
 }
 
 /** The events of a partition that keep it: by status, those not finished, and `queued` for those still in the queue. */

@@ -21,6 +21,7 @@ const PATHS = [
   '/admin/api/events',
   '/admin/api/events/evt_abort',
   '/admin/api/events/evt_abort/replay',
+  '/admin/api/events/evt_abort/effects/resolve',
   '/admin/api/replay',
   '/admin/api/no-such-route',
   '/admin/api/stats',
