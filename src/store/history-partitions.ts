@@ -1,4 +1,5 @@
 import { sql, type Transaction } from 'kysely';
+import { sleep } from '../internal/sleep.js';
 import type { PayhooksDatabase } from './database.js';
 import type { PayhooksTables } from './schema.js';
 
@@ -165,8 +166,10 @@ export interface DropPartitionsOptions {
   /** Count what would go, drop nothing. */
   dryRun?: boolean | undefined;
   /**
-   * How long a drop waits for the locks it needs (while it waits, new statements on the history queue behind it)
-   * before it fails and the partition is left for the next run. Default 1,000 ms.
+   * How long a drop may try for the locks it needs before the partition is left for the next run. Default 1,000 ms.
+   * It tries in short waits (under the server's `deadlock_timeout`), stepping back in between: while it waits, new
+   * statements on the history queue behind it, and a transaction that already holds one of the history's tables and
+   * wants another must never be the one that deadlocks and fails.
    */
   lockTimeoutMs?: number | undefined;
 }
@@ -189,7 +192,6 @@ export interface DropPartitionsOptions {
 export async function dropHistoryPartitions(store: PayhooksDatabase, options: DropPartitionsOptions): Promise<PartitionDropReport> {
   const report: PartitionDropReport = { dropped: [], kept: [], busy: [] };
   const lockTimeoutMs = options.lockTimeoutMs ?? 1000;
-  const parents = HISTORY_TABLES.map((table) => sql.id(store.schema, table));
   for (const partition of await listHistoryPartitions(store)) {
     if (partition.to.getTime() > options.before.getTime()) break;
     const twins = HISTORY_TABLES.map((table) => sql.id(store.schema, twinName(partition, table)));
@@ -207,11 +209,7 @@ export async function dropHistoryPartitions(store: PayhooksDatabase, options: Dr
       report.dropped.push({ ...partition, events });
       continue;
     }
-    const done = store.db.transaction().execute(async (trx) => {
-      await sql`select set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, true)`.execute(trx);
-      // The partitioned tables, in one statement and always in this order: a drop locks them anyway, and holding them
-      // first means no statement can slip in between the check below and the drop.
-      await sql`lock table ${sql.join(parents)} in access exclusive mode`.execute(trx);
+    const locked = await withHistoryLocked(store, lockTimeoutMs, async (trx) => {
       const unresolved = await unresolvedIn(trx, store.schema, partition);
       const total = await count(trx);
       if (Object.keys(unresolved).length === 0) {
@@ -222,13 +220,48 @@ export async function dropHistoryPartitions(store: PayhooksDatabase, options: Dr
       const kept = await keepOnlyUnfinished(trx, store.schema, partition);
       report.kept.push({ ...partition, unresolved, compacted: total - kept });
     });
-    // lock_not_available: the wait for the locks ran out; the other partitions go on, this one is for the next run.
-    await done.catch((err: unknown) => {
-      if ((err as { code?: unknown }).code !== '55P03') throw err;
-      report.busy.push(partition);
-    });
+    // The locks were not had in time: the other partitions go on, this one is for the next run.
+    if (!locked) report.busy.push(partition);
   }
   return report;
+}
+
+/**
+ * Runs `work` in a transaction that holds the history's partitioned tables (and so every partition) in access
+ * exclusive mode, taken in one statement and always in {@link HISTORY_TABLES}' order, so that nothing can slip in
+ * between a check and a drop. Resolves to false when the locks were not had within `budgetMs`.
+ *
+ * Any transaction that holds one history table and then wants another (a replay's, a query joining two of them) could
+ * deadlock with this one. Each try therefore waits less than the server's `deadlock_timeout`, then steps back,
+ * releasing what it took, and tries again: the other side's wait ends before its deadlock check runs, so the drop is
+ * always the one that yields and nothing else fails.
+ */
+async function withHistoryLocked(
+  store: PayhooksDatabase,
+  budgetMs: number,
+  work: (trx: Transaction<PayhooksTables>) => Promise<void>,
+): Promise<boolean> {
+  const parents = HISTORY_TABLES.map((table) => sql.id(store.schema, table));
+  const { rows } = await sql<{ ms: string }>`
+    select extract(epoch from current_setting('deadlock_timeout')::interval) * 1000 as ms`.execute(store.db);
+  const tryMs = Math.max(5, Math.min(200, Math.floor(Number(rows[0]!.ms) / 3)));
+  const deadline = Date.now() + budgetMs;
+  for (;;) {
+    const waitMs = Math.max(1, Math.min(tryMs, deadline - Date.now()));
+    try {
+      await store.db.transaction().execute(async (trx) => {
+        await sql`select set_config('lock_timeout', ${`${waitMs}ms`}, true)`.execute(trx);
+        await sql`lock table ${sql.join(parents)} in access exclusive mode`.execute(trx);
+        await work(trx);
+      });
+      return true;
+    } catch (err) {
+      // lock_not_available: this try's wait ran out.
+      if ((err as { code?: unknown }).code !== '55P03') throw err;
+      if (Date.now() >= deadline) return false;
+      await sleep(Math.min(tryMs, deadline - Date.now()));
+    }
+  }
 }
 
 function twinName(partition: HistoryPartition, table: string): string {

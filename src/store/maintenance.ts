@@ -195,9 +195,11 @@ export async function previewReplay(store: PayhooksDatabase, which: ReplaySelect
 
 /** The effect steps of a replay's selection, counted by state, with a sample (see {@link ReplayEffects}). */
 async function replayEffects(store: PayhooksDatabase, which: ReplaySelection, sampleSize: number): Promise<ReplayEffects> {
+  // inbox_events first: a statement locks its tables in the order it names them, and the history's order
+  // (HISTORY_TABLES) is the one a retention drop takes them in.
   const selected = store.db
-    .selectFrom('effect_steps as s')
-    .innerJoin('inbox_events', 'inbox_events.event_id', 's.event_id')
+    .selectFrom('inbox_events')
+    .innerJoin('effect_steps as s', 's.event_id', 'inbox_events.event_id')
     .where(replayable(store, which));
   const counts = await selected
     .select(['s.state', sql<number>`count(*)::int`.as('n')])

@@ -171,4 +171,44 @@ describe.skipIf(!postgres.available)('history partitions beside a long statement
     expect(next.busy).toEqual([]);
     expect(await getEvent(s, 'evt_busy')).toBeUndefined();
   });
+
+  // What failed CI once: `payhooks replay` counted effect steps joined to their events (effect_steps named first)
+  // while `payhooks prune` locked the history in its order; each held a table the other wanted, and the server's
+  // deadlock check killed the replay's statement.
+  it('a transaction holding one history table that then reads another is never the one to fail: the drop yields', async () => {
+    store = await postgres.open();
+    const s = store;
+    const event = exampleEvent('INVOICE_PAID', { eventId: 'evt_yield' });
+    await storeEvent(s, {
+      eventId: 'evt_yield',
+      eventType: event.eventType,
+      resourceKey: null,
+      rawBody: JSON.stringify(event),
+      headers: {},
+    });
+    await setState(s, 'evt_yield', 'done', { received_at: sql`now() - interval '3 days'` });
+    const { rows } = await sql<{ setting: string }>`select current_setting('deadlock_timeout') as setting`.execute(s.db);
+    expect(rows[0]!.setting).toBe('1s');
+    const [readerOutcome, report] = await Promise.all([
+      s.db.connection().execute(async (reader) => {
+        await sql`begin`.execute(reader);
+        await sql`select count(*) from ${sql.id(s.schema, 'effect_steps')}`.execute(reader);
+        // Long enough for the drop to hold inbox_events and wait for effect_steps.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const read = await sql<{ n: number }>`select count(*)::int as n from ${sql.id(s.schema, 'inbox_events')}`
+          .execute(reader)
+          .then((result) => `read ${result.rows[0]!.n}`)
+          .catch((err: Error) => err.message);
+        // Held past the server's deadlock check (1 s), as a slow transaction would.
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        await sql`commit`.execute(reader);
+        return read;
+      }),
+      dropHistoryPartitions(s, { before: new Date(Date.now() - DAY_MS), lockTimeoutMs: 10_000 }),
+    ]);
+    expect(readerOutcome).toBe('read 1');
+    expect(report.busy).toEqual([]);
+    expect(report.dropped.map((p) => p.events)).toContain(1);
+    expect(await getEvent(s, 'evt_yield')).toBeUndefined();
+  });
 });
