@@ -77,15 +77,30 @@ class Stub {
   }
 }
 
-function startWorker(env: Record<string, string>): Promise<ChildProcess> {
+/**
+ * Starts a worker process that loads and then waits (a spare): {@link goWorker} sets it working. Killed workers are
+ * replaced by the spare at once, and a new spare loads meanwhile, so the scenario does not wait for process starts.
+ */
+function spareWorker(env: Record<string, string>): Promise<ChildProcess> {
   const child = fork(fixture, [], {
     execArgv: ['--import', 'tsx'],
-    env: { ...process.env, DATABASE_URL: pgUrl!, ...env },
+    env: { ...process.env, DATABASE_URL: pgUrl!, ...env, SPARE: '1' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  return untilMessage(child, 'loaded');
+}
+
+/** Sets a spare working; resolves once its worker has started. */
+function goWorker(child: ChildProcess): Promise<ChildProcess> {
+  const started = untilMessage(child, 'started');
+  child.send('go');
+  return started;
+}
+
+function untilMessage(child: ChildProcess, expected: string): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
     const onMessage = (message: unknown) => {
-      if (message !== 'started') return;
+      if (message !== expected) return;
       child.off('message', onMessage);
       child.off('exit', onExit);
       resolve(child);
@@ -105,10 +120,12 @@ describe('effect steps under SIGKILL', () => {
   let store: PayhooksDatabase | undefined;
   let stub: Stub | undefined;
   let worker: ChildProcess | undefined;
+  let spare: Promise<ChildProcess> | undefined;
   afterAll(async () => {
-    if (worker && worker.exitCode === null && worker.signalCode === null) {
-      worker.kill('SIGKILL');
-      await exited(worker);
+    for (const child of [worker, await spare?.catch(() => undefined)]) {
+      if (!child || child.exitCode !== null || child.signalCode !== null) continue;
+      child.kill('SIGKILL');
+      await exited(child);
     }
     await new Promise((resolve) => stub?.server.close(resolve));
     if (store) await dispose(store);
@@ -136,21 +153,24 @@ describe('effect steps under SIGKILL', () => {
         );
 
       const deadline = Date.now() + BUDGET_MS;
-      const env = { PAYHOOKS_SCHEMA: s.schema, STUB_URL: stub.url, LEASE_MS: '2000', CONCURRENCY: '8' };
+      const env = { PAYHOOKS_SCHEMA: s.schema, STUB_URL: stub.url, LEASE_MS: '2000', CONCURRENCY: process.env.EFFECT_CHAOS_CONCURRENCY ?? '32', POOL_SIZE: '16' };
       const settled = async () => {
         const { rows } = await sql<{ n: number }>`
           select count(*)::int as n from ${sql.id(s.schema, 'inbox_events')} where status in ('done', 'needs-review')`.execute(s.db);
         return rows[0]!.n;
       };
       let starts = 0;
+      spare = spareWorker(env);
       while ((await settled()) < EVENTS) {
         if (Date.now() > deadline) throw new Error(`not settled within ${BUDGET_MS} ms: ${await settled()} of ${EVENTS}`);
         if (!worker || worker.exitCode !== null || worker.signalCode !== null) {
-          worker = await startWorker(env);
+          const next = await spare;
+          spare = spareWorker(env);
+          worker = await goWorker(next);
           starts++;
           stub.workerPid = worker.pid;
         }
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        await new Promise((resolve) => setTimeout(resolve, 50));
       }
       worker!.kill('SIGTERM');
       await exited(worker!);
