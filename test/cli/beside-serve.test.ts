@@ -9,6 +9,7 @@ import { readServeSession, serveSessionPath } from '../../src/service/serve-sess
 import { exampleEvent, signedRequest } from '../../src/testing/index.js';
 import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
 import { waitFor } from '../helpers/wait.js';
+import { seedDataDir } from '../helpers/pglite-template.js';
 
 const SECRET = 'beside-serve-secret';
 const deadLetterHandlers = fileURLToPath(new URL('../fixtures/dead-letter-handlers.ts', import.meta.url));
@@ -18,6 +19,7 @@ describe('payhooks events and replay while serve holds the embedded database', (
     timeout: 120_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-beside-'));
+    seedDataDir(join(dir, '.payhooks', 'pgdata'));
     const dataDir = join(dir, '.payhooks', 'pgdata');
     const env = { PAYHOOKS_WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
     const serve = spawnCli(['serve'], env, dir);
@@ -101,6 +103,7 @@ describe('payhooks events and replay while serve holds the embedded database', (
     timeout: 150_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-beside-replay-'));
+    seedDataDir(join(dir, '.payhooks', 'pgdata'));
     const env = { PAYHOOKS_WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
     const serve = spawnCli(['serve', '--handlers', deadLetterHandlers], env, dir);
     const served = collect(serve, 140_000);

@@ -14,6 +14,7 @@ import { collect, runCli } from '../helpers/cli.js';
 import { setState, statuses } from '../helpers/inbox.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { dispose } from '../helpers/stores.js';
+import { seedDataDir } from '../helpers/pglite-template.js';
 
 async function put(store: PayhooksDatabase, eventId: string, eventType: string, status: EventStatus, ageHours: number) {
   await storeEvent(store, { eventId, eventType, resourceKey: null, rawBody: JSON.stringify({ eventId, eventType }), headers: {} });
@@ -38,6 +39,7 @@ async function inDataDir<T>(dataDir: string, work: (store: PayhooksDatabase) => 
 describe('replay, prune and events on the embedded database, as separate processes without a terminal', () => {
   const dir = mkdtempSync(join(tmpdir(), 'payhooks-bulk-'));
   const dataDir = join(dir, 'pgdata');
+  seedDataDir(dataDir);
   const env = { DATABASE_URL: '', PAYHOOKS_DATA_DIR: dataDir };
   const cli = (args: string[]) => runCli(args, env, dir);
   const current = () => inDataDir(dataDir, statuses);

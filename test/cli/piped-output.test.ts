@@ -15,6 +15,7 @@ import { statuses } from '../helpers/inbox.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { freePort } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
+import { seedDataDir } from '../helpers/pglite-template.js';
 
 // A pipe is asynchronous in Node: a CLI that exits before its reader has taken everything loses the rest. These
 // run `payhooks … | reader` through a shell, a real pipe as in a script, into a reader that waits before reading
@@ -180,7 +181,7 @@ const targets: Target[] = [
     name: 'pglite',
     available: true,
     async setUp() {
-      const dataDir = join(mkdtempSync(join(tmpdir(), 'payhooks-piped-')), 'pgdata');
+      const dataDir = seedDataDir(join(mkdtempSync(join(tmpdir(), 'payhooks-piped-')), 'pgdata'));
       const store = await openDatabase({ dataDir });
       try {
         await migrate(store);

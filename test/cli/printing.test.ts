@@ -7,6 +7,7 @@ import { openDatabase } from '../../src/store/database.js';
 import { storeEvent } from '../../src/store/inbox.js';
 import { migrate } from '../../src/store/migrate.js';
 import { runCli } from '../helpers/cli.js';
+import { seedDataDir } from '../helpers/pglite-template.js';
 
 // An escape sequence that clears the screen, a C1 control (CSI), and a forged line break.
 const hostile = 'evt_\u001b[2J\u009b31m\nFAKE';
@@ -25,7 +26,7 @@ describe('printing stored data', () => {
   });
 
   it('events list and events show never put a stored control character on the terminal', { timeout: 90_000 }, async () => {
-    const dataDir = join(mkdtempSync(join(tmpdir(), 'payhooks-print-')), 'pgdata');
+    const dataDir = seedDataDir(join(mkdtempSync(join(tmpdir(), 'payhooks-print-')), 'pgdata'));
     const store = await openDatabase({ dataDir });
     try {
       await migrate(store);

@@ -8,12 +8,13 @@ import { createDefaultScheme } from '../../src/signature/index.js';
 import { openDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
 import { runCli } from '../helpers/cli.js';
+import { seedDataDir } from '../helpers/pglite-template.js';
 
 describe('payhooks quarantine', () => {
   it('lists what is held (also as events list --status quarantined), shows it, releases one and discards another', {
     timeout: 180_000,
   }, async () => {
-    const dataDir = join(mkdtempSync(join(tmpdir(), 'payhooks-quarantine-')), 'pgdata');
+    const dataDir = seedDataDir(join(mkdtempSync(join(tmpdir(), 'payhooks-quarantine-')), 'pgdata'));
     const store = await openDatabase({ dataDir });
     const scheme = createDefaultScheme({ secrets: 'cli-quarantine' });
     const send = async (body: string) => {

@@ -13,6 +13,7 @@ import { openDatabase } from '../../src/store/database.js';
 import { collect, spawnCli, waitForLog } from '../helpers/cli.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { dispose } from '../helpers/stores.js';
+import { seedDataDir } from '../helpers/pglite-template.js';
 
 /** Every route serve answers, plus two it does not (one under the console's prefix). */
 const PATHS = [
@@ -65,6 +66,7 @@ const SECRET = 'aborted-requests-secret';
 
 async function sweep(database: { DATABASE_URL: string } & Record<string, string>, adminToken: string | undefined) {
   const dir = mkdtempSync(join(tmpdir(), 'payhooks-abort-'));
+  if (database.DATABASE_URL === '') seedDataDir(join(dir, '.payhooks', 'pgdata'));
   const env = { PAYHOOKS_WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1', PAYHOOKS_ADMIN_TOKEN: adminToken, ...database };
   const serve = spawnCli(['serve'], env, dir);
   const done = collect(serve, 110_000);

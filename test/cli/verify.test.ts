@@ -21,6 +21,7 @@ import { collect, runCli, spawnCli } from '../helpers/cli.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { listen } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
+import { seedDataDir } from '../helpers/pglite-template.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -103,6 +104,7 @@ describe.each(BACKENDS)('payhooks verify after a day of traffic, on $name', (bac
       const schema = uniqueSchema('verify');
       const mirrorSchema = `${schema}_mirror`;
       const dataDir = join(mkdtempSync(join(tmpdir(), 'payhooks-verify-day-')), 'pgdata');
+      if (backend.name !== 'postgres') seedDataDir(dataDir);
       const open = () => openDatabase(backend.name === 'postgres' ? { url: pgUrl!, schema } : { dataDir, schema });
       let store: PayhooksDatabase | undefined = await open();
       let hooks: Payhooks<ApiClient> | undefined;

@@ -15,6 +15,7 @@ import { exampleEvent, signedRequest } from '../../src/testing/index.js';
 import { cliNodeArgs, collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
 import { listen } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
+import { seedDataDir } from '../helpers/pglite-template.js';
 
 const TOKEN = '2cxLq1SMOreRAkf9Im0RSs4zShah98pxTJXFZBQ3';
 const SECRET = 'mount-secret';
@@ -185,6 +186,7 @@ describe('payhooks serve and PAYHOOKS_ADMIN_TOKEN', () => {
   }, async () => {
     for (const token of [TOKEN, undefined]) {
       const dir = mkdtempSync(join(tmpdir(), 'payhooks-admin-serve-'));
+      seedDataDir(join(dir, '.payhooks', 'pgdata'));
       const serve = spawnCli(['serve'], { ...env, PAYHOOKS_ADMIN_TOKEN: token }, dir);
       const done = collect(serve, 80_000);
       try {
@@ -242,6 +244,7 @@ describe('payhooks serve and PAYHOOKS_ADMIN_TOKEN', () => {
     timeout: 90_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-admin-serve-'));
+    seedDataDir(join(dir, '.payhooks', 'pgdata'));
     const serve = spawnCli(['serve'], { ...env, PAYHOOKS_ADMIN_TOKEN: TOKEN }, dir);
     const done = collect(serve, 80_000);
     try {
@@ -313,6 +316,7 @@ describe("payhooks events list beside serve, through serve's console API", () =>
   }, async () => {
     const env = { PAYHOOKS_WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-admin-pages-'));
+    seedDataDir(join(dir, '.payhooks', 'pgdata'));
     const serve = spawnCli(['serve'], env, dir);
     const done = collect(serve, 170_000);
     const beside: Record<string, string> = {};

@@ -4,7 +4,7 @@
 // `useTemplates` (test/setup-db.ts) makes every `memory://` database of a test a copy of one of them. A copy is
 // the same database a fresh start makes; production never does this (setMemoryPGliteSource is test-only).
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,12 +15,17 @@ import { MIGRATIONS_DIR, migrate } from '../../src/store/migrate.js';
 /** The schema whose `memory://` databases start migrated (test/helpers/stores.ts opens its PGlite stores in it). */
 export const TEMPLATE_SCHEMA = 'store_template';
 
-/** Where the two tarballs of a run are. */
+/** Where the two tarballs of a run are, and the data directory on disk. */
 export interface PGliteTemplates {
   /** A new cluster, as `PGlite.create('memory://')` makes it. */
   empty: string;
   /** The same with payhooks' migrations applied in {@link TEMPLATE_SCHEMA}. */
   migrated: string;
+  /**
+   * A data directory on disk as `payhooks migrate` leaves a new one (the default schema, `payhooks`): what
+   * {@link seedDataDir} copies for a spawned `payhooks serve` whose test is not about creating the database.
+   */
+  dataDir: string;
 }
 
 const pgliteDist = dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
@@ -38,9 +43,14 @@ export async function buildPGliteTemplates(): Promise<PGliteTemplates> {
     hash.update(name).update(readFileSync(join(MIGRATIONS_DIR, name)));
   const key = hash.digest('hex').slice(0, 16);
   const dir = fileURLToPath(new URL('../../node_modules/.cache/payhooks-pglite-templates/', import.meta.url));
-  const templates = { empty: join(dir, `${key}-empty.tar`), migrated: join(dir, `${key}-migrated.tar`) };
-  if (existsSync(templates.empty) && existsSync(templates.migrated)) return templates;
+  const templates = {
+    empty: join(dir, `${key}-empty.tar`),
+    migrated: join(dir, `${key}-migrated.tar`),
+    dataDir: join(dir, `${key}-pgdata`),
+  };
   mkdirSync(dir, { recursive: true });
+  if (!existsSync(templates.dataDir)) await buildDataDir(templates.dataDir);
+  if (existsSync(templates.empty) && existsSync(templates.migrated)) return templates;
   let pglite: PGlite | undefined;
   setMemoryPGliteSource(async () => {
     pglite = await PGlite.create('memory://');
@@ -62,6 +72,43 @@ export async function buildPGliteTemplates(): Promise<PGliteTemplates> {
   return templates;
 }
 
+/** Makes the data directory on disk whole or not at all (built beside it, then renamed into place). */
+async function buildDataDir(path: string): Promise<void> {
+  const partial = `${path}.${process.pid}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  const store = await openDatabase({ dataDir: partial });
+  try {
+    await migrate(store);
+  } finally {
+    await store.close();
+  }
+  try {
+    renameSync(partial, path);
+  } catch (err) {
+    // Another run made it first: theirs is the same.
+    if (!existsSync(path)) throw err;
+    rmSync(partial, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Makes `target` (a data directory that does not exist yet) a copy of the migrated one on disk, so that a spawned
+ * `payhooks serve` or command on the embedded database skips initdb and the migrations (about 3 s of CPU a process
+ * on the 2-core machine). For tests that are not about a database's first start; those keep an empty folder.
+ *
+ * @example
+ * seedDataDir(join(cwd, '.payhooks', 'pgdata')); // where serve looks by default in `cwd`
+ */
+export function seedDataDir(target: string): string {
+  if (!seededFrom) throw new Error('seedDataDir is for the db, e2e and soak tiers (test/setup-db.ts gives it the template)');
+  if (existsSync(target)) throw new Error(`seedDataDir: ${target} exists already`);
+  mkdirSync(dirname(target), { recursive: true });
+  cpSync(seededFrom, target, { recursive: true });
+  return target;
+}
+
+let seededFrom: string | undefined;
+
 /** Writes the data directory whole or not at all: two runs may make the same template at once. */
 async function save(pglite: PGlite, path: string): Promise<void> {
   const tarball = await pglite.dumpDataDir('none');
@@ -72,6 +119,7 @@ async function save(pglite: PGlite, path: string): Promise<void> {
 
 /** Makes every `memory://` database of this test file a copy of a template: migrated in {@link TEMPLATE_SCHEMA}. */
 export function useTemplates(templates: PGliteTemplates): void {
+  seededFrom = templates.dataDir;
   const blobs = new Map<string, Blob>();
   const blob = (path: string) => {
     const found = blobs.get(path) ?? new Blob([readFileSync(path)]);

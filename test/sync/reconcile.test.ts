@@ -18,6 +18,7 @@ import { freePort } from '../helpers/servers.js';
 import { dropMirrorSchema } from '../helpers/mirror.js';
 import { backends, dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
+import { seedDataDir } from '../helpers/pglite-template.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -138,6 +139,7 @@ describe('payhooks reconcile on the command line', () => {
       await client.customers.create({ username: 'cli-missed' });
       await waitFor(() => simulator.webhookEvents()[0]?.status === 'failed', 'the sender to give up');
       const dir = mkdtempSync(join(tmpdir(), 'payhooks-reconcile-'));
+      seedDataDir(join(dir, '.payhooks', 'pgdata'));
       const env = { DATABASE_URL: '', PAYHOOKS_API_KEY: 'sk_test_cli', PAYHOOKS_API_URL: simulator.url };
       const dry = await runCli(['reconcile', '--since', '1d', '--dry-run'], env, dir);
       expect(dry.code).toBe(0);

@@ -153,7 +153,13 @@ describe('effect steps under SIGKILL', () => {
         );
 
       const deadline = Date.now() + BUDGET_MS;
-      const env = { PAYHOOKS_SCHEMA: s.schema, STUB_URL: stub.url, LEASE_MS: '2000', CONCURRENCY: process.env.EFFECT_CHAOS_CONCURRENCY ?? '32', POOL_SIZE: '16' };
+      const env = {
+        PAYHOOKS_SCHEMA: s.schema,
+        STUB_URL: stub.url,
+        LEASE_MS: '2000',
+        CONCURRENCY: process.env.EFFECT_CHAOS_CONCURRENCY ?? '32',
+        POOL_SIZE: '16',
+      };
       const settled = async () => {
         const { rows } = await sql<{ n: number }>`
           select count(*)::int as n from ${sql.id(s.schema, 'inbox_events')} where status in ('done', 'needs-review')`.execute(s.db);
