@@ -12,7 +12,7 @@ import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
-const handlers = fileURLToPath(new URL('../fixtures/spinning-handlers.ts', import.meta.url));
+const handlers = fileURLToPath(new URL('../fixtures/spinning-handlers.mjs', import.meta.url));
 const scheme = createDefaultScheme({ secrets: 'spin-secret' });
 
 function lines(path: string): string[] {

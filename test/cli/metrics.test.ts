@@ -14,7 +14,7 @@ import { freePort } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
 import { seedDataDir } from '../helpers/pglite-template.js';
 
-const handlers = fileURLToPath(new URL('../fixtures/metrics-handlers.ts', import.meta.url));
+const handlers = fileURLToPath(new URL('../fixtures/metrics-handlers.mjs', import.meta.url));
 const API_KEY = 'sk_test_metrics_key_0123456789';
 const EMAIL = 'maria.fernanda@example.com';
 const PHONE = '+525598765432';

@@ -13,7 +13,7 @@ import { dispose } from '../helpers/stores.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 
-const handlers = fileURLToPath(new URL('../fixtures/handlers.ts', import.meta.url));
+const handlers = fileURLToPath(new URL('../fixtures/handlers.mjs', import.meta.url));
 const scheme = createDefaultScheme({ secrets: 'partition-secret' });
 
 function handledIds(path: string): string[] {

@@ -19,7 +19,7 @@ import { freePort, listen } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
 import { seedDataDir } from '../helpers/pglite-template.js';
 
-const lateFeeHandlers = fileURLToPath(new URL('../fixtures/late-fee-handlers.ts', import.meta.url));
+const lateFeeHandlers = fileURLToPath(new URL('../fixtures/late-fee-handlers.mjs', import.meta.url));
 
 /** The HTTP headers a relay must not copy: they describe one connection, not the request. */
 const HOP_BY_HOP = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive']);

@@ -21,7 +21,7 @@ import { listen } from '../helpers/servers.js';
 import { dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
-const handlers = fileURLToPath(new URL('../fixtures/tracing-handlers.ts', import.meta.url));
+const handlers = fileURLToPath(new URL('../fixtures/tracing-handlers.mjs', import.meta.url));
 const SECRET = 'whsec_serve_tracing';
 const TARGET_SECRET = 'whsec_serve_tracing_target';
 const API_KEY = 'sk_test_serve_tracing';

@@ -17,7 +17,7 @@ import { waitFor } from '../helpers/wait.js';
 import { seedDataDir } from '../helpers/pglite-template.js';
 
 const SECRET = 'worker-options-secret';
-const failingHandlers = fileURLToPath(new URL('../fixtures/failing-handlers.ts', import.meta.url));
+const failingHandlers = fileURLToPath(new URL('../fixtures/failing-handlers.mjs', import.meta.url));
 const WORKER = { concurrency: 2, maxAttempts: 3, pollIntervalMs: 50, backoff: { baseMs: 200, maxMs: 400 } };
 const EVENT_IDS = ['evt_opts_1', 'evt_opts_2'];
 

@@ -16,9 +16,9 @@ import { post, signedDelivery } from '../helpers/deliveries.js';
 import { waitFor } from '../helpers/wait.js';
 import { seedDataDir } from '../helpers/pglite-template.js';
 
-const handlers = fileURLToPath(new URL('../fixtures/handlers.ts', import.meta.url));
-const typoHandlers = fileURLToPath(new URL('../fixtures/typo-handlers.ts', import.meta.url));
-const apiHandlers = fileURLToPath(new URL('../fixtures/api-handlers.ts', import.meta.url));
+const handlers = fileURLToPath(new URL('../fixtures/handlers.mjs', import.meta.url));
+const typoHandlers = fileURLToPath(new URL('../fixtures/typo-handlers.mjs', import.meta.url));
+const apiHandlers = fileURLToPath(new URL('../fixtures/api-handlers.mjs', import.meta.url));
 
 /** True once the handler has written to the file (it does not exist before). */
 function hasContent(path: string): boolean {
