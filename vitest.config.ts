@@ -22,9 +22,10 @@ const TIER_OPTIONS: Record<Tier, NonNullable<TestProjectInlineConfiguration['tes
   unit: { isolate: false },
   db: databases,
   e2e: databases,
-  // After the others, one file at a time: these scenarios bound how long recovery may take and how much memory a
-  // flood may use, which another test file on the same cores would make unfair.
-  soak: { ...databases, maxWorkers: 1, sequence: { groupOrder: 1 } },
+  // After the others, so that the quick tiers report first and these scenarios, which bound how long recovery may take
+  // and how much memory a flood may use, share the cores only with each other: two at a time, like the other tiers
+  // (the longest, the effect chaos run, would otherwise keep the others waiting).
+  soak: { ...databases, sequence: { groupOrder: 1 } },
 };
 
 export default defineConfig({
