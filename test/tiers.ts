@@ -33,6 +33,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/docs/event-reference.test.ts',
     'test/docs/links.test.ts',
     'test/events/catalog.test.ts',
+    'test/events/parse-json-event.test.ts',
     'test/logger.test.ts',
     'test/public-surface.test.ts',
     'test/receiver/node-body-reader.test.ts',
@@ -59,6 +60,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/sync/verify-compare.test.ts',
     'test/tiers.test.ts',
     'test/worker/history-settings.test.ts',
+    'test/worker/task-queue.test.ts',
   ],
   db: [
     'test/cli/service-start.test.ts',

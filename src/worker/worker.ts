@@ -3,21 +3,21 @@ import { capText, describeThrown } from '../internal/scrub.js';
 import { lazyScrubbingChild } from '../logger.js';
 import { randomUUID } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
-import PQueue from 'p-queue';
 import type { Logger } from 'pino';
-import { parseBodyJson, parseEvent } from '../events/index.js';
+import { parseBodyJson, parseJsonEvent, type UnknownEvent, type WebhookEvent } from '../events/index.js';
 import { claimEvents, type ClaimedEvent } from '../store/claim.js';
 import { assertSchemaName, type PayhooksDatabase } from '../store/database.js';
 import { newEventChannel } from '../store/inbox.js';
 import { appSearchPath, setLocalSearchPath } from '../store/migrate.js';
 import { Batcher } from '../internal/batcher.js';
+import { TaskQueue } from '../internal/task-queue.js';
 import { within } from '../internal/within.js';
 import { extendLeases, type FinalStatus, markHandlerCompleted, type Outcome, recordOutcomes, releaseLeases } from '../store/outcomes.js';
 import type { PayhooksTables } from '../store/schema.js';
 import { WORKER_DEFAULTS } from './defaults.js';
 import { eventRetryDelay, type BackoffOptions } from './retry-delay.js';
 import { vacuumQueue } from '../store/maintenance.js';
-import { DeadLetterError, failureVerdict, type HandlerFailure } from './handler-errors.js';
+import { DeadLetterError, type FailureVerdict, failureVerdict, type HandlerFailure } from './handler-errors.js';
 import type { GivenUpHandler } from '../store/claim.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
 import { createEffectRunner, EffectNeedsReviewError, type EffectRunner } from './effects.js';
@@ -87,13 +87,45 @@ export interface Worker {
 interface InFlight {
   event: ClaimedEvent;
   started: boolean;
-  abort: AbortController;
+  /** Set by stop() when it aborts the run (the reason): the lease is given back there, and nothing is recorded. */
+  shutdown?: Error | undefined;
+  /** The shutdown signal's controller, made only when a handler asks for a signal (see `shutdownSignal`). */
+  abort?: AbortController | undefined;
   /** By this process's clock, when the lease runs out unless extended (with a margin: see `leaseSafetyMs`). */
   leaseUntil: number;
   /** Another worker has taken the event (its lease ran out): run no further handler, record nothing. */
   lost: boolean;
   /** The attempt's `webhook.process` span, once it runs: told how the attempt ended. */
   span?: Span | undefined;
+}
+
+/** What the handlers of one attempt of an event share. */
+interface AttemptRun {
+  entry: InFlight;
+  /** The event's logger (each handler's is a child of it, made when the handler first asks for it). */
+  log: Logger;
+  /** `ctx.shared`'s values, made on first use: the handlers of this attempt share a read, the next attempt reads afresh. */
+  shared: Map<string, Promise<unknown>> | undefined;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null | undefined)?.then === 'function';
+}
+
+/** A stored body as its handlers get it, or why the event is invalid (with the failing paths, for the log). */
+type StoredEvent = { ok: true; event: WebhookEvent | UnknownEvent } | { ok: false; lastError: string; issues?: string[] | undefined };
+
+function readStoredEvent(rawBody: string): StoredEvent {
+  let json: unknown;
+  try {
+    json = parseBodyJson(rawBody);
+  } catch {
+    // The receiver only stores JSON; a row written by other means can still be broken, and retrying won't mend it.
+    return { ok: false, lastError: 'The stored body is not valid JSON.' };
+  }
+  const parsed = parseJsonEvent(json);
+  if (parsed.ok) return parsed;
+  return { ok: false, lastError: capText(parsed.error.message), issues: parsed.error.issues.map((i) => i.path) };
 }
 
 class HandlerTimeoutError extends Error {
@@ -158,6 +190,9 @@ const OUTCOME_RETRY_MS = 1000;
 
 const INTERNAL_SPAN: InSpanOptions = {};
 
+/** The verdict on a run where no handler failed (most runs): nothing given up, nothing retried. */
+const NO_FAILURES: FailureVerdict = { givenUp: [], retried: [], delayMs: 0 };
+
 /** How an attempt ended, for its span's `payhooks.event.outcome`. */
 function spanOutcome(outcome: Outcome): string {
   if (outcome.kind === 'finished') return outcome.status;
@@ -180,7 +215,7 @@ function describeFailures(failures: readonly HandlerFailure[], givenUpBefore: re
 }
 
 /**
- * Creates the worker loop: claim due events in batches, run their handlers on a p-queue, record outcomes in
+ * Creates the worker loop: claim due events in batches, run their handlers on a {@link TaskQueue}, record outcomes in
  * batches, repeat. Per event it makes no round trip of its own: the claim brings the completed handlers along,
  * leases are extended for all held events at once, and outcomes (completion marks included) are written by one
  * statement per batch. A handler that uses `ctx.transaction` commits its mark with its writes, as before.
@@ -197,7 +232,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   // A run does not start this close to the end of its lease: another worker may be about to take the event.
   const leaseSafetyMs = Math.min(leaseMs / 4, 5000);
 
-  const queue = new PQueue({ concurrency });
+  const queue = new TaskQueue(concurrency);
   /** Claimed and not yet recorded, by eventId: running, waiting to run, or having its outcome written. */
   const held = new Map<string, InFlight>();
   /** Of `held`, those claimed and not yet finished running (the rest wait for their outcome to be written). */
@@ -268,10 +303,10 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         const claimed = await claimEvents(store, { workerId, limit: room, leaseMs, maxAttempts, onBuried: reportBuried });
         const claimedAt = Date.now();
         for (const event of claimed) {
-          const entry: InFlight = { event, started: false, abort: new AbortController(), leaseUntil: claimedAt + leaseMs, lost: false };
+          const entry: InFlight = { event, started: false, leaseUntil: claimedAt + leaseMs, lost: false };
           held.set(event.eventId, entry);
           unfinished++;
-          void queue.add(() => runEvent(entry));
+          queue.add(() => runEvent(entry));
         }
         if (claimed.length === room) pumpAgain = true;
       } while (pumpAgain && running);
@@ -388,7 +423,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   /** Whether the run may go on: not shut down, and the lease is held and far enough from running out. */
   function leaseHeld(entry: InFlight, log: Logger): boolean {
     // Shutdown: stop() gives the lease back; a run it abandoned ends here, and records no outcome.
-    if (entry.abort.signal.aborted) return false;
+    if (entry.shutdown) return false;
     if (!entry.lost && Date.now() < entry.leaseUntil - leaseSafetyMs) return true;
     entry.lost = true;
     log.warn('lost the lease (it ran out, or another worker took the event); stopping this run');
@@ -400,28 +435,18 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     const { event } = entry;
     // Handlers log through this too: a handler that logs the event must not put personal data into the app's logs.
     const log = lazyScrubbingChild(logger, { eventId: event.eventId, eventType: event.eventType, attempt: event.attempt });
-    const finish = (status: FinalStatus, lastError: string | null, then?: (held: boolean) => void) =>
-      record(entry, { kind: 'finished', eventId: event.eventId, status, lastError }, then);
     try {
       if (!leaseHeld(entry, log)) return;
-      let json: unknown;
-      try {
-        json = parseBodyJson(event.rawBody);
-      } catch {
-        // The receiver only stores JSON; a row written by other means can still be broken, and retrying won't mend it.
-        finish('invalid', 'The stored body is not valid JSON.');
-        return;
-      }
-      const parsed = parseEvent(json);
+      const parsed = readStoredEvent(event.rawBody);
       if (!parsed.ok) {
-        finish('invalid', capText(parsed.error.message));
-        log.warn({ issues: parsed.error.issues.map((i) => i.path) }, 'event data does not match its schema; marked invalid');
+        finish(entry, 'invalid', parsed.lastError);
+        if (parsed.issues) log.warn({ issues: parsed.issues }, 'event data does not match its schema; marked invalid');
         return;
       }
       const handlers = registry.for(event.eventType);
       if (handlers.length === 0) {
         // An ignored event is money nobody booked if the type was meant to be handled: say so every time, never silently.
-        finish('ignored', null, (stillHeld) => {
+        finish(entry, 'ignored', null, (stillHeld) => {
           if (!stillHeld) return;
           log.warn(
             { registeredTypes: registry.types },
@@ -431,10 +456,13 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         });
         return;
       }
-      // Settled on an earlier attempt (completed, or given up): not run again.
-      const settled = new Set([...event.completedHandlers, ...event.givenUp.map((g) => g.handler)]);
+      // Settled on an earlier attempt (completed, or given up): not run again. Most events have none, and get no set.
+      const settled =
+        event.completedHandlers.length + event.givenUp.length > 0
+          ? new Set([...event.completedHandlers, ...event.givenUp.map((g) => g.handler)])
+          : undefined;
       // Owed by an earlier event of the resource: not run for this one until it has settled them (order per sink).
-      const blocked = new Set(event.blockedHandlers);
+      const blocked = event.blockedHandlers.length > 0 ? new Set(event.blockedHandlers) : undefined;
       // One handler's failure holds back no other: each runs, completions are recorded, and each failure is then
       // retried or given up for its own handler (a sink down must not stall the mirror or another sink).
       const failures: HandlerFailure[] = [];
@@ -442,91 +470,125 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       // Handlers stopped by an effect step of unknown outcome that may not be called again: held for an operator.
       const reviews: HandlerFailure[] = [];
       // ctx.shared's values: one map per attempt, so that the handlers of this run share a read and the next attempt reads afresh.
-      const shared = new Map<string, Promise<unknown>>();
+      const attemptRun: AttemptRun = { entry, log, shared: undefined };
       for (const handler of handlers) {
-        if (settled.has(handler.name)) continue;
-        if (blocked.has(handler.name)) {
+        if (settled?.has(handler.name)) continue;
+        if (blocked?.has(handler.name)) {
           skipped.push(handler.name);
           continue;
         }
         if (!leaseHeld(entry, log)) return;
-        const handlerLog = log.child({ handler: handler.name });
         const started = performance.now();
         const startedAt = new Date();
-        const run = () => ({ attempt: event.attempt, startedAt, endedAt: new Date() });
-        // Every run is kept, in the batch that carries the outcome (no statement more): a completion carries its run.
-        const attempted = (error: string | null) =>
-          void write(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error, ...run() }).catch(() => undefined);
-        const observe = (failed: boolean) =>
-          options.onHandlerRun?.({
-            handler: handler.name,
-            eventType: event.eventType,
-            failed,
-            seconds: (performance.now() - started) / 1000,
-          });
         try {
           const markedInTransaction = await inSpan('webhook.handler', INTERNAL_SPAN, async (span) => {
             if (span.isRecording()) span.setAttribute('payhooks.handler.name', handler.name);
             try {
-              return await runHandler(handler, parsed.event, entry, handlerLog, shared);
+              return await runHandler(handler, parsed.event, attemptRun);
             } catch (err) {
               // Named for what the worker makes of it: retried, or given up (DeadLetterError).
               failSpan(span, err);
               throw err;
             }
           });
-          observe(false);
-          // Written with the event's outcome, or before it: the batches go out in order.
-          if (!markedInTransaction)
-            void write(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name, run: run() }).catch(() => undefined);
-          else attempted(null);
+          observe(handler, event, started, false);
+          // Written with the event's outcome, or before it: the batches go out in order. Every run is kept, in the
+          // batch that carries the outcome (no statement more): a completion carries its run.
+          const run = { attempt: event.attempt, startedAt, endedAt: new Date() };
+          if (!markedInTransaction) writeAside(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name, run });
+          else writeAside(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error: null, ...run });
         } catch (err) {
-          if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
-          observe(true);
-          attempted(describeThrown(err));
+          if (entry.shutdown) return; // shutdown: the lease is given back in stop()
+          observe(handler, event, started, true);
+          const run = { attempt: event.attempt, startedAt, endedAt: new Date() };
+          writeAside(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error: describeThrown(err), ...run });
           if (err instanceof EffectNeedsReviewError) {
             reviews.push({ handler: handler.name, error: err });
             continue;
           }
           failures.push({ handler: handler.name, error: err });
-          handlerLog.warn({ err }, 'handler failed');
+          log.warn({ err, handler: handler.name }, 'handler failed');
         }
       }
-      if (entry.abort.signal.aborted) return;
+      if (entry.shutdown) return;
       settle(entry, failures, skipped, reviews, log);
     } catch (err) {
       recordWorkerFailure(entry, err, log);
     }
   }
 
+  /** Hands the event's final state over to be written. */
+  function finish(entry: InFlight, status: FinalStatus, lastError: string | null, then?: (held: boolean) => void): void {
+    record(entry, { kind: 'finished', eventId: entry.event.eventId, status, lastError }, then);
+  }
+
+  /** Hands over an outcome nobody waits for (a mark, a run): written with the event's outcome, or before it. */
+  function writeAside(entry: InFlight, outcome: Outcome): void {
+    write(entry, outcome).catch(() => undefined);
+  }
+
+  function observe(handler: RegisteredHandler<Api>, event: ClaimedEvent, started: number, failed: boolean): void {
+    options.onHandlerRun?.({ handler: handler.name, eventType: event.eventType, failed, seconds: (performance.now() - started) / 1000 });
+  }
+
+  /**
+   * The shutdown signal of a run, made when something first asks for it (most runs never do): aborted by stop(), or
+   * at once when stop() already has.
+   */
+  function shutdownSignal(entry: InFlight): AbortSignal {
+    entry.abort ??= new AbortController();
+    if (entry.shutdown && !entry.abort.signal.aborted) entry.abort.abort(entry.shutdown);
+    return entry.abort.signal;
+  }
+
   /** Runs one handler under its timeout; resolves to whether it recorded its completion in `ctx.transaction`. */
   async function runHandler(
     handler: RegisteredHandler<Api>,
     event: Parameters<RegisteredHandler<Api>['run']>[0],
-    entry: InFlight,
-    log: Logger,
-    shared: Map<string, Promise<unknown>>,
+    attemptRun: AttemptRun,
   ): Promise<boolean> {
-    const controller = new AbortController();
-    const onShutdown = () => controller.abort(entry.abort.signal.reason);
-    entry.abort.signal.addEventListener('abort', onShutdown, { once: true });
+    const { entry } = attemptRun;
+    // The handler's signal and logger are made when it first asks for them: a handler that uses neither costs no
+    // AbortController, listener or child logger.
+    let controller: AbortController | undefined;
+    /** Why the handler's signal is aborted, once it is (a timeout), whether or not it was made yet. */
+    let abortedBy: unknown;
+    let handlerLog: Logger | undefined;
+    const onShutdown = () => controller?.abort(entry.abort?.signal.reason);
+    const signal = (): AbortSignal => {
+      if (controller) return controller.signal;
+      controller = new AbortController();
+      if (abortedBy !== undefined) controller.abort(abortedBy);
+      else {
+        const shutdown = shutdownSignal(entry);
+        if (shutdown.aborted) controller.abort(shutdown.reason);
+        else shutdown.addEventListener('abort', onShutdown, { once: true });
+      }
+      return controller.signal;
+    };
     let markedInTransaction = false;
     let effect: EffectRunner | undefined;
     let inTransaction = false;
     const ctx: HandlerContext<Api> = {
       attempt: entry.event.attempt,
       receivedAt: entry.event.receivedAt,
-      logger: log,
+      get logger() {
+        handlerLog ??= attemptRun.log.child({ handler: handler.name });
+        return handlerLog;
+      },
       api: options.api,
-      signal: controller.signal,
+      get signal() {
+        return signal();
+      },
       shared<T>(key: string, compute: (signal: AbortSignal) => Promise<T>): Promise<T> {
-        let value = shared.get(key) as Promise<T> | undefined;
+        attemptRun.shared ??= new Map();
+        let value = attemptRun.shared.get(key) as Promise<T> | undefined;
         if (!value) {
           // The shutdown signal, not this handler's: a timeout of the handler that started it must not fail the others' wait.
-          value = Promise.resolve().then(() => compute(entry.abort.signal));
+          value = Promise.resolve().then(() => compute(shutdownSignal(entry)));
           // Awaited by whoever asks; an unasked rejection must not stop the process.
           value.catch(() => undefined);
-          shared.set(key, value);
+          attemptRun.shared.set(key, value);
         }
         return value;
       },
@@ -546,8 +608,8 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           receivedAt: entry.event.receivedAt,
           handler: handler.name,
           attempt: entry.event.attempt,
-          signal: controller.signal,
-          logger: log,
+          signal: signal(),
+          logger: ctx.logger,
         });
         return effect(name, fn, stepOptions);
       },
@@ -569,19 +631,22 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         });
       },
     };
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const error = new HandlerTimeoutError(handler.name, handlerTimeoutMs);
-        controller.abort(error);
-        reject(error);
-      }, handlerTimeoutMs);
-    });
     try {
-      await Promise.race([Promise.resolve(handler.run(event, ctx)), timeout]);
+      const result = handler.run(event, ctx);
+      // A handler that returned without a promise has finished: there is nothing left to time out.
+      if (!isThenable(result)) return markedInTransaction;
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve, reject) => {
+        timer = setTimeout(() => {
+          const error = new HandlerTimeoutError(handler.name, handlerTimeoutMs);
+          abortedBy = error;
+          controller?.abort(error);
+          reject(error);
+        }, handlerTimeoutMs);
+        result.then(() => resolve(), reject);
+      }).finally(() => clearTimeout(timer));
     } finally {
-      clearTimeout(timer);
-      entry.abort.signal.removeEventListener('abort', onShutdown);
+      if (controller) entry.abort?.signal.removeEventListener('abort', onShutdown);
     }
     return markedInTransaction;
   }
@@ -592,15 +657,18 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
    * `dead` when any handler gave up, now or on an earlier attempt, else `done`.
    */
   function settle(entry: InFlight, failures: HandlerFailure[], skipped: string[], reviews: HandlerFailure[], log: Logger): void {
-    if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
+    if (entry.shutdown) return; // shutdown: the lease is given back in stop()
     const { eventId, attempt, givenUp: givenUpBefore } = entry.event;
-    const verdict = failureVerdict(
-      failures,
-      attempt,
-      maxAttempts,
-      eventRetryDelay(attempt, options.backoff),
-      options.backoff?.maxMs ?? WORKER_DEFAULTS.backoff.maxMs,
-    );
+    const verdict =
+      failures.length === 0
+        ? NO_FAILURES
+        : failureVerdict(
+            failures,
+            attempt,
+            maxAttempts,
+            eventRetryDelay(attempt, options.backoff),
+            options.backoff?.maxMs ?? WORKER_DEFAULTS.backoff.maxMs,
+          );
     for (const { handler, error } of verdict.givenUp) {
       void write(entry, { kind: 'gaveUp', eventId, handler, error: describeThrown(error) }).catch(() => undefined);
       log.error(
@@ -610,7 +678,8 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           : `handler ${handler} failed on the last of ${maxAttempts} attempts and gave up on the event; it ends dead once its other handlers are through (replay it once fixed)`,
       );
     }
-    const lastError = describeFailures([...reviews, ...failures], givenUpBefore);
+    const lastError =
+      failures.length + reviews.length + givenUpBefore.length === 0 ? null : describeFailures([...reviews, ...failures], givenUpBefore);
     // A handler held for review is owed like a failed one while the event is still retried or parked: it runs again
     // then, and stops at the same step, calling nothing, until an operator has resolved it.
     const held = reviews.map((r) => r.handler);
@@ -651,7 +720,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
 
   /** A failure outside any handler: the whole event is retried (every handler of later events of its resource waits). */
   function recordWorkerFailure(entry: InFlight, err: unknown, log: Logger): void {
-    if (entry.abort.signal.aborted) return;
+    if (entry.shutdown) return;
     const { eventId, attempt } = entry.event;
     const lastError = describeThrown(err);
     if (attempt >= maxAttempts) {
@@ -699,7 +768,11 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       const finished = (await within(queue.onIdle(), timeoutMs)) !== 'timeout';
       if (!finished) {
         logger.warn({ running: queue.pending }, 'handlers still running at the stop timeout; aborting them');
-        for (const entry of held.values()) entry.abort.abort(new Error('worker shutting down'));
+        const reason = new Error('worker shutting down');
+        for (const entry of held.values()) {
+          entry.shutdown = reason;
+          entry.abort?.abort(reason);
+        }
       }
       // Outcomes handed over are written before the rest of the leases are given back.
       await within(Promise.all([outcomes.drain(), Promise.allSettled([...recordings])]), Math.max(giveUpAt - Date.now(), 1000)).catch(
