@@ -52,6 +52,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/simulator/rotation.test.ts',
     'test/simulator/sandbox.test.ts',
     'test/simulator/session.test.ts',
+    'test/store/deadline-storage.test.ts',
     'test/store/real-data-dir.test.ts',
     'test/sync/broker-descriptions.test.ts',
     'test/sync/config.test.ts',
