@@ -33,6 +33,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/docs/event-reference.test.ts',
     'test/docs/links.test.ts',
     'test/events/catalog.test.ts',
+    'test/events/certain-validator.test.ts',
     'test/events/parse-json-event.test.ts',
     'test/logger.test.ts',
     'test/public-surface.test.ts',

@@ -1,6 +1,8 @@
 import { PayhooksError } from '../errors.js';
 import { envelopeSchema, MAX_IDENTIFIER_LENGTH } from './envelope.js';
-import { EVENT_DATA_SCHEMAS, isEventType, type UnknownEvent, type WebhookEvent } from './event-types.js';
+import type { z } from 'zod';
+import { type CertainValidator, certainValidator } from './certain-validator.js';
+import { EVENT_DATA_SCHEMAS, type EventType, isEventType, type UnknownEvent, type WebhookEvent } from './event-types.js';
 import { describeIssues, issuesOf, type FieldIssue } from './issues.js';
 
 /** One failing field: its dotted path (`data.invoice.currency`) and what is wrong. */
@@ -39,7 +41,9 @@ export function parseEvent(input: unknown): ParseEventResult {
  * {@link parseEvent} for a value `JSON.parse` made (the worker's: a stored body), with the same results. Most such
  * envelopes are plainly valid, and are read without the envelope's schema (the receiver checked it before storing
  * the body, and the schema copied `data` once more before its own schema copied it again); anything else, including
- * each invalid envelope, goes through {@link parseEvent}, so that its errors read the same.
+ * each invalid envelope, goes through {@link parseEvent}, so that its errors read the same. Data that certainly
+ * passes its type's schema ({@link certainValidator}) is parsed by the schema only when the event's `data` is first
+ * read; data that may not is parsed at once, and its errors are the schema's.
  *
  * @example
  * const result = parseJsonEvent(JSON.parse(row.raw_body));
@@ -50,9 +54,47 @@ export function parseJsonEvent(json: unknown): ParseEventResult {
   const { eventId, eventType, data } = envelope;
   // A copy, as the envelope's schema gave: the caller's value is not handed on.
   if (!isEventType(eventType)) return { ok: true, event: { eventId, eventType, data: { ...data }, unknown: true } };
-  const parsed = EVENT_DATA_SCHEMAS[eventType].safeParse(data);
+  const schema = EVENT_DATA_SCHEMAS[eventType];
+  if (validatorFor(eventType)?.(data)) return { ok: true, event: lazyDataEvent(eventId, eventType, data, schema) };
+  const parsed = schema.safeParse(data);
   if (!parsed.success) return { ok: false, error: new EventParseError(issuesOf(parsed.error, 'data')) };
   return { ok: true, event: { eventId, eventType, data: parsed.data } as WebhookEvent };
+}
+
+/** Each type's {@link certainValidator}, made on first use; null: its schema is left to zod. */
+const validators = new Map<EventType, CertainValidator | null>();
+
+function validatorFor(eventType: EventType): CertainValidator | null {
+  let validator = validators.get(eventType);
+  if (validator === undefined) {
+    validator = certainValidator(EVENT_DATA_SCHEMAS[eventType]) ?? null;
+    validators.set(eventType, validator);
+  }
+  return validator;
+}
+
+/**
+ * An event whose data is known to pass its schema, parsed by it when first read: the same value as an eager parse,
+ * without its cost for handlers that never read `data` (a no-op, a handler that reads the current state by id).
+ */
+function lazyDataEvent(eventId: string, eventType: EventType, json: Record<string, unknown>, schema: z.ZodType): WebhookEvent {
+  let data: unknown;
+  let parsed = false;
+  return {
+    eventId,
+    eventType,
+    get data() {
+      if (!parsed) {
+        data = schema.parse(json);
+        parsed = true;
+      }
+      return data;
+    },
+    set data(value: unknown) {
+      data = value;
+      parsed = true;
+    },
+  } as WebhookEvent;
 }
 
 /**
