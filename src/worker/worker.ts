@@ -95,6 +95,10 @@ interface InFlight {
   leaseUntil: number;
   /** Another worker has taken the event (its lease ran out): run no further handler, record nothing. */
   lost: boolean;
+  /** Outcomes of this run noted and not yet handed over to be written (see `note`). */
+  noted?: Outcome[] | undefined;
+  /** The writing of the run's final outcome, once handed over: stop() waits for it. */
+  recording?: Promise<void> | undefined;
   /** The attempt's `webhook.process` span, once it runs: told how the attempt ended. */
   span?: Span | undefined;
 }
@@ -176,8 +180,12 @@ export function workerSettings(
   return { concurrency, maxPrefetch, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, appSchema };
 }
 
-/** Outcomes are written together: a batch every few ms, in order (one batch at a time, so a mark lands before its finish). */
-const OUTCOME_BATCH = { maxItems: 2000, maxWaitMs: 2 } as const;
+/**
+ * Outcomes are written together: a batch every few ms, in order (one batch at a time, so a mark lands before its
+ * finish). An item is the group of outcomes one run hands over at once (usually a completion and the final state):
+ * 1,000 groups are about 2,000 outcomes.
+ */
+const OUTCOME_BATCH = { maxItems: 1000, maxWaitMs: 2 } as const;
 /** How much work a worker holds ahead of its running handlers, by their recent speed. */
 const PREFETCH_HORIZON_MS = 1000;
 /**
@@ -241,10 +249,11 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   let averageRunMs: number | undefined;
   let outcomesSinceVacuum = 0;
   let vacuuming: Promise<void> | undefined;
-  const outcomes = new Batcher<Outcome, boolean>({
+  const outcomes = new Batcher<Outcome[], boolean[]>({
     ...OUTCOME_BATCH,
     maxConcurrentFlushes: 1,
-    flush: async (batch) => {
+    flush: async (groups) => {
+      const batch = groups.length === 1 ? groups[0]! : groups.flat();
       const recorded = await recordOutcomes(store, workerId, batch);
       // A finished event lets the next event of its resource be claimed.
       void pump();
@@ -257,7 +266,13 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
             vacuuming = undefined;
           });
       }
-      return recorded;
+      const answers: boolean[][] = [];
+      let at = 0;
+      for (const group of groups) {
+        answers.push(recorded.slice(at, at + group.length));
+        at += group.length;
+      }
+      return answers;
     },
   });
   let running = false;
@@ -266,8 +281,6 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   let pollTimer: NodeJS.Timeout | undefined;
   let heartbeatTimer: NodeJS.Timeout | undefined;
   let unlisten: (() => Promise<void>) | undefined;
-  /** Outcomes handed over and not yet written: stop() waits for them before giving the other leases back. */
-  const recordings = new Set<Promise<void>>();
   /** Set by stop(): past it, an outcome the database refused is not tried again. */
   let giveUpAt = Number.POSITIVE_INFINITY;
 
@@ -346,14 +359,14 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   }
 
   /**
-   * Writes an outcome, trying again while the lease lasts: a run that finished but whose outcome was lost to a
-   * database hiccup would otherwise run its handlers again once the lease ran out. Resolves to whether the lease
-   * was still held when it was written.
+   * Writes a group of outcomes, trying again while the lease lasts: a run that finished but whose outcome was lost to
+   * a database hiccup would otherwise run its handlers again once the lease ran out. Resolves to whether the lease
+   * was still held when each was written.
    */
-  async function write(entry: InFlight, outcome: Outcome): Promise<boolean> {
+  async function write(entry: InFlight, group: Outcome[]): Promise<boolean[]> {
     for (let tries = 1; ; tries++) {
       try {
-        return await outcomes.add(outcome);
+        return await outcomes.add(group);
       } catch (err) {
         const retryAt = Date.now() + OUTCOME_RETRY_MS;
         if (retryAt >= Math.min(entry.leaseUntil - leaseSafetyMs, giveUpAt)) throw err;
@@ -363,29 +376,54 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     }
   }
 
-  /** Hands an outcome over to be written; `then` runs once it is, with whether the lease was still held. */
+  /**
+   * Keeps an outcome of the run (a handler's completion, failure or giving up) to be handed over with the next: the
+   * run's final state, or the next handler's start ({@link handOver}), so that it is written as early as before, in
+   * one batch item with what follows it rather than one each.
+   */
+  function note(entry: InFlight, outcome: Outcome): void {
+    if (entry.noted) entry.noted.push(outcome);
+    else entry.noted = [outcome];
+  }
+
+  /** Hands the run's noted outcomes over to be written, if any (nobody waits for them). */
+  function handOver(entry: InFlight): void {
+    const group = entry.noted;
+    if (!group) return;
+    entry.noted = undefined;
+    write(entry, group).catch(() => undefined);
+  }
+
+  /**
+   * Hands the run's final outcome over to be written, after what the run noted; `then` runs once it is, with whether
+   * the lease was still held.
+   */
   function record(entry: InFlight, outcome: Outcome, then?: (held: boolean) => void): void {
     if (entry.span?.isRecording()) {
       const ended = spanOutcome(outcome);
       entry.span.setAttribute('payhooks.event.outcome', ended);
       if (ended === 'retry' || ended === 'dead' || ended === 'invalid') markSpanFailed(entry.span, ended);
     }
-    const recording = write(entry, outcome)
-      .then(
-        (stillHeld) => then?.(stillHeld),
-        (err: unknown) => {
-          // The lease will run out and another attempt follow: nothing is lost.
-          logger.error(
-            { err, eventId: entry.event.eventId },
-            'could not record the outcome of an event; its lease will run out and it will run again',
-          );
-        },
-      )
-      .finally(() => {
-        held.delete(entry.event.eventId);
-        recordings.delete(recording);
-      });
-    recordings.add(recording);
+    const group = entry.noted ?? [];
+    entry.noted = undefined;
+    group.push(outcome);
+    entry.recording = recordGroup(entry, group, then);
+  }
+
+  async function recordGroup(entry: InFlight, group: Outcome[], then: ((held: boolean) => void) | undefined): Promise<void> {
+    let written: boolean[] | undefined;
+    try {
+      written = await write(entry, group);
+    } catch (err) {
+      // The lease will run out and another attempt follow: nothing is lost.
+      logger.error(
+        { err, eventId: entry.event.eventId },
+        'could not record the outcome of an event; its lease will run out and it will run again',
+      );
+    } finally {
+      held.delete(entry.event.eventId);
+    }
+    if (written) then?.(written[written.length - 1]!);
   }
 
   async function runEvent(entry: InFlight): Promise<void> {
@@ -438,6 +476,9 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     try {
       if (!leaseHeld(entry, log)) return;
       const parsed = readStoredEvent(event.rawBody);
+      // Read once, not needed again by this run: dropped, or the body would stay in memory until the outcome batch
+      // that finishes the event is written (a few thousand events at a time, surviving each young-generation GC).
+      event.rawBody = '';
       if (!parsed.ok) {
         finish(entry, 'invalid', parsed.lastError);
         if (parsed.issues) log.warn({ issues: parsed.issues }, 'event data does not match its schema; marked invalid');
@@ -477,6 +518,8 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           skipped.push(handler.name);
           continue;
         }
+        // What the handlers before this one noted goes out now, not after this one has run.
+        handOver(entry);
         if (!leaseHeld(entry, log)) return;
         const started = performance.now();
         const startedAt = new Date();
@@ -495,13 +538,13 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           // Written with the event's outcome, or before it: the batches go out in order. Every run is kept, in the
           // batch that carries the outcome (no statement more): a completion carries its run.
           const run = { attempt: event.attempt, startedAt, endedAt: new Date() };
-          if (!markedInTransaction) writeAside(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name, run });
-          else writeAside(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error: null, ...run });
+          if (!markedInTransaction) note(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name, run });
+          else note(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error: null, ...run });
         } catch (err) {
           if (entry.shutdown) return; // shutdown: the lease is given back in stop()
           observe(handler, event, started, true);
           const run = { attempt: event.attempt, startedAt, endedAt: new Date() };
-          writeAside(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error: describeThrown(err), ...run });
+          note(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error: describeThrown(err), ...run });
           if (err instanceof EffectNeedsReviewError) {
             reviews.push({ handler: handler.name, error: err });
             continue;
@@ -514,17 +557,15 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       settle(entry, failures, skipped, reviews, log);
     } catch (err) {
       recordWorkerFailure(entry, err, log);
+    } finally {
+      // A run that ends without a final outcome (shutdown, a lost lease) still writes what its handlers did.
+      handOver(entry);
     }
   }
 
   /** Hands the event's final state over to be written. */
   function finish(entry: InFlight, status: FinalStatus, lastError: string | null, then?: (held: boolean) => void): void {
     record(entry, { kind: 'finished', eventId: entry.event.eventId, status, lastError }, then);
-  }
-
-  /** Hands over an outcome nobody waits for (a mark, a run): written with the event's outcome, or before it. */
-  function writeAside(entry: InFlight, outcome: Outcome): void {
-    write(entry, outcome).catch(() => undefined);
   }
 
   function observe(handler: RegisteredHandler<Api>, event: ClaimedEvent, started: number, failed: boolean): void {
@@ -670,7 +711,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
             options.backoff?.maxMs ?? WORKER_DEFAULTS.backoff.maxMs,
           );
     for (const { handler, error } of verdict.givenUp) {
-      void write(entry, { kind: 'gaveUp', eventId, handler, error: describeThrown(error) }).catch(() => undefined);
+      note(entry, { kind: 'gaveUp', eventId, handler, error: describeThrown(error) });
       log.error(
         { handler },
         error instanceof DeadLetterError
@@ -775,7 +816,8 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         }
       }
       // Outcomes handed over are written before the rest of the leases are given back.
-      await within(Promise.all([outcomes.drain(), Promise.allSettled([...recordings])]), Math.max(giveUpAt - Date.now(), 1000)).catch(
+      const recordings = [...held.values()].map((entry) => entry.recording);
+      await within(Promise.all([outcomes.drain(), Promise.allSettled(recordings)]), Math.max(giveUpAt - Date.now(), 1000)).catch(
         () => undefined,
       );
       clearInterval(heartbeatTimer);
