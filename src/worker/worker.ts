@@ -104,12 +104,27 @@ interface InFlight {
 }
 
 /** What the handlers of one attempt of an event share. */
-interface AttemptRun {
-  entry: InFlight;
-  /** The event's logger (each handler's is a child of it, made when the handler first asks for it). */
-  log: Logger;
+class AttemptRun {
   /** `ctx.shared`'s values, made on first use: the handlers of this attempt share a read, the next attempt reads afresh. */
   shared: Map<string, Promise<unknown>> | undefined;
+  readonly entry: InFlight;
+  readonly #parent: Logger;
+  #log: Logger | undefined;
+
+  constructor(entry: InFlight, parent: Logger) {
+    this.entry = entry;
+    this.#parent = parent;
+  }
+
+  /**
+   * The event's logger (each handler's is a child of it), made on first use: most runs log nothing. Handlers log
+   * through it too: a handler that logs the event must not put personal data into the app's logs.
+   */
+  get log(): Logger {
+    const { event } = this.entry;
+    this.#log ??= lazyScrubbingChild(this.#parent, { eventId: event.eventId, eventType: event.eventType, attempt: event.attempt });
+    return this.#log;
+  }
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -459,29 +474,29 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   }
 
   /** Whether the run may go on: not shut down, and the lease is held and far enough from running out. */
-  function leaseHeld(entry: InFlight, log: Logger): boolean {
+  function leaseHeld(attemptRun: AttemptRun): boolean {
+    const { entry } = attemptRun;
     // Shutdown: stop() gives the lease back; a run it abandoned ends here, and records no outcome.
     if (entry.shutdown) return false;
     if (!entry.lost && Date.now() < entry.leaseUntil - leaseSafetyMs) return true;
     entry.lost = true;
-    log.warn('lost the lease (it ran out, or another worker took the event); stopping this run');
+    attemptRun.log.warn('lost the lease (it ran out, or another worker took the event); stopping this run');
     held.delete(entry.event.eventId);
     return false;
   }
 
   async function runHandlers(entry: InFlight): Promise<void> {
     const { event } = entry;
-    // Handlers log through this too: a handler that logs the event must not put personal data into the app's logs.
-    const log = lazyScrubbingChild(logger, { eventId: event.eventId, eventType: event.eventType, attempt: event.attempt });
+    const attemptRun = new AttemptRun(entry, logger);
     try {
-      if (!leaseHeld(entry, log)) return;
+      if (!leaseHeld(attemptRun)) return;
       const parsed = readStoredEvent(event.rawBody);
       // Read once, not needed again by this run: dropped, or the body would stay in memory until the outcome batch
       // that finishes the event is written (a few thousand events at a time, surviving each young-generation GC).
       event.rawBody = '';
       if (!parsed.ok) {
         finish(entry, 'invalid', parsed.lastError);
-        if (parsed.issues) log.warn({ issues: parsed.issues }, 'event data does not match its schema; marked invalid');
+        if (parsed.issues) attemptRun.log.warn({ issues: parsed.issues }, 'event data does not match its schema; marked invalid');
         return;
       }
       const handlers = registry.for(event.eventType);
@@ -489,7 +504,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         // An ignored event is money nobody booked if the type was meant to be handled: say so every time, never silently.
         finish(entry, 'ignored', null, (stillHeld) => {
           if (!stillHeld) return;
-          log.warn(
+          attemptRun.log.warn(
             { registeredTypes: registry.types },
             `no handler is registered for ${event.eventType}: event ${event.eventId} marked ignored. If it matters, register a handler ` +
               `for ${event.eventType} (a no-op one if the type is deliberately unused, to silence this) and replay it: payhooks replay ${event.eventId}`,
@@ -510,8 +525,6 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       const skipped: string[] = [];
       // Handlers stopped by an effect step of unknown outcome that may not be called again: held for an operator.
       const reviews: HandlerFailure[] = [];
-      // ctx.shared's values: one map per attempt, so that the handlers of this run share a read and the next attempt reads afresh.
-      const attemptRun: AttemptRun = { entry, log, shared: undefined };
       for (const handler of handlers) {
         if (settled?.has(handler.name)) continue;
         if (blocked?.has(handler.name)) {
@@ -520,7 +533,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         }
         // What the handlers before this one noted goes out now, not after this one has run.
         handOver(entry);
-        if (!leaseHeld(entry, log)) return;
+        if (!leaseHeld(attemptRun)) return;
         const started = performance.now();
         const startedAt = new Date();
         try {
@@ -550,13 +563,13 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
             continue;
           }
           failures.push({ handler: handler.name, error: err });
-          log.warn({ err, handler: handler.name }, 'handler failed');
+          attemptRun.log.warn({ err, handler: handler.name }, 'handler failed');
         }
       }
       if (entry.shutdown) return;
-      settle(entry, failures, skipped, reviews, log);
+      settle(attemptRun, failures, skipped, reviews);
     } catch (err) {
-      recordWorkerFailure(entry, err, log);
+      recordWorkerFailure(attemptRun, err);
     } finally {
       // A run that ends without a final outcome (shutdown, a lost lease) still writes what its handlers did.
       handOver(entry);
@@ -697,7 +710,8 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
    * parked (nothing failed, but handlers were left for an earlier event of the resource to settle), or finished:
    * `dead` when any handler gave up, now or on an earlier attempt, else `done`.
    */
-  function settle(entry: InFlight, failures: HandlerFailure[], skipped: string[], reviews: HandlerFailure[], log: Logger): void {
+  function settle(attemptRun: AttemptRun, failures: HandlerFailure[], skipped: string[], reviews: HandlerFailure[]): void {
+    const { entry } = attemptRun;
     if (entry.shutdown) return; // shutdown: the lease is given back in stop()
     const { eventId, attempt, givenUp: givenUpBefore } = entry.event;
     const verdict =
@@ -712,7 +726,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           );
     for (const { handler, error } of verdict.givenUp) {
       note(entry, { kind: 'gaveUp', eventId, handler, error: describeThrown(error) });
-      log.error(
+      attemptRun.log.error(
         { handler },
         error instanceof DeadLetterError
           ? `handler ${handler} gave up on the event (DeadLetterError): retrying cannot help; it is not run for it again, and the event ends dead once its other handlers are through (replay it once fixed)`
@@ -727,20 +741,20 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     if (verdict.retried.length > 0) {
       const owed = [...verdict.retried.map((f) => f.handler), ...skipped, ...held];
       record(entry, { kind: 'retry', eventId, delayMs: verdict.delayMs, lastError: lastError ?? '', owed });
-      log.warn({ failed: verdict.retried.map((f) => f.handler), retryInMs: verdict.delayMs }, 'handler failed; will retry');
+      attemptRun.log.warn({ failed: verdict.retried.map((f) => f.handler), retryInMs: verdict.delayMs }, 'handler failed; will retry');
       return;
     }
     if (skipped.length > 0) {
       const earlier = `an earlier event of ${entry.event.resourceKey} at ${skipped.join(', ')}`;
       record(entry, { kind: 'park', eventId, owed: [...skipped, ...held], lastError: lastError ?? `Waiting for ${earlier}.` });
-      log.info({ waitingFor: skipped }, `event waits for ${earlier}; its other handlers ran`);
+      attemptRun.log.info({ waitingFor: skipped }, `event waits for ${earlier}; its other handlers ran`);
       return;
     }
     if (held.length > 0) {
       // Out of the queue like a final state; resolving the step puts it back (docs/effects.md#needs-review).
       record(entry, { kind: 'finished', eventId, status: 'needs-review', lastError }, (stillHeld) => {
         if (stillHeld)
-          log.error(
+          attemptRun.log.error(
             { held },
             'event needs review: an effect step has an unknown outcome and is not idempotent; its other handlers are through',
           );
@@ -751,27 +765,32 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     record(entry, { kind: 'finished', eventId, status: dead ? 'dead' : 'done', lastError: dead ? lastError : null }, (stillHeld) => {
       if (!stillHeld) return;
       if (dead)
-        log.error(
+        attemptRun.log.error(
           { gaveUp: [...verdict.givenUp.map((f) => f.handler), ...givenUpBefore.map((g) => g.handler)] },
           'event is dead: a handler gave up on it (the others completed); replay it once fixed',
         );
-      else log.info('event processed');
+      // Asked of the parent first: at a level above info, the event's logger is never made.
+      else if (logger.isLevelEnabled('info')) attemptRun.log.info('event processed');
     });
   }
 
   /** A failure outside any handler: the whole event is retried (every handler of later events of its resource waits). */
-  function recordWorkerFailure(entry: InFlight, err: unknown, log: Logger): void {
+  function recordWorkerFailure(attemptRun: AttemptRun, err: unknown): void {
+    const { entry } = attemptRun;
     if (entry.shutdown) return;
     const { eventId, attempt } = entry.event;
     const lastError = describeThrown(err);
     if (attempt >= maxAttempts) {
       record(entry, { kind: 'finished', eventId, status: 'dead', lastError });
-      log.error({ err }, `running the event failed on the last of ${maxAttempts} attempts; event is dead (replay it once fixed)`);
+      attemptRun.log.error(
+        { err },
+        `running the event failed on the last of ${maxAttempts} attempts; event is dead (replay it once fixed)`,
+      );
       return;
     }
     const delayMs = eventRetryDelay(attempt, options.backoff);
     record(entry, { kind: 'retry', eventId, delayMs, lastError, owed: null });
-    log.warn({ err, retryInMs: delayMs }, 'running the event failed; will retry');
+    attemptRun.log.warn({ err, retryInMs: delayMs }, 'running the event failed; will retry');
   }
 
   return {
