@@ -10,7 +10,7 @@ export {
   type WebhookEvent,
 } from './event-types.js';
 export { EDGE_CASE_EVENTS, EXAMPLE_EVENTS, exampleEvent } from './examples.js';
-export { EventParseError, parseEvent, parseEventOrThrow, type EventIssue, type ParseEventResult } from './parse-event.js';
+export { EventParseError, parseEvent, parseEventOrThrow, parseJsonEvent, type EventIssue, type ParseEventResult } from './parse-event.js';
 export {
   amount as amountSchema,
   currency as currencySchema,

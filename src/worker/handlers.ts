@@ -90,6 +90,8 @@ export interface RegisteredHandler<Api = unknown> {
 /** The handlers of one payhooks instance, in registration order. */
 export class HandlerRegistry<Api = unknown> {
   readonly #handlers: RegisteredHandler<Api>[] = [];
+  /** `for`'s answers, cleared by each registration: the worker asks once per event. */
+  readonly #byType = new Map<string, readonly RegisteredHandler<Api>[]>();
 
   /**
    * Registers `handler` for one or several event types of the catalog; `event.data` is typed. A name outside
@@ -123,9 +125,14 @@ export class HandlerRegistry<Api = unknown> {
     return this;
   }
 
-  /** The handlers that apply to an event type, in registration order. */
-  for(eventType: string): RegisteredHandler<Api>[] {
-    return this.#handlers.filter((h) => h.types === null || h.types.includes(eventType));
+  /** The handlers that apply to an event type, in registration order (one list per type, kept until the next registration). */
+  for(eventType: string): readonly RegisteredHandler<Api>[] {
+    let handlers = this.#byType.get(eventType);
+    if (!handlers) {
+      handlers = this.#handlers.filter((h) => h.types === null || h.types.includes(eventType));
+      this.#byType.set(eventType, handlers);
+    }
+    return handlers;
   }
 
   /** The event types handlers are registered for (sorted, without `onAny` handlers), for logs. */
@@ -144,5 +151,6 @@ export class HandlerRegistry<Api = unknown> {
       for (let n = 2; this.#handlers.some((h) => h.name === unique); n++) unique = `${name}#${n}`;
     }
     this.#handlers.push({ name: unique, types, run });
+    this.#byType.clear();
   }
 }

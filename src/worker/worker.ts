@@ -3,21 +3,21 @@ import { capText, describeThrown } from '../internal/scrub.js';
 import { lazyScrubbingChild } from '../logger.js';
 import { randomUUID } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
-import PQueue from 'p-queue';
 import type { Logger } from 'pino';
-import { parseBodyJson, parseEvent } from '../events/index.js';
+import { parseBodyJson, parseJsonEvent, type UnknownEvent, type WebhookEvent } from '../events/index.js';
 import { claimEvents, type ClaimedEvent } from '../store/claim.js';
 import { assertSchemaName, type PayhooksDatabase } from '../store/database.js';
 import { newEventChannel } from '../store/inbox.js';
 import { appSearchPath, setLocalSearchPath } from '../store/migrate.js';
 import { Batcher } from '../internal/batcher.js';
+import { TaskQueue } from '../internal/task-queue.js';
 import { within } from '../internal/within.js';
 import { extendLeases, type FinalStatus, markHandlerCompleted, type Outcome, recordOutcomes, releaseLeases } from '../store/outcomes.js';
 import type { PayhooksTables } from '../store/schema.js';
 import { WORKER_DEFAULTS } from './defaults.js';
 import { eventRetryDelay, type BackoffOptions } from './retry-delay.js';
 import { vacuumQueue } from '../store/maintenance.js';
-import { DeadLetterError, failureVerdict, type HandlerFailure } from './handler-errors.js';
+import { DeadLetterError, type FailureVerdict, failureVerdict, type HandlerFailure } from './handler-errors.js';
 import type { GivenUpHandler } from '../store/claim.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
 import { createEffectRunner, EffectNeedsReviewError, type EffectRunner } from './effects.js';
@@ -87,13 +87,64 @@ export interface Worker {
 interface InFlight {
   event: ClaimedEvent;
   started: boolean;
-  abort: AbortController;
+  /** Set by stop() when it aborts the run (the reason): the lease is given back there, and nothing is recorded. */
+  shutdown?: Error | undefined;
+  /** The shutdown signal's controller, made only when a handler asks for a signal (see `shutdownSignal`). */
+  abort?: AbortController | undefined;
   /** By this process's clock, when the lease runs out unless extended (with a margin: see `leaseSafetyMs`). */
   leaseUntil: number;
   /** Another worker has taken the event (its lease ran out): run no further handler, record nothing. */
   lost: boolean;
+  /** Outcomes of this run noted and not yet handed over to be written (see `note`). */
+  noted?: Outcome[] | undefined;
+  /** The writing of the run's final outcome, once handed over: stop() waits for it. */
+  recording?: Promise<void> | undefined;
   /** The attempt's `webhook.process` span, once it runs: told how the attempt ended. */
   span?: Span | undefined;
+}
+
+/** What the handlers of one attempt of an event share. */
+class AttemptRun {
+  /** `ctx.shared`'s values, made on first use: the handlers of this attempt share a read, the next attempt reads afresh. */
+  shared: Map<string, Promise<unknown>> | undefined;
+  readonly entry: InFlight;
+  readonly #parent: Logger;
+  #log: Logger | undefined;
+
+  constructor(entry: InFlight, parent: Logger) {
+    this.entry = entry;
+    this.#parent = parent;
+  }
+
+  /**
+   * The event's logger (each handler's is a child of it), made on first use: most runs log nothing. Handlers log
+   * through it too: a handler that logs the event must not put personal data into the app's logs.
+   */
+  get log(): Logger {
+    const { event } = this.entry;
+    this.#log ??= lazyScrubbingChild(this.#parent, { eventId: event.eventId, eventType: event.eventType, attempt: event.attempt });
+    return this.#log;
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null | undefined)?.then === 'function';
+}
+
+/** A stored body as its handlers get it, or why the event is invalid (with the failing paths, for the log). */
+type StoredEvent = { ok: true; event: WebhookEvent | UnknownEvent } | { ok: false; lastError: string; issues?: string[] | undefined };
+
+function readStoredEvent(rawBody: string): StoredEvent {
+  let json: unknown;
+  try {
+    json = parseBodyJson(rawBody);
+  } catch {
+    // The receiver only stores JSON; a row written by other means can still be broken, and retrying won't mend it.
+    return { ok: false, lastError: 'The stored body is not valid JSON.' };
+  }
+  const parsed = parseJsonEvent(json);
+  if (parsed.ok) return parsed;
+  return { ok: false, lastError: capText(parsed.error.message), issues: parsed.error.issues.map((i) => i.path) };
 }
 
 class HandlerTimeoutError extends Error {
@@ -144,8 +195,12 @@ export function workerSettings(
   return { concurrency, maxPrefetch, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, appSchema };
 }
 
-/** Outcomes are written together: a batch every few ms, in order (one batch at a time, so a mark lands before its finish). */
-const OUTCOME_BATCH = { maxItems: 2000, maxWaitMs: 2 } as const;
+/**
+ * Outcomes are written together: a batch every few ms, in order (one batch at a time, so a mark lands before its
+ * finish). An item is the group of outcomes one run hands over at once (usually a completion and the final state):
+ * 1,000 groups are about 2,000 outcomes.
+ */
+const OUTCOME_BATCH = { maxItems: 1000, maxWaitMs: 2 } as const;
 /** How much work a worker holds ahead of its running handlers, by their recent speed. */
 const PREFETCH_HORIZON_MS = 1000;
 /**
@@ -157,6 +212,9 @@ const QUEUE_VACUUM_EVERY = 10_000;
 const OUTCOME_RETRY_MS = 1000;
 
 const INTERNAL_SPAN: InSpanOptions = {};
+
+/** The verdict on a run where no handler failed (most runs): nothing given up, nothing retried. */
+const NO_FAILURES: FailureVerdict = { givenUp: [], retried: [], delayMs: 0 };
 
 /** How an attempt ended, for its span's `payhooks.event.outcome`. */
 function spanOutcome(outcome: Outcome): string {
@@ -180,7 +238,7 @@ function describeFailures(failures: readonly HandlerFailure[], givenUpBefore: re
 }
 
 /**
- * Creates the worker loop: claim due events in batches, run their handlers on a p-queue, record outcomes in
+ * Creates the worker loop: claim due events in batches, run their handlers on a {@link TaskQueue}, record outcomes in
  * batches, repeat. Per event it makes no round trip of its own: the claim brings the completed handlers along,
  * leases are extended for all held events at once, and outcomes (completion marks included) are written by one
  * statement per batch. A handler that uses `ctx.transaction` commits its mark with its writes, as before.
@@ -197,7 +255,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   // A run does not start this close to the end of its lease: another worker may be about to take the event.
   const leaseSafetyMs = Math.min(leaseMs / 4, 5000);
 
-  const queue = new PQueue({ concurrency });
+  const queue = new TaskQueue(concurrency);
   /** Claimed and not yet recorded, by eventId: running, waiting to run, or having its outcome written. */
   const held = new Map<string, InFlight>();
   /** Of `held`, those claimed and not yet finished running (the rest wait for their outcome to be written). */
@@ -206,10 +264,11 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   let averageRunMs: number | undefined;
   let outcomesSinceVacuum = 0;
   let vacuuming: Promise<void> | undefined;
-  const outcomes = new Batcher<Outcome, boolean>({
+  const outcomes = new Batcher<Outcome[], boolean[]>({
     ...OUTCOME_BATCH,
     maxConcurrentFlushes: 1,
-    flush: async (batch) => {
+    flush: async (groups) => {
+      const batch = groups.length === 1 ? groups[0]! : groups.flat();
       const recorded = await recordOutcomes(store, workerId, batch);
       // A finished event lets the next event of its resource be claimed.
       void pump();
@@ -222,7 +281,13 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
             vacuuming = undefined;
           });
       }
-      return recorded;
+      const answers: boolean[][] = [];
+      let at = 0;
+      for (const group of groups) {
+        answers.push(recorded.slice(at, at + group.length));
+        at += group.length;
+      }
+      return answers;
     },
   });
   let running = false;
@@ -231,8 +296,6 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   let pollTimer: NodeJS.Timeout | undefined;
   let heartbeatTimer: NodeJS.Timeout | undefined;
   let unlisten: (() => Promise<void>) | undefined;
-  /** Outcomes handed over and not yet written: stop() waits for them before giving the other leases back. */
-  const recordings = new Set<Promise<void>>();
   /** Set by stop(): past it, an outcome the database refused is not tried again. */
   let giveUpAt = Number.POSITIVE_INFINITY;
 
@@ -268,10 +331,10 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         const claimed = await claimEvents(store, { workerId, limit: room, leaseMs, maxAttempts, onBuried: reportBuried });
         const claimedAt = Date.now();
         for (const event of claimed) {
-          const entry: InFlight = { event, started: false, abort: new AbortController(), leaseUntil: claimedAt + leaseMs, lost: false };
+          const entry: InFlight = { event, started: false, leaseUntil: claimedAt + leaseMs, lost: false };
           held.set(event.eventId, entry);
           unfinished++;
-          void queue.add(() => runEvent(entry));
+          queue.add(() => runEvent(entry));
         }
         if (claimed.length === room) pumpAgain = true;
       } while (pumpAgain && running);
@@ -311,14 +374,14 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   }
 
   /**
-   * Writes an outcome, trying again while the lease lasts: a run that finished but whose outcome was lost to a
-   * database hiccup would otherwise run its handlers again once the lease ran out. Resolves to whether the lease
-   * was still held when it was written.
+   * Writes a group of outcomes, trying again while the lease lasts: a run that finished but whose outcome was lost to
+   * a database hiccup would otherwise run its handlers again once the lease ran out. Resolves to whether the lease
+   * was still held when each was written.
    */
-  async function write(entry: InFlight, outcome: Outcome): Promise<boolean> {
+  async function write(entry: InFlight, group: Outcome[]): Promise<boolean[]> {
     for (let tries = 1; ; tries++) {
       try {
-        return await outcomes.add(outcome);
+        return await outcomes.add(group);
       } catch (err) {
         const retryAt = Date.now() + OUTCOME_RETRY_MS;
         if (retryAt >= Math.min(entry.leaseUntil - leaseSafetyMs, giveUpAt)) throw err;
@@ -328,29 +391,54 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     }
   }
 
-  /** Hands an outcome over to be written; `then` runs once it is, with whether the lease was still held. */
+  /**
+   * Keeps an outcome of the run (a handler's completion, failure or giving up) to be handed over with the next: the
+   * run's final state, or the next handler's start ({@link handOver}), so that it is written as early as before, in
+   * one batch item with what follows it rather than one each.
+   */
+  function note(entry: InFlight, outcome: Outcome): void {
+    if (entry.noted) entry.noted.push(outcome);
+    else entry.noted = [outcome];
+  }
+
+  /** Hands the run's noted outcomes over to be written, if any (nobody waits for them). */
+  function handOver(entry: InFlight): void {
+    const group = entry.noted;
+    if (!group) return;
+    entry.noted = undefined;
+    write(entry, group).catch(() => undefined);
+  }
+
+  /**
+   * Hands the run's final outcome over to be written, after what the run noted; `then` runs once it is, with whether
+   * the lease was still held.
+   */
   function record(entry: InFlight, outcome: Outcome, then?: (held: boolean) => void): void {
     if (entry.span?.isRecording()) {
       const ended = spanOutcome(outcome);
       entry.span.setAttribute('payhooks.event.outcome', ended);
       if (ended === 'retry' || ended === 'dead' || ended === 'invalid') markSpanFailed(entry.span, ended);
     }
-    const recording = write(entry, outcome)
-      .then(
-        (stillHeld) => then?.(stillHeld),
-        (err: unknown) => {
-          // The lease will run out and another attempt follow: nothing is lost.
-          logger.error(
-            { err, eventId: entry.event.eventId },
-            'could not record the outcome of an event; its lease will run out and it will run again',
-          );
-        },
-      )
-      .finally(() => {
-        held.delete(entry.event.eventId);
-        recordings.delete(recording);
-      });
-    recordings.add(recording);
+    const group = entry.noted ?? [];
+    entry.noted = undefined;
+    group.push(outcome);
+    entry.recording = recordGroup(entry, group, then);
+  }
+
+  async function recordGroup(entry: InFlight, group: Outcome[], then: ((held: boolean) => void) | undefined): Promise<void> {
+    let written: boolean[] | undefined;
+    try {
+      written = await write(entry, group);
+    } catch (err) {
+      // The lease will run out and another attempt follow: nothing is lost.
+      logger.error(
+        { err, eventId: entry.event.eventId },
+        'could not record the outcome of an event; its lease will run out and it will run again',
+      );
+    } finally {
+      held.delete(entry.event.eventId);
+    }
+    if (written) then?.(written[written.length - 1]!);
   }
 
   async function runEvent(entry: InFlight): Promise<void> {
@@ -386,44 +474,37 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   }
 
   /** Whether the run may go on: not shut down, and the lease is held and far enough from running out. */
-  function leaseHeld(entry: InFlight, log: Logger): boolean {
+  function leaseHeld(attemptRun: AttemptRun): boolean {
+    const { entry } = attemptRun;
     // Shutdown: stop() gives the lease back; a run it abandoned ends here, and records no outcome.
-    if (entry.abort.signal.aborted) return false;
+    if (entry.shutdown) return false;
     if (!entry.lost && Date.now() < entry.leaseUntil - leaseSafetyMs) return true;
     entry.lost = true;
-    log.warn('lost the lease (it ran out, or another worker took the event); stopping this run');
+    attemptRun.log.warn('lost the lease (it ran out, or another worker took the event); stopping this run');
     held.delete(entry.event.eventId);
     return false;
   }
 
   async function runHandlers(entry: InFlight): Promise<void> {
     const { event } = entry;
-    // Handlers log through this too: a handler that logs the event must not put personal data into the app's logs.
-    const log = lazyScrubbingChild(logger, { eventId: event.eventId, eventType: event.eventType, attempt: event.attempt });
-    const finish = (status: FinalStatus, lastError: string | null, then?: (held: boolean) => void) =>
-      record(entry, { kind: 'finished', eventId: event.eventId, status, lastError }, then);
+    const attemptRun = new AttemptRun(entry, logger);
     try {
-      if (!leaseHeld(entry, log)) return;
-      let json: unknown;
-      try {
-        json = parseBodyJson(event.rawBody);
-      } catch {
-        // The receiver only stores JSON; a row written by other means can still be broken, and retrying won't mend it.
-        finish('invalid', 'The stored body is not valid JSON.');
-        return;
-      }
-      const parsed = parseEvent(json);
+      if (!leaseHeld(attemptRun)) return;
+      const parsed = readStoredEvent(event.rawBody);
+      // Read once, not needed again by this run: dropped, or the body would stay in memory until the outcome batch
+      // that finishes the event is written (a few thousand events at a time, surviving each young-generation GC).
+      event.rawBody = '';
       if (!parsed.ok) {
-        finish('invalid', capText(parsed.error.message));
-        log.warn({ issues: parsed.error.issues.map((i) => i.path) }, 'event data does not match its schema; marked invalid');
+        finish(entry, 'invalid', parsed.lastError);
+        if (parsed.issues) attemptRun.log.warn({ issues: parsed.issues }, 'event data does not match its schema; marked invalid');
         return;
       }
       const handlers = registry.for(event.eventType);
       if (handlers.length === 0) {
         // An ignored event is money nobody booked if the type was meant to be handled: say so every time, never silently.
-        finish('ignored', null, (stillHeld) => {
+        finish(entry, 'ignored', null, (stillHeld) => {
           if (!stillHeld) return;
-          log.warn(
+          attemptRun.log.warn(
             { registeredTypes: registry.types },
             `no handler is registered for ${event.eventType}: event ${event.eventId} marked ignored. If it matters, register a handler ` +
               `for ${event.eventType} (a no-op one if the type is deliberately unused, to silence this) and replay it: payhooks replay ${event.eventId}`,
@@ -431,102 +512,137 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         });
         return;
       }
-      // Settled on an earlier attempt (completed, or given up): not run again.
-      const settled = new Set([...event.completedHandlers, ...event.givenUp.map((g) => g.handler)]);
+      // Settled on an earlier attempt (completed, or given up): not run again. Most events have none, and get no set.
+      const settled =
+        event.completedHandlers.length + event.givenUp.length > 0
+          ? new Set([...event.completedHandlers, ...event.givenUp.map((g) => g.handler)])
+          : undefined;
       // Owed by an earlier event of the resource: not run for this one until it has settled them (order per sink).
-      const blocked = new Set(event.blockedHandlers);
+      const blocked = event.blockedHandlers.length > 0 ? new Set(event.blockedHandlers) : undefined;
       // One handler's failure holds back no other: each runs, completions are recorded, and each failure is then
       // retried or given up for its own handler (a sink down must not stall the mirror or another sink).
       const failures: HandlerFailure[] = [];
       const skipped: string[] = [];
       // Handlers stopped by an effect step of unknown outcome that may not be called again: held for an operator.
       const reviews: HandlerFailure[] = [];
-      // ctx.shared's values: one map per attempt, so that the handlers of this run share a read and the next attempt reads afresh.
-      const shared = new Map<string, Promise<unknown>>();
       for (const handler of handlers) {
-        if (settled.has(handler.name)) continue;
-        if (blocked.has(handler.name)) {
+        if (settled?.has(handler.name)) continue;
+        if (blocked?.has(handler.name)) {
           skipped.push(handler.name);
           continue;
         }
-        if (!leaseHeld(entry, log)) return;
-        const handlerLog = log.child({ handler: handler.name });
+        // What the handlers before this one noted goes out now, not after this one has run.
+        handOver(entry);
+        if (!leaseHeld(attemptRun)) return;
         const started = performance.now();
         const startedAt = new Date();
-        const run = () => ({ attempt: event.attempt, startedAt, endedAt: new Date() });
-        // Every run is kept, in the batch that carries the outcome (no statement more): a completion carries its run.
-        const attempted = (error: string | null) =>
-          void write(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error, ...run() }).catch(() => undefined);
-        const observe = (failed: boolean) =>
-          options.onHandlerRun?.({
-            handler: handler.name,
-            eventType: event.eventType,
-            failed,
-            seconds: (performance.now() - started) / 1000,
-          });
         try {
           const markedInTransaction = await inSpan('webhook.handler', INTERNAL_SPAN, async (span) => {
             if (span.isRecording()) span.setAttribute('payhooks.handler.name', handler.name);
             try {
-              return await runHandler(handler, parsed.event, entry, handlerLog, shared);
+              return await runHandler(handler, parsed.event, attemptRun);
             } catch (err) {
               // Named for what the worker makes of it: retried, or given up (DeadLetterError).
               failSpan(span, err);
               throw err;
             }
           });
-          observe(false);
-          // Written with the event's outcome, or before it: the batches go out in order.
-          if (!markedInTransaction)
-            void write(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name, run: run() }).catch(() => undefined);
-          else attempted(null);
+          observe(handler, event, started, false);
+          // Written with the event's outcome, or before it: the batches go out in order. Every run is kept, in the
+          // batch that carries the outcome (no statement more): a completion carries its run.
+          const run = { attempt: event.attempt, startedAt, endedAt: new Date() };
+          if (!markedInTransaction) note(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name, run });
+          else note(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error: null, ...run });
         } catch (err) {
-          if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
-          observe(true);
-          attempted(describeThrown(err));
+          if (entry.shutdown) return; // shutdown: the lease is given back in stop()
+          observe(handler, event, started, true);
+          const run = { attempt: event.attempt, startedAt, endedAt: new Date() };
+          note(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error: describeThrown(err), ...run });
           if (err instanceof EffectNeedsReviewError) {
             reviews.push({ handler: handler.name, error: err });
             continue;
           }
           failures.push({ handler: handler.name, error: err });
-          handlerLog.warn({ err }, 'handler failed');
+          attemptRun.log.warn({ err, handler: handler.name }, 'handler failed');
         }
       }
-      if (entry.abort.signal.aborted) return;
-      settle(entry, failures, skipped, reviews, log);
+      if (entry.shutdown) return;
+      settle(attemptRun, failures, skipped, reviews);
     } catch (err) {
-      recordWorkerFailure(entry, err, log);
+      recordWorkerFailure(attemptRun, err);
+    } finally {
+      // A run that ends without a final outcome (shutdown, a lost lease) still writes what its handlers did.
+      handOver(entry);
     }
+  }
+
+  /** Hands the event's final state over to be written. */
+  function finish(entry: InFlight, status: FinalStatus, lastError: string | null, then?: (held: boolean) => void): void {
+    record(entry, { kind: 'finished', eventId: entry.event.eventId, status, lastError }, then);
+  }
+
+  function observe(handler: RegisteredHandler<Api>, event: ClaimedEvent, started: number, failed: boolean): void {
+    options.onHandlerRun?.({ handler: handler.name, eventType: event.eventType, failed, seconds: (performance.now() - started) / 1000 });
+  }
+
+  /**
+   * The shutdown signal of a run, made when something first asks for it (most runs never do): aborted by stop(), or
+   * at once when stop() already has.
+   */
+  function shutdownSignal(entry: InFlight): AbortSignal {
+    entry.abort ??= new AbortController();
+    if (entry.shutdown && !entry.abort.signal.aborted) entry.abort.abort(entry.shutdown);
+    return entry.abort.signal;
   }
 
   /** Runs one handler under its timeout; resolves to whether it recorded its completion in `ctx.transaction`. */
   async function runHandler(
     handler: RegisteredHandler<Api>,
     event: Parameters<RegisteredHandler<Api>['run']>[0],
-    entry: InFlight,
-    log: Logger,
-    shared: Map<string, Promise<unknown>>,
+    attemptRun: AttemptRun,
   ): Promise<boolean> {
-    const controller = new AbortController();
-    const onShutdown = () => controller.abort(entry.abort.signal.reason);
-    entry.abort.signal.addEventListener('abort', onShutdown, { once: true });
+    const { entry } = attemptRun;
+    // The handler's signal and logger are made when it first asks for them: a handler that uses neither costs no
+    // AbortController, listener or child logger.
+    let controller: AbortController | undefined;
+    /** Why the handler's signal is aborted, once it is (a timeout), whether or not it was made yet. */
+    let abortedBy: unknown;
+    let handlerLog: Logger | undefined;
+    const onShutdown = () => controller?.abort(entry.abort?.signal.reason);
+    const signal = (): AbortSignal => {
+      if (controller) return controller.signal;
+      controller = new AbortController();
+      if (abortedBy !== undefined) controller.abort(abortedBy);
+      else {
+        const shutdown = shutdownSignal(entry);
+        if (shutdown.aborted) controller.abort(shutdown.reason);
+        else shutdown.addEventListener('abort', onShutdown, { once: true });
+      }
+      return controller.signal;
+    };
     let markedInTransaction = false;
     let effect: EffectRunner | undefined;
     let inTransaction = false;
     const ctx: HandlerContext<Api> = {
       attempt: entry.event.attempt,
       receivedAt: entry.event.receivedAt,
-      logger: log,
+      get logger() {
+        handlerLog ??= attemptRun.log.child({ handler: handler.name });
+        return handlerLog;
+      },
       api: options.api,
-      signal: controller.signal,
+      get signal() {
+        return signal();
+      },
       shared<T>(key: string, compute: (signal: AbortSignal) => Promise<T>): Promise<T> {
-        let value = shared.get(key) as Promise<T> | undefined;
+        attemptRun.shared ??= new Map();
+        let value = attemptRun.shared.get(key) as Promise<T> | undefined;
         if (!value) {
           // The shutdown signal, not this handler's: a timeout of the handler that started it must not fail the others' wait.
-          value = Promise.resolve().then(() => compute(entry.abort.signal));
+          value = Promise.resolve().then(() => compute(shutdownSignal(entry)));
           // Awaited by whoever asks; an unasked rejection must not stop the process.
           value.catch(() => undefined);
-          shared.set(key, value);
+          attemptRun.shared.set(key, value);
         }
         return value;
       },
@@ -546,8 +662,8 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           receivedAt: entry.event.receivedAt,
           handler: handler.name,
           attempt: entry.event.attempt,
-          signal: controller.signal,
-          logger: log,
+          signal: signal(),
+          logger: ctx.logger,
         });
         return effect(name, fn, stepOptions);
       },
@@ -569,19 +685,22 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         });
       },
     };
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const error = new HandlerTimeoutError(handler.name, handlerTimeoutMs);
-        controller.abort(error);
-        reject(error);
-      }, handlerTimeoutMs);
-    });
     try {
-      await Promise.race([Promise.resolve(handler.run(event, ctx)), timeout]);
+      const result = handler.run(event, ctx);
+      // A handler that returned without a promise has finished: there is nothing left to time out.
+      if (!isThenable(result)) return markedInTransaction;
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve, reject) => {
+        timer = setTimeout(() => {
+          const error = new HandlerTimeoutError(handler.name, handlerTimeoutMs);
+          abortedBy = error;
+          controller?.abort(error);
+          reject(error);
+        }, handlerTimeoutMs);
+        result.then(() => resolve(), reject);
+      }).finally(() => clearTimeout(timer));
     } finally {
-      clearTimeout(timer);
-      entry.abort.signal.removeEventListener('abort', onShutdown);
+      if (controller) entry.abort?.signal.removeEventListener('abort', onShutdown);
     }
     return markedInTransaction;
   }
@@ -591,46 +710,51 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
    * parked (nothing failed, but handlers were left for an earlier event of the resource to settle), or finished:
    * `dead` when any handler gave up, now or on an earlier attempt, else `done`.
    */
-  function settle(entry: InFlight, failures: HandlerFailure[], skipped: string[], reviews: HandlerFailure[], log: Logger): void {
-    if (entry.abort.signal.aborted) return; // shutdown: the lease is given back in stop()
+  function settle(attemptRun: AttemptRun, failures: HandlerFailure[], skipped: string[], reviews: HandlerFailure[]): void {
+    const { entry } = attemptRun;
+    if (entry.shutdown) return; // shutdown: the lease is given back in stop()
     const { eventId, attempt, givenUp: givenUpBefore } = entry.event;
-    const verdict = failureVerdict(
-      failures,
-      attempt,
-      maxAttempts,
-      eventRetryDelay(attempt, options.backoff),
-      options.backoff?.maxMs ?? WORKER_DEFAULTS.backoff.maxMs,
-    );
+    const verdict =
+      failures.length === 0
+        ? NO_FAILURES
+        : failureVerdict(
+            failures,
+            attempt,
+            maxAttempts,
+            eventRetryDelay(attempt, options.backoff),
+            options.backoff?.maxMs ?? WORKER_DEFAULTS.backoff.maxMs,
+          );
     for (const { handler, error } of verdict.givenUp) {
-      void write(entry, { kind: 'gaveUp', eventId, handler, error: describeThrown(error) }).catch(() => undefined);
-      log.error(
+      note(entry, { kind: 'gaveUp', eventId, handler, error: describeThrown(error) });
+      attemptRun.log.error(
         { handler },
         error instanceof DeadLetterError
           ? `handler ${handler} gave up on the event (DeadLetterError): retrying cannot help; it is not run for it again, and the event ends dead once its other handlers are through (replay it once fixed)`
           : `handler ${handler} failed on the last of ${maxAttempts} attempts and gave up on the event; it ends dead once its other handlers are through (replay it once fixed)`,
       );
     }
-    const lastError = describeFailures([...reviews, ...failures], givenUpBefore);
+    const lastError =
+      failures.length + reviews.length + givenUpBefore.length === 0 ? null : describeFailures([...reviews, ...failures], givenUpBefore);
     // A handler held for review is owed like a failed one while the event is still retried or parked: it runs again
     // then, and stops at the same step, calling nothing, until an operator has resolved it.
     const held = reviews.map((r) => r.handler);
     if (verdict.retried.length > 0) {
       const owed = [...verdict.retried.map((f) => f.handler), ...skipped, ...held];
       record(entry, { kind: 'retry', eventId, delayMs: verdict.delayMs, lastError: lastError ?? '', owed });
-      log.warn({ failed: verdict.retried.map((f) => f.handler), retryInMs: verdict.delayMs }, 'handler failed; will retry');
+      attemptRun.log.warn({ failed: verdict.retried.map((f) => f.handler), retryInMs: verdict.delayMs }, 'handler failed; will retry');
       return;
     }
     if (skipped.length > 0) {
       const earlier = `an earlier event of ${entry.event.resourceKey} at ${skipped.join(', ')}`;
       record(entry, { kind: 'park', eventId, owed: [...skipped, ...held], lastError: lastError ?? `Waiting for ${earlier}.` });
-      log.info({ waitingFor: skipped }, `event waits for ${earlier}; its other handlers ran`);
+      attemptRun.log.info({ waitingFor: skipped }, `event waits for ${earlier}; its other handlers ran`);
       return;
     }
     if (held.length > 0) {
       // Out of the queue like a final state; resolving the step puts it back (docs/effects.md#needs-review).
       record(entry, { kind: 'finished', eventId, status: 'needs-review', lastError }, (stillHeld) => {
         if (stillHeld)
-          log.error(
+          attemptRun.log.error(
             { held },
             'event needs review: an effect step has an unknown outcome and is not idempotent; its other handlers are through',
           );
@@ -641,27 +765,32 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     record(entry, { kind: 'finished', eventId, status: dead ? 'dead' : 'done', lastError: dead ? lastError : null }, (stillHeld) => {
       if (!stillHeld) return;
       if (dead)
-        log.error(
+        attemptRun.log.error(
           { gaveUp: [...verdict.givenUp.map((f) => f.handler), ...givenUpBefore.map((g) => g.handler)] },
           'event is dead: a handler gave up on it (the others completed); replay it once fixed',
         );
-      else log.info('event processed');
+      // Asked of the parent first: at a level above info, the event's logger is never made.
+      else if (logger.isLevelEnabled('info')) attemptRun.log.info('event processed');
     });
   }
 
   /** A failure outside any handler: the whole event is retried (every handler of later events of its resource waits). */
-  function recordWorkerFailure(entry: InFlight, err: unknown, log: Logger): void {
-    if (entry.abort.signal.aborted) return;
+  function recordWorkerFailure(attemptRun: AttemptRun, err: unknown): void {
+    const { entry } = attemptRun;
+    if (entry.shutdown) return;
     const { eventId, attempt } = entry.event;
     const lastError = describeThrown(err);
     if (attempt >= maxAttempts) {
       record(entry, { kind: 'finished', eventId, status: 'dead', lastError });
-      log.error({ err }, `running the event failed on the last of ${maxAttempts} attempts; event is dead (replay it once fixed)`);
+      attemptRun.log.error(
+        { err },
+        `running the event failed on the last of ${maxAttempts} attempts; event is dead (replay it once fixed)`,
+      );
       return;
     }
     const delayMs = eventRetryDelay(attempt, options.backoff);
     record(entry, { kind: 'retry', eventId, delayMs, lastError, owed: null });
-    log.warn({ err, retryInMs: delayMs }, 'running the event failed; will retry');
+    attemptRun.log.warn({ err, retryInMs: delayMs }, 'running the event failed; will retry');
   }
 
   return {
@@ -699,10 +828,15 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       const finished = (await within(queue.onIdle(), timeoutMs)) !== 'timeout';
       if (!finished) {
         logger.warn({ running: queue.pending }, 'handlers still running at the stop timeout; aborting them');
-        for (const entry of held.values()) entry.abort.abort(new Error('worker shutting down'));
+        const reason = new Error('worker shutting down');
+        for (const entry of held.values()) {
+          entry.shutdown = reason;
+          entry.abort?.abort(reason);
+        }
       }
       // Outcomes handed over are written before the rest of the leases are given back.
-      await within(Promise.all([outcomes.drain(), Promise.allSettled([...recordings])]), Math.max(giveUpAt - Date.now(), 1000)).catch(
+      const recordings = [...held.values()].map((entry) => entry.recording);
+      await within(Promise.all([outcomes.drain(), Promise.allSettled(recordings)]), Math.max(giveUpAt - Date.now(), 1000)).catch(
         () => undefined,
       );
       clearInterval(heartbeatTimer);
