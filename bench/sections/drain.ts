@@ -203,11 +203,22 @@ const BOUNDS =
   "the outcome also inserts the handler's completion into `handler_runs` (what replays and retries read) and rewrites " +
   "the event's history row with its final state (a new row version, body included, and three index entries: about 1,100 " +
   'of the 2,400 WAL bytes per event). Unloaded, in batches of 1,000, the claim takes about 26 µs and the outcome about ' +
-  '29 µs of database time per event. In the worker process a no-op event still costs the JSON.parse and zod parse of its ' +
-  '2 KB body (handlers get the typed event), and garbage collection takes about a third of the CPU the process uses. On ' +
-  'this 2-core machine, shared with other agents (load 6 to 8), the database, the worker and graphile-worker compete for ' +
-  'the same cores: read the ratio, which is measured in the same run, rather than the absolute rates. What was cut is in ' +
-  'the per-event cost sections (before and after) and in the commits of issue 27.';
+  '29 µs of database time per event. The worker process spends about 50 µs of CPU per no-op event (graphile-worker 29 µs ' +
+  'per job), a third of it garbage collection: some 2,000 to 3,000 finished events wait for their outcome batch at any ' +
+  'time, and up to 1,000 claimed ones for a slot, so young-generation collections keep 4 to 5 MB alive; then JSON.parse ' +
+  'of the 2 KB body (about 5 µs) and its validation (2 to 3 µs). With 1,000,000 events of history the database is the ' +
+  'larger part (0.60x to 0.71x against 0.77x to 0.78x without), and two processes gain nothing over one: each run ' +
+  'writes WAL on top of the backlog, checkpoints fall inside it, and the history row rewrite and the non-HOT lease ' +
+  'update (both need a migration) are the next cuts. On this 2-core machine the database, the worker and ' +
+  'graphile-worker compete for the same cores: read the ratio, which is measured in the same run, rather than the ' +
+  'absolute rates. Issue 27 cut, in order: the claim and outcome find their rows by primary key, claims of about 500 and ' +
+  'outcome batches to match (0.32x to 0.54x in an A/B run of 25 Nov); then nothing per event that a run does not use ' +
+  '(no p-queue task, AbortController, timer, child logger or closure unless a handler asks for it), the deadline ' +
+  'AsyncLocalStorage off when no deadline is set, zod only when a handler reads data a schema walk has found valid, and a ' +
+  "run's outcomes handed over as one group: the worker's CPU per event 102 to 50 µs, 0.49x to 0.81x of graphile-worker " +
+  "in an A/B run of 27 Nov (backlog 30,000, no history, medians of 3). `--max-semi-space-size=64` on the worker's node " +
+  'takes its CPU from about 63 to 48 µs per event; it cannot be set from inside the process, so it is documented for ' +
+  'deployments ([docs/configuration.md](../docs/configuration.md#the-worker-of-serve)) and not used here.';
 
 export async function benchDrain(): Promise<Section> {
   const rows: string[][] = [];
