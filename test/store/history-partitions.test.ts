@@ -136,6 +136,13 @@ describe.each(backends)('history partitions on $name', (backend) => {
 
 // PGlite is one connection: a second statement waits its turn there, so only the real server can hold a lock meanwhile.
 const postgres = backends[0]!;
+
+/** Stores `eventId` as finished, received `days` ago: in a partition that a drop before yesterday takes. */
+async function storeDoneDaysAgo(store: PayhooksDatabase, eventId: string, days: number): Promise<void> {
+  const event = exampleEvent('INVOICE_PAID', { eventId });
+  await storeEvent(store, { eventId, eventType: event.eventType, resourceKey: null, rawBody: JSON.stringify(event), headers: {} });
+  await setState(store, eventId, 'done', { received_at: sql`now() - make_interval(days => ${days})` });
+}
 describe.skipIf(!postgres.available)('history partitions beside a long statement on postgres', () => {
   let store: PayhooksDatabase | undefined;
   afterEach(async () => {
@@ -146,15 +153,7 @@ describe.skipIf(!postgres.available)('history partitions beside a long statement
   it('a drop that cannot have its locks in time leaves the partition for the next run and goes on', async () => {
     store = await postgres.open();
     const s = store;
-    const event = exampleEvent('INVOICE_PAID', { eventId: 'evt_busy' });
-    await storeEvent(s, {
-      eventId: 'evt_busy',
-      eventType: event.eventType,
-      resourceKey: null,
-      rawBody: JSON.stringify(event),
-      headers: {},
-    });
-    await setState(s, 'evt_busy', 'done', { received_at: sql`now() - interval '3 days'` });
+    await storeDoneDaysAgo(s, 'evt_busy', 3);
     // A long report reading the history holds a lock a drop must wait for.
     const report = await s.db.connection().execute(async (reader) => {
       await sql`begin`.execute(reader);
@@ -178,17 +177,10 @@ describe.skipIf(!postgres.available)('history partitions beside a long statement
   it('a transaction holding one history table that then reads another is never the one to fail: the drop yields', async () => {
     store = await postgres.open();
     const s = store;
-    const event = exampleEvent('INVOICE_PAID', { eventId: 'evt_yield' });
-    await storeEvent(s, {
-      eventId: 'evt_yield',
-      eventType: event.eventType,
-      resourceKey: null,
-      rawBody: JSON.stringify(event),
-      headers: {},
-    });
-    await setState(s, 'evt_yield', 'done', { received_at: sql`now() - interval '3 days'` });
-    const { rows } = await sql<{ setting: string }>`select current_setting('deadlock_timeout') as setting`.execute(s.db);
-    expect(rows[0]!.setting).toBe('1s');
+    await storeDoneDaysAgo(s, 'evt_yield', 3);
+    const { rows } = await sql<{ ms: string }>`
+      select extract(epoch from current_setting('deadlock_timeout')::interval) * 1000 as ms`.execute(s.db);
+    const deadlockCheckMs = Number(rows[0]!.ms);
     const [readerOutcome, report] = await Promise.all([
       s.db.connection().execute(async (reader) => {
         await sql`begin`.execute(reader);
@@ -199,8 +191,8 @@ describe.skipIf(!postgres.available)('history partitions beside a long statement
           .execute(reader)
           .then((result) => `read ${result.rows[0]!.n}`)
           .catch((err: Error) => err.message);
-        // Held past the server's deadlock check (1 s), as a slow transaction would.
-        await new Promise((resolve) => setTimeout(resolve, 1500));
+        // Held past the server's deadlock check, as a slow transaction would.
+        await new Promise((resolve) => setTimeout(resolve, deadlockCheckMs + 500));
         await sql`commit`.execute(reader);
         return read;
       }),
