@@ -15,10 +15,11 @@ import { countNeedsReview } from '../../src/store/effect-steps.js';
 import { migrate } from '../../src/store/migrate.js';
 import { effectKey } from '../../src/worker/effects.js';
 import { putEvents } from '../helpers/inbox.js';
+import { library } from '../helpers/library-entry.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { dispose } from '../helpers/stores.js';
 
-const fixture = fileURLToPath(new URL('../fixtures/effect-chaos-worker.ts', import.meta.url));
+const fixture = fileURLToPath(new URL('../fixtures/effect-chaos-worker.mjs', import.meta.url));
 const EVENTS = Number(process.env.EFFECT_CHAOS_EVENTS ?? 10_000);
 const KILLS = Number(process.env.EFFECT_CHAOS_KILLS ?? 60);
 /** The whole scenario's bound: it ends (and fails) rather than running on. */
@@ -83,8 +84,8 @@ class Stub {
  */
 function spareWorker(env: Record<string, string>): Promise<ChildProcess> {
   const child = fork(fixture, [], {
-    execArgv: ['--import', 'tsx'],
-    env: { ...process.env, DATABASE_URL: pgUrl!, ...env, SPARE: '1' },
+    execArgv: library.execArgv,
+    env: { ...process.env, ...library.env, DATABASE_URL: pgUrl!, ...env, SPARE: '1' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   return untilMessage(child, 'loaded');
