@@ -40,3 +40,16 @@ export async function dispose(store: PayhooksDatabase): Promise<void> {
   }
   await store.close();
 }
+
+/**
+ * Empties every table of the store's schema but the migrations' record, sequences restarted: the state of a store just
+ * opened, less the history partitions already made. For a file whose tests share one store, opened once: opening and
+ * migrating one per test costs more than most short tests (about a second on PGlite, a third of one on the server).
+ */
+export async function emptyStore(store: PayhooksDatabase): Promise<void> {
+  const { sql } = await import('kysely');
+  const { rows } = await sql<{ name: string }>`select tablename as name from pg_tables
+    where schemaname = ${store.schema} and tablename <> 'schema_migrations'`.execute(store.db);
+  if (rows.length === 0) return;
+  await sql`truncate ${sql.join(rows.map((row) => sql.id(store.schema, row.name)))} restart identity`.execute(store.db);
+}

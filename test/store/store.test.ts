@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync, copyFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent, listEvents, storeEvent, type IncomingEvent } from '../../src/store/inbox.js';
 import { pruneEvents, replayEvents, SENDER_RETRY_HORIZON_MS } from '../../src/store/maintenance.js';
@@ -10,7 +10,7 @@ import { dropHistoryPartitions } from '../../src/store/history-partitions.js';
 import { markHandlerCompleted } from '../../src/store/outcomes.js';
 import { MIGRATIONS_DIR, MigrationChecksumError, migrate, readMigrations } from '../../src/store/migrate.js';
 import { setState } from '../helpers/inbox.js';
-import { backends, dispose } from '../helpers/stores.js';
+import { backends, dispose, emptyStore } from '../helpers/stores.js';
 
 function incoming(eventId: string, overrides: Partial<IncomingEvent> = {}): IncomingEvent {
   const rawBody = JSON.stringify({ eventId, eventType: 'INVOICE_PAID', data: { invoiceId: 'inv_1' } });
@@ -25,15 +25,24 @@ function incoming(eventId: string, overrides: Partial<IncomingEvent> = {}): Inco
 }
 
 describe.each(backends)('store on $name', (backend) => {
+  // The migrated store is opened once for the file and emptied after each test (emptyStore): opening and migrating
+  // one per test cost more than the tests. The migration tests open unmigrated stores of their own.
+  let shared: PayhooksDatabase | undefined;
   let store: PayhooksDatabase | undefined;
+  const openShared = async () => (shared ??= await backend.open());
   afterEach(async () => {
-    if (store) await dispose(store);
+    if (store === shared && store) await emptyStore(store);
+    else if (store) await dispose(store);
     store = undefined;
+  });
+  afterAll(async () => {
+    if (shared) await dispose(shared);
+    shared = undefined;
   });
 
   describe.skipIf(!backend.available)('inbox', () => {
     it('stores a new event once, then counts repeats without changing anything else', async () => {
-      store = await backend.open();
+      store = await openShared();
       const first = await storeEvent(store, incoming('evt_1'));
       expect(first).toEqual({ inserted: true, deliveries: 1 });
       const before = await getEvent(store, 'evt_1');
@@ -45,7 +54,7 @@ describe.each(backends)('store on $name', (backend) => {
     });
 
     it('keeps the exact body text and the headers; payload is not written at receipt (raw_body is the record)', async () => {
-      store = await backend.open();
+      store = await openShared();
       const rawBody = '{ "eventId":"evt_ws",  "eventType":"X", "data":{"b":1,"a":2} }';
       await storeEvent(store, incoming('evt_ws', { rawBody, eventType: 'X', resourceKey: null }));
       const row = await store.db.selectFrom('inbox_events').selectAll().where('event_id', '=', 'evt_ws').executeTakeFirstOrThrow();
@@ -58,7 +67,7 @@ describe.each(backends)('store on $name', (backend) => {
     });
 
     it('keeps a body with a \\u0000 escape as raw text, which jsonb could not hold', async () => {
-      store = await backend.open();
+      store = await openShared();
       const rawBody = '{"eventId":"evt_nul","eventType":"X","data":{"s":"a\\u0000b"}}';
       await storeEvent(store, incoming('evt_nul', { rawBody }));
       const row = await store.db.selectFrom('inbox_events').select(['raw_body', 'payload']).executeTakeFirstOrThrow();
@@ -67,7 +76,7 @@ describe.each(backends)('store on $name', (backend) => {
     });
 
     it('lists by status and type, newest first', async () => {
-      store = await backend.open();
+      store = await openShared();
       await storeEvent(store, incoming('a', { eventType: 'INVOICE_PAID' }));
       await storeEvent(store, incoming('b', { eventType: 'CUSTOMER_CREATED' }));
       await storeEvent(store, incoming('c', { eventType: 'INVOICE_PAID' }));
@@ -79,7 +88,7 @@ describe.each(backends)('store on $name', (backend) => {
     });
 
     it('counts concurrent deliveries of the same events exactly', async () => {
-      store = await backend.open();
+      store = await openShared();
       const s = store;
       const ids = Array.from({ length: 200 }, (_, i) => `evt_${i % 20}`);
       const outcomes = await Promise.all(ids.map((id) => storeEvent(s, incoming(id))));
@@ -92,7 +101,7 @@ describe.each(backends)('store on $name', (backend) => {
 
   describe.skipIf(!backend.available)('maintenance', () => {
     it('prune drops the partitions of finished events older than the age, keeps the unfinished, dead and invalid ones of a partition, and takes an age inside the retry horizon', async () => {
-      store = await backend.open();
+      store = await openShared();
       const states = ['pending', 'processing', 'done', 'dead', 'ignored', 'invalid'] as const;
       const put = async (id: string, status: (typeof states)[number], days: number) => {
         await storeEvent(store!, incoming(id));
@@ -117,7 +126,7 @@ describe.each(backends)('store on $name', (backend) => {
     });
 
     it('replay re-queues by id or state, keeps completion marks except for done events, and leaves processing ones alone', async () => {
-      store = await backend.open();
+      store = await openShared();
       for (const [id, status] of [
         ['d1', 'dead'],
         ['d2', 'dead'],

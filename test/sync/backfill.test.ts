@@ -18,8 +18,8 @@ import {
 } from '../../src/sync/backfill.js';
 import { customerFromEvent, STATE_RANK } from '../../src/sync/mirror/states.js';
 import { writeMirrorState } from '../../src/sync/mirror/write.js';
-import { actualMirror, expectedMirror, dropMirrorSchema } from '../helpers/mirror.js';
-import { backends, dispose } from '../helpers/stores.js';
+import { actualMirror, expectedMirror } from '../helpers/mirror.js';
+import { backends, dispose, emptyStore } from '../helpers/stores.js';
 
 const COUNT = 1000;
 
@@ -81,7 +81,16 @@ function countingClient(store: PayhooksDatabase): { api: ApiClient; lists: Map<s
 
 type Row = Record<string, unknown>;
 
-/** A fresh store and mirror schema, dropped afterwards. */
+// One store per backend for the file, emptied after each test (emptyStore), and a mirror schema of its own per test:
+// opening and migrating a store per test cost more than the short tests.
+const stores = new Map<string, PayhooksDatabase>();
+let mirrors = 0;
+afterAll(async () => {
+  for (const store of stores.values()) await dispose(store);
+  stores.clear();
+});
+
+/** An empty store and a fresh mirror schema, emptied and dropped afterwards. */
 async function withStore(
   backend: (typeof backends)[number],
   work: (ctx: {
@@ -93,8 +102,9 @@ async function withStore(
     query: (text: ReturnType<typeof sql>) => Promise<Row[]>;
   }) => Promise<void>,
 ): Promise<void> {
-  const store = await backend.open();
-  const mirrorSchema = `${store.schema}_mirror`;
+  const store = stores.get(backend.name) ?? (await backend.open());
+  stores.set(backend.name, store);
+  const mirrorSchema = `${store.schema}_mirror${++mirrors}`;
   const { api, lists } = countingClient(store);
   try {
     await work({
@@ -106,8 +116,9 @@ async function withStore(
       query: async (text) => (await text.execute(store.db.withoutPlugins())).rows as Row[],
     });
   } finally {
-    await dropMirrorSchema(store, mirrorSchema);
-    await dispose(store);
+    // On PGlite too: the in-memory database outlives the test.
+    await sql.raw(`drop schema if exists "${mirrorSchema}" cascade`).execute(store.db);
+    await emptyStore(store);
   }
 }
 

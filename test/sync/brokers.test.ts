@@ -13,6 +13,7 @@ import { type BrokerPublisher, registerBrokerSink } from '../../src/sync/brokers
 import { natsPublisher } from '../../src/sync/brokers/nats.js';
 import { rabbitMqPublisher } from '../../src/sync/brokers/rabbitmq.js';
 import type { ForwardDocument } from '../../src/sync/forward-document.js';
+import { withOwnResource } from '../helpers/own-resource.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -36,8 +37,9 @@ function seeded(seed: number): () => number {
 /** `EVENTS` distinct events of every type, then a share of them again, all shuffled. */
 function shuffledDeliveries(): { events: WebhookEvent[]; deliveries: WebhookEvent[] } {
   const random = seeded(12);
+  // A resource of its own each: the events of one resource run one at a time, and this is about the sink, not order.
   const events = Array.from({ length: EVENTS }, (_, i) =>
-    exampleEvent(EVENT_TYPES[i % EVENT_TYPES.length]!, { eventId: `evt_b${i}_${randomUUID().slice(0, 8)}` }),
+    withOwnResource(exampleEvent(EVENT_TYPES[i % EVENT_TYPES.length]!, { eventId: `evt_b${i}_${randomUUID().slice(0, 8)}` }), `b${i}`),
   );
   const deliveries = [...events, ...events.filter(() => random() < DUPLICATE_SHARE)];
   for (let i = deliveries.length - 1; i > 0; i--) {

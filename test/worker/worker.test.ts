@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
 import { pino, type Logger } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { exampleEvent } from '../../src/events/index.js';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent } from '../../src/store/inbox.js';
-import { backends, dispose } from '../helpers/stores.js';
+import { backends, dispose, emptyStore } from '../helpers/stores.js';
 import { putEvent, putEvents } from '../helpers/inbox.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -26,17 +26,25 @@ function gate(): { opened: Promise<void>; open: () => void } {
 }
 
 describe.each(backends)('worker on $name', (backend) => {
+  // One store for the file's tests on this backend, emptied after each (emptyStore): opening and migrating one
+  // per test cost more than most of the tests.
+  let shared: PayhooksDatabase | undefined;
   let store: PayhooksDatabase | undefined;
   let hooks: Payhooks | undefined;
   afterEach(async () => {
     await hooks?.stop(2000);
     hooks = undefined;
-    if (store) await dispose(store);
+    if (store) await emptyStore(store);
     store = undefined;
+  });
+  afterAll(async () => {
+    if (shared) await dispose(shared);
+    shared = undefined;
   });
 
   async function setup(worker: Record<string, unknown> = {}, log: Logger = logger) {
-    store = await backend.open();
+    shared ??= await backend.open();
+    store = shared;
     hooks = createPayhooks({ database: store, logger: log, worker: { ...fast, ...worker } });
     return { store, hooks };
   }
@@ -199,6 +207,14 @@ describe.each(backends)('worker on $name', (backend) => {
           end $$;
           create trigger refuse before update on "${schema}".inbox_events for each row execute function "${schema}".refuse_outcome();`)
         .execute(store.db);
+      // The store is shared by the file's tests (emptyStore): the trigger goes with this one, once its worker stopped.
+      onTestFinished(async () => {
+        await sql
+          .raw(
+            `drop trigger refuse on "${schema}".inbox_events; drop function "${schema}".refuse_outcome(); drop table "${schema}".refusing;`,
+          )
+          .execute(store.db);
+      });
       let runs = 0;
       hooks.on('INVOICE_PAID', () => void runs++);
       await putEvent(store, exampleEvent('INVOICE_PAID', { eventId: 'evt_refused' }));
