@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
 import { pgUrl, uniqueSchema } from './pg.js';
@@ -47,7 +48,6 @@ export async function dispose(store: PayhooksDatabase): Promise<void> {
  * migrating one per test costs more than most short tests (about a second on PGlite, a third of one on the server).
  */
 export async function emptyStore(store: PayhooksDatabase): Promise<void> {
-  const { sql } = await import('kysely');
   const { rows } = await sql<{ name: string }>`select tablename as name from pg_tables
     where schemaname = ${store.schema} and tablename <> 'schema_migrations'`.execute(store.db);
   if (rows.length === 0) return;
