@@ -21,6 +21,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/arguments.test.ts',
     'test/cli/env.test.ts',
     'test/cli/until-signal.test.ts',
+    'test/cli/verify-arguments.test.ts',
     'test/client/errors.test.ts',
     'test/client/input-checks.test.ts',
     'test/client/logging.test.ts',
