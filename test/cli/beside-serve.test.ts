@@ -5,37 +5,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { createAdminClient } from '../../src/console/admin-client.js';
 import { readServeSession, serveSessionPath } from '../../src/service/serve-session.js';
 import { exampleEvent, signedRequest } from '../../src/testing/index.js';
 import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
+import { serveAdmin } from '../helpers/serve-admin.js';
 import { waitFor } from '../helpers/wait.js';
 import { seedDataDir } from '../helpers/pglite-template.js';
 
 const SECRET = 'beside-serve-secret';
 // Fails every CUSTOMER_CREATED; with one attempt allowed, each goes dead at once.
 const refusingHandlers = fileURLToPath(new URL('../fixtures/refusing-handlers.mjs', import.meta.url));
-
-/**
- * Serve's console API with the session token it wrote for this machine's command line (the routes `payhooks events`
- * and `replay` use): what the waits below poll, instead of spawning a CLI process on every poll. What the tests
- * assert about the command line is still asked of a spawned CLI, once, after the wait.
- */
-function besideServe(dataDir: string) {
-  const session = readServeSession(dataDir);
-  if (!session) throw new Error(`no serve session beside ${dataDir}`);
-  const admin = createAdminClient({ url: session.url, token: session.token });
-  return {
-    /** Whether serve's inbox holds `count` events, all in `status`. */
-    async all(status: string, count: number): Promise<boolean> {
-      const { byTypeAndStatus } = await admin.stats();
-      const total = byTypeAndStatus.reduce((sum, row) => sum + row.count, 0);
-      const inStatus = byTypeAndStatus.filter((row) => row.status === status).reduce((sum, row) => sum + row.count, 0);
-      return total === count && inStatus === count;
-    },
-    event: (eventId: string) => admin.getEvent(eventId, { reveal: false }),
-  };
-}
 
 /** Runs each command beside serve, all at once, each expected to exit 0; keeps what each printed under its words. */
 async function readBeside(dir: string, beside: Record<string, string>, commands: string[][]): Promise<void> {
@@ -73,7 +52,7 @@ describe('payhooks events and replay while serve holds the embedded database', (
       const session = readServeSession(dataDir);
       expect(session).toMatchObject({ pid: expect.any(Number), url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) });
       expect(statSync(serveSessionPath(dataDir)).mode & 0o777).toBe(0o600);
-      const api = besideServe(dataDir);
+      const api = serveAdmin(dataDir);
       await waitFor(() => api.all('done', 3), 'the three events done, seen through serve', 60_000);
 
       // At once: through serve, the commands do not wait for each other (only the embedded database itself admits one).
@@ -136,7 +115,7 @@ describe('payhooks events and replay while serve holds the embedded database', (
         const event = exampleEvent('CUSTOMER_CREATED', { eventId, data: { id: `cus_dead_${i + 1}` } });
         expect((await fetch(url, signedRequest(event, { secret: SECRET }))).status).toBe(200);
       }
-      const api = besideServe(join(dir, '.payhooks', 'pgdata'));
+      const api = serveAdmin(join(dir, '.payhooks', 'pgdata'));
       const allDead = () => api.all('dead', 3);
       await waitFor(allDead, 'the three events dead, seen through serve', 60_000);
 
