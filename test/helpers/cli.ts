@@ -23,11 +23,26 @@ function newest(dir: string): number {
  * it, as users run it, without tsx's loader, which costs about 0.7 s of CPU a process (`npm test` starts hundreds). A
  * stale or missing build is never used: the sources run through tsx, as before. `npm ci` builds (prepare), so CI is fresh.
  */
-const builtIsFresh = (() => {
+export const builtIsFresh = (() => {
   const root = fileURLToPath(new URL('../..', import.meta.url));
   const builtAt = existsSync(join(root, 'dist/cli/main.js')) ? statSync(join(root, 'dist/cli/main.js')).mtimeMs : 0;
   return builtAt > Math.max(...['src', 'handlers', 'migrations'].map((dir) => newest(join(root, dir))));
 })();
+
+/**
+ * How a child process loads payhooks' library (`createPayhooks`, …) the way {@link cliNodeArgs} starts the CLI: from
+ * the fresh build without a loader, else the sources through tsx. `entry` is a file URL to import; `execArgv` goes
+ * to `fork`/`spawn` before the script.
+ *
+ * @example
+ * const { execArgv, entry } = libraryEntry();
+ * fork(fixture, [], { execArgv, env: { ...process.env, PAYHOOKS_TEST_ENTRY: entry } });
+ */
+export function libraryEntry(): { execArgv: string[]; entry: string } {
+  return builtIsFresh
+    ? { execArgv: [], entry: new URL('../../dist/index.js', import.meta.url).href }
+    : { execArgv: ['--import', tsx], entry: new URL('../../src/index.ts', import.meta.url).href };
+}
 
 /**
  * The node arguments that start `payhooks`: the built CLI when it is fresh and nothing asks for TypeScript (a `.ts`
