@@ -60,6 +60,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/sync/config.test.ts',
     'test/sync/http-helper.test.ts',
     'test/sync/rabbitmq-errors.test.ts',
+    'test/sync/reconcile-arguments.test.ts',
     'test/sync/verify-compare.test.ts',
     'test/tiers.test.ts',
     'test/worker/history-settings.test.ts',
