@@ -8,11 +8,23 @@ import { describe, expect, it } from 'vitest';
 import { readServeSession, serveSessionPath } from '../../src/service/serve-session.js';
 import { exampleEvent, signedRequest } from '../../src/testing/index.js';
 import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
+import { serveAdmin } from '../helpers/serve-admin.js';
 import { waitFor } from '../helpers/wait.js';
 import { seedDataDir } from '../helpers/pglite-template.js';
 
 const SECRET = 'beside-serve-secret';
-const deadLetterHandlers = fileURLToPath(new URL('../fixtures/dead-letter-handlers.ts', import.meta.url));
+// Fails every CUSTOMER_CREATED; with one attempt allowed, each goes dead at once.
+const refusingHandlers = fileURLToPath(new URL('../fixtures/refusing-handlers.mjs', import.meta.url));
+
+/** Runs each command beside serve, all at once, each expected to exit 0; keeps what each printed under its words. */
+async function readBeside(dir: string, beside: Record<string, string>, commands: string[][]): Promise<void> {
+  const results = await Promise.all(commands.map((args) => runCli(args, {}, dir)));
+  for (const [i, args] of commands.entries()) {
+    const result = results[i]!;
+    expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(0);
+    beside[args.join(' ')] = result.stdout;
+  }
+}
 
 describe('payhooks events and replay while serve holds the embedded database', () => {
   it('events list --json, show and stats print what they print after serve stops; replay re-queues through serve', {
@@ -40,25 +52,16 @@ describe('payhooks events and replay while serve holds the embedded database', (
       const session = readServeSession(dataDir);
       expect(session).toMatchObject({ pid: expect.any(Number), url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) });
       expect(statSync(serveSessionPath(dataDir)).mode & 0o777).toBe(0o600);
-      await waitFor(
-        async () => {
-          const listed = await runCli(['events', 'list', '--json'], {}, dir);
-          return listed.code === 0 && (JSON.parse(listed.stdout) as { status: string }[]).every((e) => e.status === 'done');
-        },
-        'the three events done, seen through serve',
-        60_000,
-      );
+      const api = serveAdmin(dataDir);
+      await waitFor(() => api.all('done', 3), 'the three events done, seen through serve', 60_000);
 
-      for (const args of [
+      // At once: through serve, the commands do not wait for each other (only the embedded database itself admits one).
+      await readBeside(dir, beside, [
         ['events', 'list', '--json'],
         ['events', 'list'],
         ['events', 'show', 'evt_beside_2'],
         ['events', 'stats', '--json'],
-      ]) {
-        const result = await runCli(args, {}, dir);
-        expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(0);
-        beside[args.join(' ')] = result.stdout;
-      }
+      ]);
       expect(JSON.parse(beside['events list --json']!)).toHaveLength(3);
 
       // Replay through serve: re-queued, and serve's worker runs it again.
@@ -68,14 +71,10 @@ describe('payhooks events and replay while serve holds the embedded database', (
       const unknown = await runCli(['replay', 'evt_nope'], {}, dir);
       expect(unknown.code).toBe(1);
       expect(unknown.stderr).toContain('not re-queued (unknown, or being processed now): evt_nope');
-      await waitFor(
-        async () => {
-          const shown = await runCli(['events', 'show', 'evt_beside_1'], {}, dir);
-          return shown.code === 0 && JSON.parse(shown.stdout).status === 'done';
-        },
-        'the replayed event done again',
-        60_000,
-      );
+      await waitFor(async () => (await api.event('evt_beside_1'))?.status === 'done', 'the replayed event done again', 60_000);
+      const shown = await runCli(['events', 'show', 'evt_beside_1'], {}, dir);
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(JSON.parse(shown.stdout).status).toBe('done');
       // A console request from this machine without the local token gets nothing: the console itself is off.
       expect(
         (await fetch(`${session!.url}/admin/api/events`, { headers: { authorization: 'Bearer not-the-token-0123456789abcdef0123' } }))
@@ -105,18 +104,19 @@ describe('payhooks events and replay while serve holds the embedded database', (
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-beside-replay-'));
     seedDataDir(join(dir, '.payhooks', 'pgdata'));
     const env = { PAYHOOKS_WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
-    const serve = spawnCli(['serve', '--handlers', deadLetterHandlers], env, dir);
+    const serve = spawnCli(['serve', '--handlers', refusingHandlers], { ...env, PAYHOOKS_MAX_ATTEMPTS: '1' }, dir);
     const served = collect(serve, 140_000);
     const ids = ['evt_dead_1', 'evt_dead_2', 'evt_dead_3'];
     const beside: Record<string, string> = {};
-    const allDead = async () => {
-      const listed = await runCli(['events', 'list', '--json'], {}, dir);
-      return listed.code === 0 && (JSON.parse(listed.stdout) as { status: string; attempts: number }[]).every((e) => e.status === 'dead');
-    };
     try {
       const url = String((await waitForLog(serve, /receiving webhooks/)).url);
-      for (const eventId of ids)
-        expect((await fetch(url, signedRequest(exampleEvent('CUSTOMER_CREATED', { eventId }), { secret: SECRET }))).status).toBe(200);
+      // A customer each: the worker runs one resource's events one at a time, and their order is not the subject.
+      for (const [i, eventId] of ids.entries()) {
+        const event = exampleEvent('CUSTOMER_CREATED', { eventId, data: { id: `cus_dead_${i + 1}` } });
+        expect((await fetch(url, signedRequest(event, { secret: SECRET }))).status).toBe(200);
+      }
+      const api = serveAdmin(join(dir, '.payhooks', 'pgdata'));
+      const allDead = () => api.all('dead', 3);
       await waitFor(allDead, 'the three events dead, seen through serve', 60_000);
 
       const dryRun = await runCli(['replay', '--status', 'dead', '--dry-run'], {}, dir);
@@ -139,23 +139,22 @@ describe('payhooks events and replay while serve holds the embedded database', (
       // serve's worker runs them again, and the handler sends them back to dead.
       await waitFor(
         async () => {
-          const shown = await runCli(['events', 'show', 'evt_dead_1'], {}, dir);
-          return shown.code === 0 && JSON.parse(shown.stdout).status === 'dead' && JSON.parse(shown.stdout).processedAt !== null;
+          const shown = await api.event('evt_dead_1');
+          return shown?.status === 'dead' && shown.processedAt !== null;
         },
         'the replayed events dead again',
         60_000,
       );
       await waitFor(allDead, 'all three dead again', 60_000);
-      for (const args of [
+      const shown = await runCli(['events', 'show', 'evt_dead_1'], {}, dir);
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(JSON.parse(shown.stdout)).toMatchObject({ status: 'dead', processedAt: expect.any(String) });
+      await readBeside(dir, beside, [
         ['events', 'list', '--json'],
         ['events', 'list'],
         ['events', 'show', 'evt_dead_2'],
         ['replay', '--status', 'dead', '--dry-run'],
-      ]) {
-        const result = await runCli(args, {}, dir);
-        expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(0);
-        beside[args.join(' ')] = result.stdout;
-      }
+      ]);
       // The errors as stored, the customer's email included: the command line is not the console, which masks them.
       const errors = (JSON.parse(beside['events list --json']!) as { lastError: string }[]).map((e) => e.lastError);
       expect(errors).toEqual(Array(3).fill(expect.stringMatching(/the CRM refused [^*]+@[^*]+/)));

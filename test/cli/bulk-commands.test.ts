@@ -1,16 +1,14 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
 import { storeEvent } from '../../src/store/inbox.js';
 import { migrate } from '../../src/store/migrate.js';
 import type { EventStatus } from '../../src/store/schema.js';
-import { collect, runCli } from '../helpers/cli.js';
+import { cliNodeArgs, collect, runCli } from '../helpers/cli.js';
 import { setState, statuses } from '../helpers/inbox.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { dispose } from '../helpers/stores.js';
@@ -169,13 +167,12 @@ const hasScript = (() => {
 })();
 
 describe.skipIf(!pgUrl || !hasScript)('a bulk replay on a terminal (script(1) gives the CLI a pseudo-terminal)', () => {
-  const entry = fileURLToPath(new URL('../fixtures/cli.ts', import.meta.url));
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
   const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
 
   /** Runs `payhooks <args>` on a pseudo-terminal and types `answer` at it. */
   function onTerminal(args: string[], env: Record<string, string>, answer: string) {
-    const command = [process.execPath, '--import', tsx, entry, ...args].map(quote).join(' ');
+    // The fresh build when there is one, as runCli starts it (cliNodeArgs), instead of the sources through tsx.
+    const command = [process.execPath, ...cliNodeArgs(args, env), ...args].map(quote).join(' ');
     const child = spawn('script', ['-qec', command, '/dev/null'], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     // The terminal keeps what is typed before the question is asked, as a real one does.
     child.stdin.write(`${answer}\n`);

@@ -10,6 +10,7 @@ import { openDatabase } from '../../src/store/database.js';
 import { readMigrations } from '../../src/store/migrate.js';
 import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
+import { seedDataDir } from '../helpers/pglite-template.js';
 
 const run = promisify(execFile);
 
@@ -111,6 +112,8 @@ describe("a newcomer's path on the embedded database", () => {
 // a real process: the exit code it exits with, what reaches its pipes, and a database opened on disk.
 describe('command-line errors, as a process', () => {
   const dir = mkdtempSync(join(tmpdir(), 'payhooks-cli-'));
+  // A database that exists (its first start is the newcomer's test above), so `events show` skips initdb and the migrations.
+  seedDataDir(join(dir, 'pgdata'));
 
   it.each([
     [['events', 'show', 'evt_missing'], {}, /No stored event with eventId evt_missing/],

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
+import { seedDataDir } from '../helpers/pglite-template.js';
 
 // Each of these configuration files used to pass the check at start and then fail later, silently or at every
 // request: serve must refuse them when it starts, exit 1, and say which key is wrong and why.
@@ -16,7 +17,9 @@ function folderWith(name: string, content: string): { dir: string; path: string 
   return { dir, path };
 }
 
-describe('payhooks serve refuses at start a configuration that could only fail later', () => {
+// Concurrent: each case has a folder and a process of its own, and the first spends its 10 s waiting (serve's own
+// limit), during which the others run.
+describe.concurrent('payhooks serve refuses at start a configuration that could only fail later', () => {
   it('a module whose top-level await never settles: exit 1 naming the file after 10 s, not exit 13 without a word', {
     timeout: 90_000,
   }, async () => {
@@ -78,7 +81,10 @@ describe('payhooks serve refuses at start a configuration that could only fail l
       '- forward.0.ratePerSecond: must be between 0.01 (one request every 100 s) and 10000 requests a second, not 0.001',
     );
 
-    const serve = spawnCli(['serve'], SERVE_ENV, withRate(0.5));
+    const kept = withRate(0.5);
+    // A migrated database already (its first start is not the subject): serve skips initdb and the migrations.
+    seedDataDir(join(kept, '.payhooks', 'pgdata'));
+    const serve = spawnCli(['serve'], SERVE_ENV, kept);
     const done = collect(serve, 80_000);
     try {
       expect((await waitForLog(serve, /receiving webhooks/, 60_000)).url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/webhooks$/);

@@ -108,19 +108,26 @@ async function sweep(database: { DATABASE_URL: string } & Record<string, string>
 
 const consoleToken = randomBytes(32).toString('base64url');
 
+// The two sweeps of each database run at once (it.concurrent): each has a serve, a folder and schemas of its own, and
+// a sweep is mostly the pauses between its requests, one after the other so that a crash names its request.
 describe('payhooks serve outlives requests reset mid-body, on every route', () => {
-  it("embedded database, console off (only the command line's session routes)", { timeout: 120_000 }, () =>
+  it.concurrent("embedded database, console off (only the command line's session routes)", { timeout: 120_000 }, () =>
     sweep({ DATABASE_URL: '' }, undefined),
   );
-  it('embedded database, console on', { timeout: 120_000 }, () => sweep({ DATABASE_URL: '' }, consoleToken));
+  it.concurrent('embedded database, console on', { timeout: 120_000 }, () => sweep({ DATABASE_URL: '' }, consoleToken));
 
   describe.skipIf(!pgUrl)('PostgreSQL', () => {
-    const database = { DATABASE_URL: pgUrl!, PAYHOOKS_SCHEMA: uniqueSchema('abort'), PAYHOOKS_MIRROR_SCHEMA: uniqueSchema('abort_mirror') };
-    afterAll(async () => {
-      for (const schema of [database.PAYHOOKS_SCHEMA, database.PAYHOOKS_MIRROR_SCHEMA])
-        await dispose(await openDatabase({ url: pgUrl!, schema }));
+    const database = () => ({
+      DATABASE_URL: pgUrl!,
+      PAYHOOKS_SCHEMA: uniqueSchema('abort'),
+      PAYHOOKS_MIRROR_SCHEMA: uniqueSchema('abort_mirror'),
     });
-    it('console off', { timeout: 120_000 }, () => sweep(database, undefined));
-    it('console on', { timeout: 120_000 }, () => sweep(database, consoleToken));
+    const databases = [database(), database()] as const;
+    afterAll(async () => {
+      for (const { PAYHOOKS_SCHEMA, PAYHOOKS_MIRROR_SCHEMA } of databases)
+        for (const schema of [PAYHOOKS_SCHEMA, PAYHOOKS_MIRROR_SCHEMA]) await dispose(await openDatabase({ url: pgUrl!, schema }));
+    });
+    it.concurrent('console off', { timeout: 120_000 }, () => sweep(databases[0], undefined));
+    it.concurrent('console on', { timeout: 120_000 }, () => sweep(databases[1], consoleToken));
   });
 });

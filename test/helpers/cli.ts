@@ -30,6 +30,21 @@ export const builtIsFresh = (() => {
 })();
 
 /**
+ * How a child process loads payhooks' library (`createPayhooks`, …) the way {@link cliNodeArgs} starts the CLI: from
+ * the fresh build without a loader, else the sources through tsx. `entry` is a file URL to import; `execArgv` goes
+ * to `fork`/`spawn` before the script.
+ *
+ * @example
+ * const { execArgv, entry } = libraryEntry();
+ * fork(fixture, [], { execArgv, env: { ...process.env, PAYHOOKS_TEST_ENTRY: entry } });
+ */
+export function libraryEntry(): { execArgv: string[]; entry: string } {
+  return builtIsFresh
+    ? { execArgv: [], entry: new URL('../../dist/index.js', import.meta.url).href }
+    : { execArgv: ['--import', tsx], entry: new URL('../../src/index.ts', import.meta.url).href };
+}
+
+/**
  * The node arguments that start `payhooks`: the built CLI when it is fresh and nothing asks for TypeScript (a `.ts`
  * handlers file or configuration in the arguments or the environment needs tsx's loader), else the sources through tsx.
  *

@@ -6,16 +6,19 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { exampleEvent } from '../../src/events/index.js';
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
+import { libraryEntry } from '../helpers/cli.js';
 import { putEvent, putEvents } from '../helpers/inbox.js';
 import { waitFor } from '../helpers/wait.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 
-const fixture = fileURLToPath(new URL('../fixtures/effect-worker.ts', import.meta.url));
+const fixture = fileURLToPath(new URL('../fixtures/effect-worker.mjs', import.meta.url));
 
 function startWorker(env: Record<string, string>): Promise<ChildProcess> {
+  // The library from the fresh build (no tsx loader to pay for in each process), else the sources through tsx.
+  const { execArgv, entry } = libraryEntry();
   const child = fork(fixture, [], {
-    execArgv: ['--import', 'tsx'],
-    env: { ...process.env, DATABASE_URL: pgUrl!, ...env },
+    execArgv,
+    env: { ...process.env, DATABASE_URL: pgUrl!, PAYHOOKS_TEST_ENTRY: entry, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   // tsx sends its own IPC messages ({type: 'dependency'}) while it loads modules, so wait for the fixture's.
