@@ -7,14 +7,14 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { readServeSession, serveSessionPath } from '../../src/service/serve-session.js';
 import { exampleEvent, signedRequest } from '../../src/testing/index.js';
-import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
+import { collect, libraryEntry, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
 import { serveAdmin } from '../helpers/serve-admin.js';
 import { waitFor } from '../helpers/wait.js';
 import { seedDataDir } from '../helpers/pglite-template.js';
 
 const SECRET = 'beside-serve-secret';
 // Fails every CUSTOMER_CREATED; with one attempt allowed, each goes dead at once.
-const refusingHandlers = fileURLToPath(new URL('../fixtures/refusing-handlers.mjs', import.meta.url));
+const deadLetterHandlers = fileURLToPath(new URL('../fixtures/dead-letter-handlers.mjs', import.meta.url));
 
 /** Runs each command beside serve, all at once, each expected to exit 0; keeps what each printed under its words. */
 async function readBeside(dir: string, beside: Record<string, string>, commands: string[][]): Promise<void> {
@@ -104,7 +104,7 @@ describe('payhooks events and replay while serve holds the embedded database', (
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-beside-replay-'));
     seedDataDir(join(dir, '.payhooks', 'pgdata'));
     const env = { PAYHOOKS_WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
-    const serve = spawnCli(['serve', '--handlers', refusingHandlers], { ...env, PAYHOOKS_MAX_ATTEMPTS: '1' }, dir);
+    const serve = spawnCli(['serve', '--handlers', deadLetterHandlers], { ...env, PAYHOOKS_TEST_ENTRY: libraryEntry().entry }, dir);
     const served = collect(serve, 140_000);
     const ids = ['evt_dead_1', 'evt_dead_2', 'evt_dead_3'];
     const beside: Record<string, string> = {};

@@ -23,7 +23,7 @@ function newest(dir: string): number {
  * it, as users run it, without tsx's loader, which costs about 0.7 s of CPU a process (`npm test` starts hundreds). A
  * stale or missing build is never used: the sources run through tsx, as before. `npm ci` builds (prepare), so CI is fresh.
  */
-export const builtIsFresh = (() => {
+const builtIsFresh = (() => {
   const root = fileURLToPath(new URL('../..', import.meta.url));
   const builtAt = existsSync(join(root, 'dist/cli/main.js')) ? statSync(join(root, 'dist/cli/main.js')).mtimeMs : 0;
   return builtAt > Math.max(...['src', 'handlers', 'migrations'].map((dir) => newest(join(root, dir))));

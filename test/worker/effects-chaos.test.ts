@@ -14,8 +14,8 @@ import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js
 import { countNeedsReview } from '../../src/store/effect-steps.js';
 import { migrate } from '../../src/store/migrate.js';
 import { effectKey } from '../../src/worker/effects.js';
+import { libraryEntry } from '../helpers/cli.js';
 import { putEvents } from '../helpers/inbox.js';
-import { library } from '../helpers/library-entry.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { dispose } from '../helpers/stores.js';
 
@@ -83,9 +83,10 @@ class Stub {
  * replaced by the spare at once, and a new spare loads meanwhile, so the scenario does not wait for process starts.
  */
 function spareWorker(env: Record<string, string>): Promise<ChildProcess> {
+  const { execArgv, entry } = libraryEntry();
   const child = fork(fixture, [], {
-    execArgv: library.execArgv,
-    env: { ...process.env, ...library.env, DATABASE_URL: pgUrl!, ...env, SPARE: '1' },
+    execArgv,
+    env: { ...process.env, PAYHOOKS_TEST_ENTRY: entry, DATABASE_URL: pgUrl!, ...env, SPARE: '1' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   return untilMessage(child, 'loaded');
