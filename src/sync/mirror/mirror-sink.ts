@@ -1,6 +1,7 @@
 import type { ApiClient } from '../../client/api-client.js';
 import type { EventType, WebhookEvent } from '../../events/index.js';
 import type { ApiCustomer, ApiInvoice, ApiPayment } from '../../events/rest-contract.js';
+import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Payhooks } from '../../payhooks.js';
 import { isSchemaName, type PayhooksDatabase } from '../../store/database.js';
@@ -101,12 +102,33 @@ export async function mirrorEvent(
       states.push(target.snapshot);
     }
   }
+  // Every row in one order, by table and then id: two events of one invoice and its payment (different resources, so
+  // run at once) would otherwise lock the same two rows in opposite orders and deadlock on the real server.
+  const rows = [
+    ...states.map((state) => ({
+      table: state.table,
+      id: state.id,
+      write: (trx: Kysely<Record<string, never>>) => writeMirrorState(trx, schema, state, cause),
+    })),
+    ...touched.map((target) => ({
+      table: target.table,
+      id: target.id,
+      write: async (trx: Kysely<Record<string, never>>) => {
+        await touchMirrorRow(trx, schema, target.table, target.id, cause);
+        return false;
+      },
+    })),
+  ].sort((a, b) => byText(a.table, b.table) || byText(a.id, b.id));
   let written = 0;
   await ctx.transaction(async (trx) => {
-    for (const state of states) if (await writeMirrorState(trx, schema, state, cause)) written++;
-    for (const target of touched) await touchMirrorRow(trx, schema, target.table, target.id, cause);
+    for (const row of rows) if (await row.write(trx)) written++;
   });
   return { written, reads, skippedReads: touched.length };
+}
+
+/** Code-unit order, the same in every process (localeCompare's is not). */
+function byText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** The `mirror` key of the configuration file: `true`/`false`, or its options (docs/mirror.md). */
