@@ -17,6 +17,20 @@ const identifier = z
   .refine((value) => value.trim() === value, 'must not begin or end with white space (identifiers are kept exactly as sent)')
   .refine((value) => !value.includes('\u0000'), 'must not contain U+0000, which the database cannot store');
 
+/**
+ * Whether `identifier` accepts `value`, asked without building issues (the worker's reading of stored bodies): the
+ * same rules, stated beside them so that they change together.
+ */
+export function isIdentifier(value: unknown): value is string {
+  return (
+    typeof value === 'string' &&
+    value.length >= 1 &&
+    value.length <= MAX_IDENTIFIER_LENGTH &&
+    value.trim() === value &&
+    !value.includes('\u0000')
+  );
+}
+
 /** The delivery envelope: all the receiver checks before storing. */
 export const envelopeSchema = z.looseObject({
   eventId: identifier,

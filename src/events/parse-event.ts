@@ -1,5 +1,5 @@
 import { PayhooksError } from '../errors.js';
-import { envelopeSchema, MAX_IDENTIFIER_LENGTH } from './envelope.js';
+import { envelopeSchema, isIdentifier } from './envelope.js';
 import type { z } from 'zod';
 import { type CertainValidator, certainValidator } from './certain-validator.js';
 import { EVENT_DATA_SCHEMAS, type EventType, isEventType, type UnknownEvent, type WebhookEvent } from './event-types.js';
@@ -105,20 +105,9 @@ function lazyDataEvent(eventId: string, eventType: EventType, json: Record<strin
 function plainEnvelope(json: unknown): { eventId: string; eventType: string; data: Record<string, unknown> } | undefined {
   if (typeof json !== 'object' || json === null || Array.isArray(json) || Object.hasOwn(json, '__proto__')) return undefined;
   const { eventId, eventType, data } = json as Record<string, unknown>;
-  if (!isPlainIdentifier(eventId) || !isPlainIdentifier(eventType)) return undefined;
+  if (!isIdentifier(eventId) || !isIdentifier(eventType)) return undefined;
   if (typeof data !== 'object' || data === null || Array.isArray(data) || Object.hasOwn(data, '__proto__')) return undefined;
   return { eventId, eventType, data: data as Record<string, unknown> };
-}
-
-/** What the envelope's `identifier` accepts: 1 to 255 characters, no white space around it, no U+0000. */
-function isPlainIdentifier(value: unknown): value is string {
-  return (
-    typeof value === 'string' &&
-    value.length >= 1 &&
-    value.length <= MAX_IDENTIFIER_LENGTH &&
-    value.trim() === value &&
-    !value.includes('\u0000')
-  );
 }
 
 /** {@link parseEvent} that throws the {@link EventParseError}. */

@@ -10,7 +10,7 @@ import { exampleEvent, signedRequest } from '../../src/testing/index.js';
 import { collect, libraryEntry, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
 import { serveAdmin } from '../helpers/serve-admin.js';
 import { waitFor } from '../helpers/wait.js';
-import { seedDataDir } from '../helpers/pglite-template.js';
+import { seedDefaultDataDir } from '../helpers/pglite-template.js';
 
 const SECRET = 'beside-serve-secret';
 // Fails every CUSTOMER_CREATED; with one attempt allowed, each goes dead at once.
@@ -31,8 +31,7 @@ describe('payhooks events and replay while serve holds the embedded database', (
     timeout: 120_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-beside-'));
-    seedDataDir(join(dir, '.payhooks', 'pgdata'));
-    const dataDir = join(dir, '.payhooks', 'pgdata');
+    const dataDir = seedDefaultDataDir(dir);
     const env = { PAYHOOKS_WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
     const serve = spawnCli(['serve'], env, dir);
     const served = collect(serve, 110_000);
@@ -102,7 +101,7 @@ describe('payhooks events and replay while serve holds the embedded database', (
     timeout: 150_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-beside-replay-'));
-    seedDataDir(join(dir, '.payhooks', 'pgdata'));
+    const dataDir = seedDefaultDataDir(dir);
     const env = { PAYHOOKS_WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
     const serve = spawnCli(['serve', '--handlers', deadLetterHandlers], { ...env, PAYHOOKS_TEST_ENTRY: libraryEntry().entry }, dir);
     const served = collect(serve, 140_000);
@@ -115,7 +114,7 @@ describe('payhooks events and replay while serve holds the embedded database', (
         const event = exampleEvent('CUSTOMER_CREATED', { eventId, data: { id: `cus_dead_${i + 1}` } });
         expect((await fetch(url, signedRequest(event, { secret: SECRET }))).status).toBe(200);
       }
-      const api = serveAdmin(join(dir, '.payhooks', 'pgdata'));
+      const api = serveAdmin(dataDir);
       const allDead = () => api.all('dead', 3);
       await waitFor(allDead, 'the three events dead, seen through serve', 60_000);
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
-import { seedDataDir } from '../helpers/pglite-template.js';
+import { seedDefaultDataDir } from '../helpers/pglite-template.js';
 
 // Each of these configuration files used to pass the check at start and then fail later, silently or at every
 // request: serve must refuse them when it starts, exit 1, and say which key is wrong and why.
@@ -83,7 +83,7 @@ describe.concurrent('payhooks serve refuses at start a configuration that could 
 
     const kept = withRate(0.5);
     // A migrated database already (its first start is not the subject): serve skips initdb and the migrations.
-    seedDataDir(join(kept, '.payhooks', 'pgdata'));
+    seedDefaultDataDir(kept);
     const serve = spawnCli(['serve'], SERVE_ENV, kept);
     const done = collect(serve, 80_000);
     try {

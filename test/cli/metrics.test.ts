@@ -12,7 +12,7 @@ import { exampleEvent, signedRequest } from '../../src/testing/index.js';
 import { collect, spawnCli, waitForLog } from '../helpers/cli.js';
 import { freePort } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
-import { seedDataDir } from '../helpers/pglite-template.js';
+import { seedDefaultDataDir } from '../helpers/pglite-template.js';
 
 const handlers = fileURLToPath(new URL('../fixtures/metrics-handlers.mjs', import.meta.url));
 const API_KEY = 'sk_test_metrics_key_0123456789';
@@ -36,7 +36,7 @@ describe('payhooks serve /metrics', () => {
   it('each named series moves as events flow, and the logs hold no personal data or secret', { timeout: 120_000 }, async () => {
     const simulator = await startSimulator({ logger: pino({ level: 'silent' }) });
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-metrics-'));
-    seedDataDir(join(dir, '.payhooks', 'pgdata'));
+    seedDefaultDataDir(dir);
     try {
       const client = createClient({ apiKey: API_KEY, environment: simulator.url });
       const port = await freePort();

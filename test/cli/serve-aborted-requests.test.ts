@@ -13,7 +13,7 @@ import { openDatabase } from '../../src/store/database.js';
 import { collect, spawnCli, waitForLog } from '../helpers/cli.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { dispose } from '../helpers/stores.js';
-import { seedDataDir } from '../helpers/pglite-template.js';
+import { seedDefaultDataDir } from '../helpers/pglite-template.js';
 
 /** Every route serve answers, plus two it does not (one under the console's prefix). */
 const PATHS = [
@@ -66,7 +66,7 @@ const SECRET = 'aborted-requests-secret';
 
 async function sweep(database: { DATABASE_URL: string } & Record<string, string>, adminToken: string | undefined) {
   const dir = mkdtempSync(join(tmpdir(), 'payhooks-abort-'));
-  if (database.DATABASE_URL === '') seedDataDir(join(dir, '.payhooks', 'pgdata'));
+  const dataDir = database.DATABASE_URL === '' ? seedDefaultDataDir(dir) : undefined;
   const env = { PAYHOOKS_WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1', PAYHOOKS_ADMIN_TOKEN: adminToken, ...database };
   const serve = spawnCli(['serve'], env, dir);
   const done = collect(serve, 110_000);
@@ -75,8 +75,8 @@ async function sweep(database: { DATABASE_URL: string } & Record<string, string>
     const base = url.replace(/\/webhooks$/, '');
     const port = Number(new URL(base).port);
     // Each token that opens something here, and none at all.
-    const localToken = database.DATABASE_URL === '' ? readServeSession(join(dir, '.payhooks', 'pgdata'))?.token : undefined;
-    if (database.DATABASE_URL === '') expect(localToken, 'serve on the embedded database writes its session file').toBeDefined();
+    const localToken = dataDir ? readServeSession(dataDir)?.token : undefined;
+    if (dataDir) expect(localToken, 'serve on the embedded database writes its session file').toBeDefined();
     const authorizations = [undefined, adminToken, localToken].filter((a, i) => i === 0 || a !== undefined);
     let sent = 0;
     for (const path of PATHS) {

@@ -17,7 +17,7 @@ import { effectKey } from '../../src/worker/effects.js';
 import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
 import { freePort, listen } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
-import { seedDataDir } from '../helpers/pglite-template.js';
+import { seedDefaultDataDir } from '../helpers/pglite-template.js';
 
 const lateFeeHandlers = fileURLToPath(new URL('../fixtures/late-fee-handlers.mjs', import.meta.url));
 
@@ -92,7 +92,7 @@ describe('a late fee through ctx.api inside ctx.effect, serve SIGKILLed between 
       const { secret } = await client.webhooks.getSecret(endpoint.id);
 
       const dir = mkdtempSync(join(tmpdir(), 'payhooks-late-fee-'));
-      seedDataDir(join(dir, '.payhooks', 'pgdata'));
+      seedDefaultDataDir(dir);
       const handled = join(dir, 'handled.txt');
       // A short lease, so that the restarted serve takes the killed run's event over within seconds.
       writeFileSync(

@@ -14,7 +14,7 @@ import { WORKER_DEFAULTS } from '../../src/worker/defaults.js';
 import { collect, runCli, spawnCli } from '../helpers/cli.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { waitFor } from '../helpers/wait.js';
-import { seedDataDir } from '../helpers/pglite-template.js';
+import { seedDefaultDataDir } from '../helpers/pglite-template.js';
 
 const SECRET = 'worker-options-secret';
 const failingHandlers = fileURLToPath(new URL('../fixtures/failing-handlers.mjs', import.meta.url));
@@ -50,7 +50,7 @@ async function runFailingEvents(env: Record<string, string>): Promise<{
   serve: ChildProcess;
 }> {
   const dir = mkdtempSync(join(tmpdir(), 'payhooks-worker-options-'));
-  if (env.DATABASE_URL === '') seedDataDir(join(dir, '.payhooks', 'pgdata'));
+  if (env.DATABASE_URL === '') seedDefaultDataDir(dir);
   writeFileSync(join(dir, 'payhooks.config.json'), JSON.stringify({ worker: WORKER }));
   const attemptsFile = join(dir, 'attempts.txt');
   const fullEnv = { ...env, PAYHOOKS_WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1', PAYHOOKS_TEST_ATTEMPTS_FILE: attemptsFile };

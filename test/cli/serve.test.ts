@@ -14,7 +14,7 @@ import { createDefaultScheme } from '../../src/signature/index.js';
 import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
 import { post, signedDelivery } from '../helpers/deliveries.js';
 import { waitFor } from '../helpers/wait.js';
-import { seedDataDir } from '../helpers/pglite-template.js';
+import { seedDefaultDataDir } from '../helpers/pglite-template.js';
 
 const handlers = fileURLToPath(new URL('../fixtures/handlers.mjs', import.meta.url));
 const typoHandlers = fileURLToPath(new URL('../fixtures/typo-handlers.mjs', import.meta.url));
@@ -36,7 +36,7 @@ describe('payhooks serve with handlers', () => {
     timeout: 90_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));
-    seedDataDir(join(dir, '.payhooks', 'pgdata'));
+    seedDefaultDataDir(dir);
     const handled = join(dir, 'handled.txt');
     const env = { PAYHOOKS_WEBHOOK_SECRET: 'serve-secret', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '', HANDLED_FILE: handled };
     const serve = spawnCli(['serve', '--handlers', handlers], env, dir);
@@ -65,7 +65,7 @@ describe('payhooks serve with handlers', () => {
     timeout: 90_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));
-    seedDataDir(join(dir, '.payhooks', 'pgdata'));
+    seedDefaultDataDir(dir);
     const env = { PAYHOOKS_WEBHOOK_SECRET: 'serve-secret', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
     const result = await runCli(['serve', '--handlers', typoHandlers], env, dir, 80_000);
     expect(result.code).toBe(1);
@@ -75,7 +75,7 @@ describe('payhooks serve with handlers', () => {
 
   it('on a port already in use, stops what it started and exits non-zero with the reason', { timeout: 90_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));
-    seedDataDir(join(dir, '.payhooks', 'pgdata'));
+    seedDefaultDataDir(dir);
     const busy = createServer();
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
     const { port } = busy.address() as AddressInfo;
@@ -93,7 +93,7 @@ describe('payhooks serve with handlers', () => {
 
   it('--role receiver stores without running handlers; the events stay pending', { timeout: 90_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));
-    seedDataDir(join(dir, '.payhooks', 'pgdata'));
+    seedDefaultDataDir(dir);
     const env = {
       PAYHOOKS_WEBHOOK_SECRET: 'serve-secret',
       PORT: '0',
@@ -127,7 +127,7 @@ describe('payhooks serve with handlers', () => {
       const { secret } = await client.webhooks.getSecret(endpoint.id);
 
       const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));
-      seedDataDir(join(dir, '.payhooks', 'pgdata'));
+      seedDefaultDataDir(dir);
       const handled = join(dir, 'handled.txt');
       const env = {
         PAYHOOKS_WEBHOOK_SECRET: secret,

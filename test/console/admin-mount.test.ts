@@ -15,7 +15,7 @@ import { exampleEvent, signedRequest } from '../../src/testing/index.js';
 import { cliNodeArgs, collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
 import { listen } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
-import { seedDataDir } from '../helpers/pglite-template.js';
+import { seedDefaultDataDir } from '../helpers/pglite-template.js';
 
 const TOKEN = '2cxLq1SMOreRAkf9Im0RSs4zShah98pxTJXFZBQ3';
 const SECRET = 'mount-secret';
@@ -186,7 +186,7 @@ describe('payhooks serve and PAYHOOKS_ADMIN_TOKEN', () => {
   }, async () => {
     for (const token of [TOKEN, undefined]) {
       const dir = mkdtempSync(join(tmpdir(), 'payhooks-admin-serve-'));
-      seedDataDir(join(dir, '.payhooks', 'pgdata'));
+      seedDefaultDataDir(dir);
       const serve = spawnCli(['serve'], { ...env, PAYHOOKS_ADMIN_TOKEN: token }, dir);
       const done = collect(serve, 80_000);
       try {
@@ -244,7 +244,7 @@ describe('payhooks serve and PAYHOOKS_ADMIN_TOKEN', () => {
     timeout: 90_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-admin-serve-'));
-    seedDataDir(join(dir, '.payhooks', 'pgdata'));
+    const dataDir = seedDefaultDataDir(dir);
     const serve = spawnCli(['serve'], { ...env, PAYHOOKS_ADMIN_TOKEN: TOKEN }, dir);
     const done = collect(serve, 80_000);
     try {
@@ -274,7 +274,7 @@ describe('payhooks serve and PAYHOOKS_ADMIN_TOKEN', () => {
 
       // The session token (the command line's beside serve) opens the command line's routes, the console token all;
       // the second API the command line once had is gone.
-      const session = readServeSession(join(dir, '.payhooks', 'pgdata'))!;
+      const session = readServeSession(dataDir)!;
       const sessionBearer = { authorization: `Bearer ${session.token}` };
       const page = await fetch(`${base}/admin/api/events?limit=10&reveal=true`, { headers: sessionBearer });
       expect(page.status).toBe(200);
@@ -316,7 +316,7 @@ describe("payhooks events list beside serve, through serve's console API", () =>
   }, async () => {
     const env = { PAYHOOKS_WEBHOOK_SECRET: SECRET, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-admin-pages-'));
-    seedDataDir(join(dir, '.payhooks', 'pgdata'));
+    seedDefaultDataDir(dir);
     const serve = spawnCli(['serve'], env, dir);
     const done = collect(serve, 170_000);
     const beside: Record<string, string> = {};

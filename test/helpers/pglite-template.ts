@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
-import { openDatabase, setMemoryPGliteSource } from '../../src/store/database.js';
+import { DATABASE_DEFAULTS, openDatabase, setMemoryPGliteSource } from '../../src/store/database.js';
 import { MIGRATIONS_DIR, migrate } from '../../src/store/migrate.js';
 
 /** The schema whose `memory://` databases start migrated (test/helpers/stores.ts opens its PGlite stores in it). */
@@ -105,6 +105,18 @@ export function seedDataDir(target: string): string {
   mkdirSync(dirname(target), { recursive: true });
   cpSync(seededFrom, target, { recursive: true });
   return target;
+}
+
+/**
+ * {@link seedDataDir} where `payhooks` run in `cwd` looks by default (DATABASE_DEFAULTS.dataDir); resolves to that path.
+ *
+ * @example
+ * const dir = mkdtempSync(join(tmpdir(), 'payhooks-serve-'));
+ * seedDefaultDataDir(dir);
+ * spawnCli(['serve'], { DATABASE_URL: '' }, dir);
+ */
+export function seedDefaultDataDir(cwd: string): string {
+  return seedDataDir(join(cwd, DATABASE_DEFAULTS.dataDir));
 }
 
 let seededFrom: string | undefined;

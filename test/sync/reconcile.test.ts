@@ -18,7 +18,7 @@ import { freePort } from '../helpers/servers.js';
 import { dropMirrorSchema } from '../helpers/mirror.js';
 import { backends, dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
-import { seedDataDir } from '../helpers/pglite-template.js';
+import { seedDefaultDataDir } from '../helpers/pglite-template.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -130,7 +130,7 @@ describe('payhooks reconcile on the command line', () => {
       await client.customers.create({ username: 'cli-missed' });
       await waitFor(() => simulator.webhookEvents()[0]?.status === 'failed', 'the sender to give up');
       const dir = mkdtempSync(join(tmpdir(), 'payhooks-reconcile-'));
-      seedDataDir(join(dir, '.payhooks', 'pgdata'));
+      seedDefaultDataDir(dir);
       const env = { DATABASE_URL: '', PAYHOOKS_API_KEY: 'sk_test_cli', PAYHOOKS_API_URL: simulator.url };
       const dry = await runCli(['reconcile', '--since', '1d', '--dry-run'], env, dir);
       expect(dry.code).toBe(0);
@@ -230,7 +230,7 @@ describe('reconcile against an API that ignores skip (the same page every time)'
     try {
       const dir = mkdtempSync(join(tmpdir(), 'payhooks-reconcile-stuck-'));
       // A migrated database already (its first start is not the subject): no initdb and migrations to wait for.
-      seedDataDir(join(dir, '.payhooks', 'pgdata'));
+      seedDefaultDataDir(dir);
       const env = { DATABASE_URL: '', PAYHOOKS_API_KEY: 'sk_test_stuck', PAYHOOKS_API_URL: server.url };
       const result = await runCli(['reconcile', '--dry-run'], env, dir);
       expect(result.code).toBe(1);
