@@ -46,10 +46,15 @@ export async function buildPGliteTemplates(): Promise<PGliteTemplates> {
   const templates = {
     empty: join(dir, `${key}-empty.tar`),
     migrated: join(dir, `${key}-migrated.tar`),
-    dataDir: join(dir, `${key}-pgdata`),
+    // Of today (UTC): the history partitions it holds are made for the day it was made, and a copy opened days later
+    // would make each day's since then in every process that opens it.
+    dataDir: join(dir, `${key}-${new Date().toISOString().slice(0, 10)}-pgdata`),
   };
   mkdirSync(dir, { recursive: true });
-  if (!existsSync(templates.dataDir)) await buildDataDir(templates.dataDir);
+  if (!existsSync(templates.dataDir)) {
+    for (const old of readdirSync(dir).filter((name) => name.endsWith('-pgdata'))) rmSync(join(dir, old), { recursive: true, force: true });
+    await buildDataDir(templates.dataDir);
+  }
   if (existsSync(templates.empty) && existsSync(templates.migrated)) return templates;
   let pglite: PGlite | undefined;
   setMemoryPGliteSource(async () => {
@@ -97,7 +102,7 @@ async function buildDataDir(path: string): Promise<void> {
  * on the 2-core machine). For tests that are not about a database's first start; those keep an empty folder.
  *
  * @example
- * seedDataDir(join(cwd, '.payhooks', 'pgdata')); // where serve looks by default in `cwd`
+ * const dataDir = seedDataDir(join(dir, 'pgdata')); // for PAYHOOKS_DATA_DIR
  */
 export function seedDataDir(target: string): string {
   if (!seededFrom) throw new Error('seedDataDir is for the db, e2e and soak tiers (test/setup-db.ts gives it the template)');
