@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildIfStale } from './helpers/cli.js';
 
 const run = promisify(execFile);
 const repo = fileURLToPath(new URL('../', import.meta.url));
@@ -30,7 +31,7 @@ async function node(code: string, flags: string[] = []): Promise<unknown> {
 }
 
 beforeAll(async () => {
-  await run('npm', ['run', 'build'], { cwd: repo, timeout: 180_000 });
+  await buildIfStale();
   app = mkdtempSync(join(tmpdir(), 'payhooks-app-'));
   // What `npm init -y` writes that matters here: no "type", so .js and -e code are CommonJS.
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'cjs-app', version: '1.0.0', private: true }));

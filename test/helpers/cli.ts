@@ -1,8 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { vi } from 'vitest';
 
 const entry = fileURLToPath(new URL('../fixtures/cli.ts', import.meta.url));
@@ -23,11 +24,23 @@ function newest(dir: string): number {
  * it, as users run it, without tsx's loader, which costs about 0.7 s of CPU a process (`npm test` starts hundreds). A
  * stale or missing build is never used: the sources run through tsx, as before. `npm ci` builds (prepare), so CI is fresh.
  */
-const builtIsFresh = (() => {
-  const root = fileURLToPath(new URL('../..', import.meta.url));
+function isBuiltFresh(): boolean {
   const builtAt = existsSync(join(root, 'dist/cli/main.js')) ? statSync(join(root, 'dist/cli/main.js')).mtimeMs : 0;
   return builtAt > Math.max(...['src', 'handlers', 'migrations'].map((dir) => newest(join(root, dir))));
-})();
+}
+const root = fileURLToPath(new URL('../..', import.meta.url));
+let builtIsFresh = isBuiltFresh();
+
+/**
+ * Builds dist/ (`npm run build`) when it is older than the sources, for the tests of the built package; a fresh build
+ * is left alone. Rebuilding a fresh one rewrote every file of dist/ while processes of other test files were loading
+ * them (a CLI that read a half-written module crashed), and cost about 8 s of CPU each time.
+ */
+export async function buildIfStale(): Promise<void> {
+  if (isBuiltFresh()) return;
+  await promisify(execFile)('npm', ['run', 'build'], { cwd: root, timeout: 180_000 });
+  builtIsFresh = true;
+}
 
 /**
  * How a child process loads payhooks' library (`createPayhooks`, …) the way {@link cliNodeArgs} starts the CLI: from

@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { connect, type Socket } from 'node:net';
@@ -9,7 +9,7 @@ import { exampleEvent } from '../../src/events/index.js';
 import { BodyBudget } from '../../src/internal/limited-body.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import { openDatabase } from '../../src/store/database.js';
-import { collect, waitForLog } from '../helpers/cli.js';
+import { buildIfStale, collect, waitForLog } from '../helpers/cli.js';
 import { post, signedDelivery } from '../helpers/deliveries.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { dispose } from '../helpers/stores.js';
@@ -57,7 +57,7 @@ describe.skipIf(!pgUrl || process.platform !== 'linux')('payhooks serve under 2,
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-flood-'));
     const env = { PAYHOOKS_WEBHOOK_SECRET: 'flood-secret', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: pgUrl!, PAYHOOKS_SCHEMA: schema };
     // The built command, as users run it (not through the test's TypeScript loader, which has a memory cost of its own).
-    execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'ignore' });
+    await buildIfStale();
     const serve = spawn(process.execPath, [join(root, 'bin/payhooks.js'), 'serve'], {
       cwd: dir,
       env: { ...process.env, PAYHOOKS_LOG_LEVEL: 'info', ...env },
