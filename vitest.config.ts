@@ -23,7 +23,7 @@ const TIER_OPTIONS: Record<Tier, NonNullable<TestProjectInlineConfiguration['tes
   db: databases,
   e2e: databases,
   // After the others, so that the quick tiers report first and these scenarios, which bound how long recovery may take
-  // and how much memory a flood may use, share the cores only with each other: two at a time, like the other tiers
+  // and how much memory a flood may use, share the cores only with each other: three at a time, like the other tiers
   // (the longest, the effect chaos run, would otherwise keep the others waiting).
   soak: { ...databases, sequence: { groupOrder: 1 } },
 };
@@ -38,8 +38,9 @@ export default defineConfig({
   },
   test: {
     // Three test files at once on this 2-core machine: many files wait (on a partition, a blackhole, a child process
-    // starting) as much as they compute, and a third file fills the cores meanwhile (idle CPU 17% with two, about 2%
-    // with three; the whole suite 536 s with two, 463 s with three). vitest's default, one, ran the files one by one.
+    // starting) as much as they compute, and a third file fills the cores meanwhile (idle CPU 17% with two, about 5%
+    // with three; the whole suite 536 s with two, 463 s with three and the CLI's short commands on the baseline
+    // compiler). vitest's default, one, ran the files one by one.
     maxWorkers: 3,
     testTimeout: 30_000,
     unstubEnvs: true,
