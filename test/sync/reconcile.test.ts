@@ -103,6 +103,8 @@ describe.each(backends.filter((b) => b.available))('payhooks reconcile ($name)',
       await client.webhooks.create({ url: 'http://127.0.0.1:9/other', description: 'another app', enabledEvents: ['CUSTOMER_CREATED'] });
       await client.customers.create({ username: 'second-endpoint' });
       await waitFor(() => simulator.webhookEvents().length === 6, 'the new deliveries to be recorded');
+      // The new customer's event reaches this receiver too; until it is stored, reconcile rightly counts it missing.
+      await waitFor(async () => (await listEvents(store)).length === 5, 'the new customer event stored');
       await expect(reconcile({ store, api: client })).rejects.toThrow(AmbiguousEndpointError);
       await expect(reconcile({ store, api: client })).rejects.toThrow(/Name the one this payhooks receives for with --endpoint ID/);
       expect((await reconcile({ store, api: client, endpointId: endpoint.id, dryRun: true })).missing).toHaveLength(0);
