@@ -102,7 +102,8 @@ function compileNew(def: Def, made: Map<z.ZodType, CertainValidator | undefined>
   }
 }
 
-function isJsonObject(value: unknown): value is Record<string, unknown> {
+/** An object as JSON.parse makes one: not null, not an array. */
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 

@@ -1,7 +1,7 @@
 import { PayhooksError } from '../errors.js';
 import { envelopeSchema, isIdentifier } from './envelope.js';
 import type { z } from 'zod';
-import { type CertainValidator, certainValidator } from './certain-validator.js';
+import { type CertainValidator, certainValidator, isJsonObject } from './certain-validator.js';
 import { EVENT_DATA_SCHEMAS, type EventType, isEventType, type UnknownEvent, type WebhookEvent } from './event-types.js';
 import { describeIssues, issuesOf, type FieldIssue } from './issues.js';
 
@@ -103,11 +103,11 @@ function lazyDataEvent(eventId: string, eventType: EventType, json: Record<strin
  * keep as a key, is left to the schema.
  */
 function plainEnvelope(json: unknown): { eventId: string; eventType: string; data: Record<string, unknown> } | undefined {
-  if (typeof json !== 'object' || json === null || Array.isArray(json) || Object.hasOwn(json, '__proto__')) return undefined;
-  const { eventId, eventType, data } = json as Record<string, unknown>;
+  if (!isJsonObject(json) || Object.hasOwn(json, '__proto__')) return undefined;
+  const { eventId, eventType, data } = json;
   if (!isIdentifier(eventId) || !isIdentifier(eventType)) return undefined;
-  if (typeof data !== 'object' || data === null || Array.isArray(data) || Object.hasOwn(data, '__proto__')) return undefined;
-  return { eventId, eventType, data: data as Record<string, unknown> };
+  if (!isJsonObject(data) || Object.hasOwn(data, '__proto__')) return undefined;
+  return { eventId, eventType, data };
 }
 
 /** {@link parseEvent} that throws the {@link EventParseError}. */

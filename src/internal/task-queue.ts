@@ -40,7 +40,7 @@ export class TaskQueue {
 
   /** Resolves once nothing runs and nothing waits. */
   onIdle(): Promise<void> {
-    if (this.#running === 0 && this.#head >= this.#waiting.length) return Promise.resolve();
+    if (this.#isIdle()) return Promise.resolve();
     return new Promise((resolve) => this.#idle.push(resolve));
   }
 
@@ -72,8 +72,12 @@ export class TaskQueue {
     this.#settleIdle();
   };
 
+  #isIdle(): boolean {
+    return this.#running === 0 && this.#head >= this.#waiting.length;
+  }
+
   #settleIdle(): void {
-    if (this.#running > 0 || this.#head < this.#waiting.length || this.#idle.length === 0) return;
+    if (!this.#isIdle() || this.#idle.length === 0) return;
     const idle = this.#idle;
     this.#idle = [];
     for (const resolve of idle) resolve();

@@ -1,6 +1,7 @@
 import { type EffectStep, listSteps } from './effect-steps.js';
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
+import { compareText } from '../internal/compare-text.js';
 import type { PayhooksDatabase } from './database.js';
 import { ensureHistoryPartitions } from './history-partitions.js';
 import type { EventStatus } from './schema.js';
@@ -109,7 +110,7 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
     if (seen === undefined) rows.push(event);
     repeats.set(event.eventId, (seen ?? 0) + 1);
   }
-  rows.sort((a, b) => (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0));
+  rows.sort((a, b) => compareText(a.eventId, b.eventId));
   const texts = (values: (string | null)[]) => sql`${values}::text[]`;
   const ledger = sql.id(store.schema, 'event_ledger');
   const inbox = sql.id(store.schema, 'inbox_events');

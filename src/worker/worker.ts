@@ -127,6 +127,11 @@ class AttemptRun {
   }
 }
 
+/** A handler's run of this attempt, ended now: what its completion or attempt record carries. */
+function handlerRun(event: ClaimedEvent, startedAt: Date): { attempt: number; startedAt: Date; endedAt: Date } {
+  return { attempt: event.attempt, startedAt, endedAt: new Date() };
+}
+
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null | undefined)?.then === 'function';
 }
@@ -401,12 +406,17 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     else entry.noted = [outcome];
   }
 
+  /** The run's noted outcomes, taken to be handed over (undefined when none). */
+  function takeNoted(entry: InFlight): Outcome[] | undefined {
+    const group = entry.noted;
+    entry.noted = undefined;
+    return group;
+  }
+
   /** Hands the run's noted outcomes over to be written, if any (nobody waits for them). */
   function handOver(entry: InFlight): void {
-    const group = entry.noted;
-    if (!group) return;
-    entry.noted = undefined;
-    write(entry, group).catch(() => undefined);
+    const group = takeNoted(entry);
+    if (group) write(entry, group).catch(() => undefined);
   }
 
   /**
@@ -419,8 +429,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       entry.span.setAttribute('payhooks.event.outcome', ended);
       if (ended === 'retry' || ended === 'dead' || ended === 'invalid') markSpanFailed(entry.span, ended);
     }
-    const group = entry.noted ?? [];
-    entry.noted = undefined;
+    const group = takeNoted(entry) ?? [];
     group.push(outcome);
     entry.recording = recordGroup(entry, group, then);
   }
@@ -550,13 +559,13 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           observe(handler, event, started, false);
           // Written with the event's outcome, or before it: the batches go out in order. Every run is kept, in the
           // batch that carries the outcome (no statement more): a completion carries its run.
-          const run = { attempt: event.attempt, startedAt, endedAt: new Date() };
+          const run = handlerRun(event, startedAt);
           if (!markedInTransaction) note(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name, run });
           else note(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error: null, ...run });
         } catch (err) {
           if (entry.shutdown) return; // shutdown: the lease is given back in stop()
           observe(handler, event, started, true);
-          const run = { attempt: event.attempt, startedAt, endedAt: new Date() };
+          const run = handlerRun(event, startedAt);
           note(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error: describeThrown(err), ...run });
           if (err instanceof EffectNeedsReviewError) {
             reviews.push({ handler: handler.name, error: err });

@@ -2,6 +2,7 @@ import type { ApiClient } from '../../client/api-client.js';
 import type { EventType, WebhookEvent } from '../../events/index.js';
 import type { ApiCustomer, ApiInvoice, ApiPayment } from '../../events/rest-contract.js';
 import type { Kysely } from 'kysely';
+import { compareText } from '../../internal/compare-text.js';
 import { z } from 'zod';
 import type { Payhooks } from '../../payhooks.js';
 import { isSchemaName, type PayhooksDatabase } from '../../store/database.js';
@@ -118,17 +119,12 @@ export async function mirrorEvent(
         return false;
       },
     })),
-  ].sort((a, b) => byText(a.table, b.table) || byText(a.id, b.id));
+  ].sort((a, b) => compareText(a.table, b.table) || compareText(a.id, b.id));
   let written = 0;
   await ctx.transaction(async (trx) => {
     for (const row of rows) if (await row.write(trx)) written++;
   });
   return { written, reads, skippedReads: touched.length };
-}
-
-/** Code-unit order, the same in every process (localeCompare's is not). */
-function byText(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** The `mirror` key of the configuration file: `true`/`false`, or its options (docs/mirror.md). */

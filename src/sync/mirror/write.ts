@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { MirrorState, MirrorTable } from './states.js';
+import { compareText } from '../../internal/compare-text.js';
 
 /** The event behind a write; null for backfill and reconciliation reads. */
 export interface MirrorCause {
@@ -12,7 +13,7 @@ export interface MirrorCause {
 function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
     v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => compareText(a, b)))
       : v,
   );
 }

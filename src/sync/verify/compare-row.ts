@@ -1,4 +1,5 @@
 import type { InvoiceItemRow, MirrorState } from '../mirror/states.js';
+import { compareText } from '../../internal/compare-text.js';
 
 // Compares the state the mirror would hold for a record read from the API (the mapping of states.ts, so that
 // verify and the mirror agree on what each column means) with the row the mirror holds. Values are compared in
@@ -42,7 +43,7 @@ const NOT_IN_EVENTS: Record<string, ReadonlySet<string>> = {
 function canonical(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
     v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => compareText(a, b)))
       : v,
   );
 }
