@@ -207,7 +207,8 @@ const BOUNDS =
   'per job), a third of it garbage collection: some 2,000 to 3,000 finished events wait for their outcome batch at any ' +
   'time, and up to 1,000 claimed ones for a slot, so young-generation collections keep 4 to 5 MB alive; then JSON.parse ' +
   'of the 2 KB body (about 5 µs) and its validation (2 to 3 µs). With 1,000,000 events of history the database is the ' +
-  'larger part (0.60x to 0.71x against 0.77x to 0.78x without), and two processes gain nothing over one: each run ' +
+  'larger part (0.61x to 0.74x against 0.74x to 0.84x without), and two processes gain little over one (at most 12%, ' +
+  'and nothing at a backlog of 100,000): each run ' +
   'writes WAL on top of the backlog, checkpoints fall inside it, and the history row rewrite and the non-HOT lease ' +
   'update (both need a migration) are the next cuts. On this 2-core machine the database, the worker and ' +
   'graphile-worker compete for the same cores: read the ratio, which is measured in the same run, rather than the ' +

@@ -47,10 +47,7 @@ export async function benchEffects(): Promise<Section> {
     rows,
     targets: [],
     notes: [
-      "Each step waits for one commit on its handler's path: its intent must be durable before its function runs (the result after it is recorded without waiting for the disk: lost only in a crash of the server itself, it leaves the step unknown, the designed fallback). So the drain with steps is bounded by the latency of those commits times the handlers running at once, not by the work the database does: more concurrency, or a disk that flushes faster, raises it; a handler's outside call, which a step stands for, usually costs more than the step." +
-        'before the handler goes on), so the drain with steps is bounded by the latency of those commits (each waits for its WAL flush) times the ' +
-        "handlers running at once, not by the work the database does: more concurrency, or a disk that flushes faster, raises it; a handler's " +
-        'outside call, which a step stands for, usually costs more than both.',
+      "Each step waits for one commit on its handler's path: its intent must be durable before its function runs (the result after it is recorded without waiting for the disk: lost only in a crash of the server itself, it leaves the step unknown, the designed fallback). So the drain with steps is bounded by the latency of those commits times the handlers running at once, not by the work the database does: more concurrency, or a disk that flushes faster, raises it; a handler's outside call, which a step stands for, usually costs more than the step.",
     ],
   };
 }
