@@ -1,3 +1,4 @@
+import type { Command } from 'commander';
 import type { Logger } from 'pino';
 import { createClient } from '../client/index.js';
 import { EVENT_TYPES, isEventType, type EventType } from '../events/index.js';
@@ -17,6 +18,8 @@ import {
   writeSimulatorSession,
   type SimulatorSession,
 } from '../service/simulator-session.js';
+import { createLogger } from '../logger.js';
+import type { CommandContext } from './command-context.js';
 import { untilSignal } from './until-signal.js';
 
 /** The key `simulate --forward-to` registers with and writes to the session file (the simulator takes any sk_test_ key). */
@@ -202,4 +205,40 @@ export async function runSimulate(
     if (session) await removeSimulatorSession(sessionDir, session.endpointId);
     await simulator.close();
   });
+}
+
+/** `payhooks simulate`: the local simulator, until a signal. */
+export function addSimulateCommand(program: Command, ctx: CommandContext): void {
+  program
+    .command('simulate')
+    .description('run a local, in-memory Payment Collection Service: its REST interface and real signed webhook deliveries')
+    .option(
+      '--forward-to <url>',
+      'register a webhook endpoint at this URL (e.g. http://127.0.0.1:8787/webhooks), print its secret and write ./.payhooks/simulator.json for serve and trigger',
+      simulateOptionParsers.forwardTo,
+    )
+    .option(
+      '--events <types>',
+      'with --forward-to: the event types it receives, comma-separated (default: all 19)',
+      simulateOptionParsers.events,
+    )
+    .option('--port <port>', 'port to listen on (0: any free port)', simulateOptionParsers.port, 4010)
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option(
+      '--time-scale <n>',
+      'divide the retry delays (2 s … 3 days) and the rotation grace period by n',
+      simulateOptionParsers.timeScale,
+      1,
+    )
+    .option('--duplicate-rate <p>', 'probability that a delivery is sent twice', simulateOptionParsers.rate('--duplicate-rate'), 0)
+    .option('--reorder', 'buffer deliveries briefly and send them shuffled', false)
+    .option(
+      '--fail-rate <p>',
+      'probability that a REST call answers 503 (for writes, half of them after the write is done)',
+      simulateOptionParsers.rate('--fail-rate'),
+      0,
+    )
+    .action(async (opts: SimulateCommandOptions) => {
+      await runSimulate(opts, createLogger(), ctx.out);
+    });
 }

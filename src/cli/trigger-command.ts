@@ -1,9 +1,12 @@
+import type { Command } from 'commander';
 import { ApiConnectionError, NotFoundError } from '../client/errors.js';
 import { closestEventTypes } from '../worker/unknown-event-type.js';
 import { EVENT_TYPES, isEventType } from '../events/index.js';
 import { parseSecretList } from '../signature/index.js';
 import { flowFor, isFlowName } from '../simulator/flows.js';
-import { FLOW_DESCRIPTIONS, FlowError, runFlow, triggerEvent, type FlowName, type FlowResult } from '../simulator/index.js';
+import { FLOW_DESCRIPTIONS, FLOW_NAMES, FlowError, runFlow, triggerEvent, type FlowName, type FlowResult } from '../simulator/index.js';
+import { SilentFailure } from './cli-errors.js';
+import type { CommandContext } from './command-context.js';
 import { SIMULATOR_API_KEY } from './simulate-command.js';
 import {
   DEFAULT_SESSION_DIR,
@@ -218,4 +221,25 @@ function checkUrl(value: string, what: string, expected = 'an http or https URL,
 function didYouMean(name: string): string {
   const close = closestEventTypes(name);
   return close.length > 0 ? `: did you mean ${close.join(' or ')}?` : '';
+}
+
+/** `payhooks trigger`: a flow through the simulator, or one event type straight to a receiver. */
+export function addTriggerCommand(program: Command, ctx: CommandContext): void {
+  const { out, err } = ctx;
+  program
+    .command('trigger')
+    .description(
+      'run a flow (e.g. cash-payment) through the simulator, which emits and delivers its events; exit 0 when every step is accepted',
+    )
+    .argument('<flow|type>', `a flow (${FLOW_NAMES.join(', ')}) or an event type, e.g. INVOICE_PAID`)
+    .option('--simulator <url>', 'the simulator to run the flow in (default: PAYHOOKS_API_URL, then ./.payhooks/simulator.json)')
+    .option('--to <url>', "with an event type: send the catalog's example straight to this receiver, e.g. http://127.0.0.1:8787/webhooks")
+    .option('--secret <secret>', 'with --to: the secret to sign with (default: PAYHOOKS_WEBHOOK_SECRET, then the session file)')
+    .addHelpText('after', flowsHelp())
+    .action(async (name: string, opts: TriggerCommandOptions) => {
+      const result = await runTrigger(name, opts);
+      await out(result.lines.join('\n'));
+      if (result.error) await err(`payhooks: ${result.error}`);
+      if (!result.ok) throw new SilentFailure();
+    });
 }

@@ -1,0 +1,39 @@
+import { Option, type Command } from 'commander';
+import { createLogger } from '../logger.js';
+import { receiveServiceConfig } from '../service/config-transfer.js';
+import { resolveServiceConfig } from '../service/resolve-service-config.js';
+import { runService } from '../service/run-service.js';
+import type { ServiceRole } from '../service/service-config.js';
+import { WORKER_DEFAULTS } from '../worker/defaults.js';
+import { SilentFailure } from './cli-errors.js';
+import type { CommandContext } from './command-context.js';
+import { loadHandlers } from './load-handlers.js';
+import { untilSignal } from './until-signal.js';
+
+/** `payhooks serve`: resolves the service's configuration and runs it (payhooks/service) until a signal. */
+export function addServeCommand(program: Command, ctx: CommandContext): void {
+  program
+    .command('serve')
+    .description(
+      'run the webhook receiver (POST /webhooks, /healthz, /readyz, /metrics) and the worker (your --handlers, or without them the Postgres mirror) until SIGTERM or SIGINT',
+    )
+    .addOption(
+      new Option('--role <role>', 'receive only, run handlers only, or both').choices(['all', 'receiver', 'worker']).default('all'),
+    )
+    .option('--handlers <module>', 'a module whose default export registers handlers: export default (hooks) => hooks.on(…)')
+    .option(
+      '--single-process',
+      'with --role all on PostgreSQL, run the handlers, the mirror and the sinks in this process instead of a worker child process (a CPU-bound handler or a stalled sink then delays acknowledgements)',
+    )
+    .action(async (opts: { role: ServiceRole; handlers?: string; singleProcess?: boolean }) => {
+      const logger = createLogger({ level: ctx.env('serve').PAYHOOKS_LOG_LEVEL });
+      // A worker child runs with what its parent resolved, instead of reading the environment and the file again.
+      const handed = opts.role === 'worker' ? await receiveServiceConfig() : undefined;
+      const config = handed ?? (await resolveServiceConfig({ env: process.env, flags: { role: opts.role }, logger }));
+      const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
+      const running = await runService(config, { logger, register, handlersModule: opts.handlers, singleProcess: opts.singleProcess });
+      // Running handlers get the worker's stop timeout; past it (and a little for the rest), exit regardless.
+      const clean = await untilSignal(logger, () => running.close(), { deadlineMs: WORKER_DEFAULTS.stopTimeoutMs + 1500 });
+      if (!clean) throw new SilentFailure();
+    });
+}
