@@ -149,11 +149,12 @@ export async function benchIngest(): Promise<Section> {
     notes: [
       'What bounds `serve` against the ceiling: a delivery is answered only once the statement that stores it has committed ' +
         '(a WAL flush on a disk shared with the other users of the server), and the load keeps 50 requests in flight, so the ' +
-        'rate is about 50 / (wait for a batch + statement + flush). Under this load the process is about half idle (CPU ' +
+        'rate is about 50 / (wait for a batch + statement + flush). On the Intel Xeon machine of 25 to 27 Nov, under this ' +
+        'load the process was about half idle (CPU ' +
         'profile of `serve --role receiver`: 5.6 of 11.2 s idle), waiting for its group commits, and PostgreSQL spends about ' +
         '35 µs per stored event unloaded (`EXPLAIN ANALYZE` of a batch of 50: ledger row, history row with its 2 KB body, ' +
         'queue row, seven index entries). More batches at once (8 instead of 4) or a shorter batch wait (0 or 1 ms instead of ' +
-        '2) did not raise the rate in an A/B run (8 at once: 6,500 req/s with a 2 ms wait, 6,391 with 1 ms, 6,109 with none; 4 ' +
+        '2) did not raise the rate in an A/B run there (8 at once: 6,500 req/s with a 2 ms wait, 6,391 with 1 ms, 6,109 with none; 4 ' +
         'with none: 5,964; the defaults: 6,583), so ' +
         'they stay. The ceiling waits for nothing.',
     ],
