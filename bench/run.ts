@@ -57,11 +57,13 @@ const started = new Date();
 const stamp = (date: Date) => `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 const command = `npm run bench${asked.length > 0 ? ` ${asked.join(' ')}` : ''}`;
 const scaleNote = scale() === 1 ? '' : ` **At BENCH_SCALE=${scale()}: scaled counts and durations, not comparable with the targets.**`;
+// Said in each section too: a run of some sections keeps the others, which may come from another machine.
+const cpuModel = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}`;
 const fresh = new Map<string, string>();
 for (const name of chosen) {
   console.info(`bench: ${name}…`);
   const section = await sections[name]();
-  fresh.set(section.title, renderSection(section, `Measured ${stamp(new Date())} by \`${command}\`.${scaleNote}`));
+  fresh.set(section.title, renderSection(section, `Measured ${stamp(new Date())} on ${cpuModel} by \`${command}\`.${scaleNote}`));
   for (const target of section.targets) console.info(`  ${target.met ? 'met' : 'MISSED'}: ${target.text}`);
 }
 
@@ -92,13 +94,12 @@ const body = order.flatMap((title) => {
   return text === undefined ? [] : [text.trimEnd(), ''];
 });
 
-const cpu = cpus();
 const header = [
   '# Benchmark results',
   '',
   `Last written by \`${command}\` on ${stamp(started)}, in ${Math.round((Date.now() - started.getTime()) / 1000)} s; each section says when it was measured.`,
   '',
-  `- machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GB RAM, ${process.platform} ${process.arch}`,
+  `- machine of this run: ${cpuModel}, ${Math.round(totalmem() / 2 ** 30)} GB RAM, ${process.platform} ${process.arch}`,
   `- Node ${process.version}; payhooks ${version('..')}; pg ${version('pg')}, kysely ${version('kysely')}, @electric-sql/pglite ${version('@electric-sql/pglite')}, express ${version('express')}, autocannon ${version('autocannon')}, graphile-worker ${version('graphile-worker')} (bench reference)`,
   `- PostgreSQL at ${new URL(databaseUrl).host}: ${await serverFacts()}`,
   `- ${rounds()} rounds per comparison, alternating between contenders; the figures are medians; ratios are against the baseline of the same run.`,
