@@ -209,27 +209,31 @@ const BOUNDS =
   'to 1,000 claimed ones for a slot, so young-generation collections keep 4 to 5 MB alive; then JSON.parse of the ' +
   '2 KB body (about 5 µs) and its validation (2 to 3 µs). On the AMD EPYC machine of this run the same drain of ' +
   '60,000 events took 75 to 99 µs of worker CPU per event from one run to the next, 41% of it garbage collection ' +
-  'and 9% JSON.parse in a CPU profile, and graphile-worker lost more to the slower cores than payhooks did (0.86x ' +
-  'to 0.89x without history here, 0.74x to 0.84x there). With 1,000,000 events of history the database is the ' +
-  'larger part and the runs vary most (3,721 to 9,357 events/s for the same backlog and history in this run), and ' +
-  'two processes gain little or nothing over one: each run writes WAL on top of the backlog, and checkpoints fall ' +
-  'inside it. Two cuts of database work were measured alone on this machine (20,000 rows, updates in batches of ' +
-  "500, in psql) and not made: the lease in a column of its own, so that the claim's update can be HOT (fillfactor " +
-  '70), wrote 537 instead of 616 WAL bytes per row and took as long (277 to 293 ms against 235 to 289 ms); the ' +
-  "body moved out of the row (toast_tuple_target 128), so that the outcome's new row version does not carry it, " +
-  "halved the outcome's WAL (1,073 to 540 bytes per row) in about the same time (289 to 270 ms), but added 146 WAL " +
-  'bytes to each insert and 2 µs to each read of a body, and does nothing for bodies under 2 KB, which PostgreSQL ' +
-  "keeps in the row whatever the setting. The database's time per event is in its per-row work, not in the bytes. " +
-  'On this 2-core machine the database, the worker and graphile-worker compete for the same cores: read the ratio, ' +
-  'which is measured in the same run, rather than the absolute rates. Issue 27 cut, in order: the claim and ' +
-  'outcome find their rows by primary key, claims of about 500 and outcome batches to match (0.32x to 0.54x in an ' +
-  'A/B run of 25 Nov); then nothing per event that a run does not use (no p-queue task, AbortController, timer, ' +
-  'child logger or closure unless a handler asks for it), the deadline AsyncLocalStorage off when no deadline is ' +
-  "set, zod only when a handler reads data a schema walk has found valid, and a run's outcomes handed over as one " +
-  "group: the worker's CPU per event 102 to 50 µs, 0.49x to 0.81x of graphile-worker in an A/B run of 27 Nov " +
-  "(backlog 30,000, no history, medians of 3). `--max-semi-space-size=64` on the worker's node took its CPU from " +
-  'about 63 to 48 µs per event on the Intel machine (on this one the spread between runs of the same settings hid ' +
-  'any difference); it cannot be set from inside the process, so it is documented for deployments ' +
+  'and 9% JSON.parse in a CPU profile (what it collects: about 22 KB allocated per event in an allocation profile ' +
+  "that keeps collected objects, spread thinly: the pg driver's row parsing with the body 2.7 KB, the arrays of " +
+  "the outcome statement written out as text by the driver 2.2 KB, the parsed body 1.2 KB, the OpenTelemetry API's " +
+  "no-op spans and contexts 1.7 KB, the rest the run's own small objects), and graphile-worker lost more to the " +
+  'slower cores than payhooks did (0.86x to 0.89x without history here, 0.74x to 0.84x there). With 1,000,000 ' +
+  'events of history the database is the larger part and the runs vary most (3,721 to 9,357 events/s for the same ' +
+  'backlog and history in this run), and two processes gain little or nothing over one: each run writes WAL on top ' +
+  'of the backlog, and checkpoints fall inside it. Two cuts of database work were measured alone on this machine ' +
+  '(20,000 rows, updates in batches of 500, in psql) and not made: the lease in a column of its own, so that the ' +
+  "claim's update can be HOT (fillfactor 70), wrote 537 instead of 616 WAL bytes per row and took as long (277 to " +
+  "293 ms against 235 to 289 ms); the body moved out of the row (toast_tuple_target 128), so that the outcome's " +
+  "new row version does not carry it, halved the outcome's WAL (1,073 to 540 bytes per row) in about the same time " +
+  '(289 to 270 ms), but added 146 WAL bytes to each insert and 2 µs to each read of a body, and does nothing for ' +
+  "bodies under 2 KB, which PostgreSQL keeps in the row whatever the setting. The database's time per event is in " +
+  'its per-row work, not in the bytes. On this 2-core machine the database, the worker and graphile-worker compete ' +
+  'for the same cores: read the ratio, which is measured in the same run, rather than the absolute rates. Issue 27 ' +
+  'cut, in order: the claim and outcome find their rows by primary key, claims of about 500 and outcome batches to ' +
+  'match (0.32x to 0.54x in an A/B run of 25 Nov); then nothing per event that a run does not use (no p-queue ' +
+  'task, AbortController, timer, child logger or closure unless a handler asks for it), the deadline ' +
+  'AsyncLocalStorage off when no deadline is set, zod only when a handler reads data a schema walk has found ' +
+  "valid, and a run's outcomes handed over as one group: the worker's CPU per event 102 to 50 µs, 0.49x to 0.81x " +
+  'of graphile-worker in an A/B run of 27 Nov (backlog 30,000, no history, medians of 3). ' +
+  "`--max-semi-space-size=64` on the worker's node took its CPU from about 63 to 48 µs per event on the Intel " +
+  'machine (on this one the spread between runs of the same settings hid any difference); it cannot be set from ' +
+  'inside the process, so it is documented for deployments ' +
   '([docs/configuration.md](../docs/configuration.md#the-worker-of-serve)) and not used here.';
 
 export async function benchDrain(): Promise<Section> {
