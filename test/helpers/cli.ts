@@ -10,6 +10,15 @@ const entry = fileURLToPath(new URL('../fixtures/cli.ts', import.meta.url));
 const built = fileURLToPath(new URL('../../bin/payhooks.js', import.meta.url));
 // By URL, so that the child finds tsx whatever its working directory.
 const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * V8's baseline compiler only, for the embedded database's WebAssembly in the processes the tests start: they live for
+ * seconds, and optimising PostgreSQL's code in the background cost more CPU than they ran (`serve` on the embedded
+ * database, started and stopped: 1.8 s of CPU, 1.0 s with this). It changes how fast that code runs, not what it does;
+ * the CLI's own short commands set it for themselves (src/cli/main.ts), `serve` does not.
+ */
+const V8_FLAGS = ['--liftoff-only'];
 
 /** The newest modification time of the files under `dir`, in ms (0 when it does not exist). */
 function newest(dir: string): number {
@@ -28,7 +37,6 @@ function isBuiltFresh(): boolean {
   const builtAt = existsSync(join(root, 'dist/cli/main.js')) ? statSync(join(root, 'dist/cli/main.js')).mtimeMs : 0;
   return builtAt > Math.max(...['src', 'handlers', 'migrations'].map((dir) => newest(join(root, dir))));
 }
-const root = fileURLToPath(new URL('../..', import.meta.url));
 let builtIsFresh = isBuiltFresh();
 
 /**
@@ -56,14 +64,6 @@ export function libraryEntry(): { execArgv: string[]; entry: string } {
     ? { execArgv: [...V8_FLAGS], entry: new URL('../../dist/index.js', import.meta.url).href }
     : { execArgv: [...V8_FLAGS, '--import', tsx], entry: new URL('../../src/index.ts', import.meta.url).href };
 }
-
-/**
- * V8's baseline compiler only, for the embedded database's WebAssembly in the processes the tests start: they live for
- * seconds, and optimising PostgreSQL's code in the background cost more CPU than they ran (`serve` on the embedded
- * database, started and stopped: 1.8 s of CPU, 1.0 s with this). It changes how fast that code runs, not what it does;
- * the CLI's own short commands set it for themselves (src/cli/main.ts), `serve` does not.
- */
-const V8_FLAGS = ['--liftoff-only'];
 
 /**
  * The node arguments that start `payhooks`: the built CLI when it is fresh and nothing asks for TypeScript (a `.ts`

@@ -1,21 +1,12 @@
 import { createHash } from 'node:crypto';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { MirrorState, MirrorTable } from './states.js';
-import { compareText } from '../../internal/compare-text.js';
+import { canonicalJson } from '../../internal/canonical-json.js';
 
 /** The event behind a write; null for backfill and reconciliation reads. */
 export interface MirrorCause {
   eventId: string;
   eventType: string;
-}
-
-/** JSON with object keys sorted, so that equal states hash equally whatever order their fields came in. */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => compareText(a, b)))
-      : v,
-  );
 }
 
 /** The tie-break of equal (state_at, rank): a hash of the state's content, the same on every run. */

@@ -1,5 +1,5 @@
 import type { InvoiceItemRow, MirrorState } from '../mirror/states.js';
-import { compareText } from '../../internal/compare-text.js';
+import { canonicalJson } from '../../internal/canonical-json.js';
 
 // Compares the state the mirror would hold for a record read from the API (the mapping of states.ts, so that
 // verify and the mirror agree on what each column means) with the row the mirror holds. Values are compared in
@@ -39,15 +39,6 @@ const NOT_IN_EVENTS: Record<string, ReadonlySet<string>> = {
   payments: new Set(['created_at']),
 };
 
-/** JSON with object keys sorted, so that equal documents compare equal whatever order their keys came in. */
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => compareText(a, b)))
-      : v,
-  );
-}
-
 function instant(value: unknown): string | null {
   if (value === null || value === undefined) return null;
   const time = value instanceof Date ? value.getTime() : Date.parse(String(value));
@@ -58,7 +49,7 @@ function instant(value: unknown): string | null {
 function normalise(column: string, value: unknown, like: unknown): unknown {
   if (value === null || value === undefined) return null;
   if (TIME_COLUMNS.has(column)) return instant(value);
-  if (column === 'meta') return canonical(typeof value === 'string' ? JSON.parse(value) : value);
+  if (column === 'meta') return canonicalJson(typeof value === 'string' ? JSON.parse(value) : value);
   if (typeof like === 'number') return Number(value);
   return value;
 }
@@ -99,7 +90,7 @@ export function diffRow(expected: MirrorState, row: MirrorRow): FieldDiff[] {
   if (expected.items) {
     const api = expected.items.map(itemView);
     const mirror = [...(row.items ?? [])].sort((a, b) => Number(a.position) - Number(b.position)).map(itemView);
-    if (canonical(api) !== canonical(mirror)) diffs.push({ field: 'items', mirror, api });
+    if (canonicalJson(api) !== canonicalJson(mirror)) diffs.push({ field: 'items', mirror, api });
   }
   return diffs;
 }
