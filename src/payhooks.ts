@@ -49,7 +49,15 @@ import { type AdminHandlers, createAdminApi } from './console/admin-api.js';
 /** Worker settings of {@link PayhooksOptions}; see {@link WorkerOptions} for each default. */
 export type PayhooksWorkerOptions = Pick<
   WorkerOptions,
-  'workerId' | 'concurrency' | 'maxPrefetch' | 'leaseMs' | 'handlerTimeoutMs' | 'maxAttempts' | 'pollIntervalMs' | 'backoff'
+  | 'workerId'
+  | 'concurrency'
+  | 'maxPrefetch'
+  | 'leaseMs'
+  | 'handlerTimeoutMs'
+  | 'maxAttempts'
+  | 'pollIntervalMs'
+  | 'backoff'
+  | 'stopTimeoutMs'
 >;
 
 /** Options of {@link createPayhooks}; each default is the one the standalone service uses. */
@@ -176,7 +184,10 @@ export interface Payhooks<Api = unknown> {
   appDb<DB>(): Promise<Kysely<DB>>;
   /** Starts the worker in this process (handlers run as events arrive). */
   start(): Promise<Worker>;
-  /** Stops the worker (running handlers finish, up to `timeoutMs`) and closes the database if payhooks opened it. */
+  /**
+   * Stops the worker (running handlers finish, up to `timeoutMs`, default `worker.stopTimeoutMs`) and closes the
+   * database if payhooks opened it.
+   */
   stop(timeoutMs?: number): Promise<void>;
   /** Re-queues events by id, or every event in a state; resolves to the ids re-queued. */
   replay(which: string | readonly string[] | { status: Exclude<EventStatus, 'processing' | 'pending'> }): Promise<string[]>;

@@ -168,6 +168,7 @@ function environmentCheck({ env, problems }: DoctorEnv, cwd: string): CheckResul
     'PAYHOOKS_WORKER_CONCURRENCY',
     'PAYHOOKS_MAX_ATTEMPTS',
     'PAYHOOKS_HANDLER_TIMEOUT_MS',
+    'PAYHOOKS_STOP_TIMEOUT_MS',
   ]);
   if (problem)
     return {

@@ -4,7 +4,6 @@ import { receiveServiceConfig } from '../service/config-transfer.js';
 import { resolveServiceConfig } from '../service/resolve-service-config.js';
 import { runService } from '../service/run-service.js';
 import type { ServiceRole } from '../service/service-config.js';
-import { WORKER_DEFAULTS } from '../worker/defaults.js';
 import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { loadHandlers } from './load-handlers.js';
@@ -33,7 +32,7 @@ export function addServeCommand(program: Command, ctx: CommandContext): void {
       const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
       const running = await runService(config, { logger, register, handlersModule: opts.handlers, singleProcess: opts.singleProcess });
       // Running handlers get the worker's stop timeout; past it (and a little for the rest), exit regardless.
-      const clean = await untilSignal(logger, () => running.close(), { deadlineMs: WORKER_DEFAULTS.stopTimeoutMs + 1500 });
+      const clean = await untilSignal(logger, () => running.close(), { deadlineMs: config.worker.stopTimeoutMs + 1500 });
       if (!clean) throw new SilentFailure();
     });
 }

@@ -56,7 +56,7 @@ function refusing(expected: string) {
  * A number of the worker's, checked by the worker's own rule (so a variable and the file refuse the same values).
  * Without a default here: unset leaves the configuration file's `worker` key, then `WORKER_DEFAULTS`, in charge.
  */
-function workerNumber(option: 'concurrency' | 'maxAttempts' | 'handlerTimeoutMs') {
+function workerNumber(option: 'concurrency' | 'maxAttempts' | 'handlerTimeoutMs' | 'stopTimeoutMs') {
   return blankIsUnset(
     z
       .string()
@@ -195,6 +195,10 @@ const VARIABLES = {
   PAYHOOKS_HANDLER_TIMEOUT_MS: variable(workerNumber('handlerTimeoutMs'), {
     readBy: ['serve'],
     description: `ms a handler may run before it fails and its signal aborts (overrides worker.handlerTimeoutMs of the config file; default ${WORKER_DEFAULTS.handlerTimeoutMs})`,
+  }),
+  PAYHOOKS_STOP_TIMEOUT_MS: variable(workerNumber('stopTimeoutMs'), {
+    readBy: ['serve'],
+    description: `ms a SIGTERM lets running handlers finish before aborting them; serve exits at most 1.5 s later, so keep it under your supervisor's grace period (overrides worker.stopTimeoutMs of the config file; default ${WORKER_DEFAULTS.stopTimeoutMs})`,
   }),
   OTEL_TRACES_EXPORTER: variable(
     blankIsUnset(

@@ -171,7 +171,7 @@ function readEachVariable(source: Readonly<Record<string, string | undefined>>, 
 
 /**
  * The worker's options: the file's `worker` key, each variable overriding its key (PAYHOOKS_WORKER_CONCURRENCY,
- * PAYHOOKS_MAX_ATTEMPTS, PAYHOOKS_HANDLER_TIMEOUT_MS). Each is checked on its own where it is read; together once
+ * PAYHOOKS_MAX_ATTEMPTS, PAYHOOKS_HANDLER_TIMEOUT_MS, PAYHOOKS_STOP_TIMEOUT_MS). Each is checked on its own where it is read; together once
  * more here (a variable's timeout may outlast the file's lease).
  */
 function workerOf(file: ServiceWorkerOptions, env: Partial<ServiceEnv>, problems: ServiceConfigProblem[]): ServiceWorkerOptions {
@@ -179,6 +179,7 @@ function workerOf(file: ServiceWorkerOptions, env: Partial<ServiceEnv>, problems
   if (env.PAYHOOKS_WORKER_CONCURRENCY !== undefined) options.concurrency = env.PAYHOOKS_WORKER_CONCURRENCY;
   if (env.PAYHOOKS_MAX_ATTEMPTS !== undefined) options.maxAttempts = env.PAYHOOKS_MAX_ATTEMPTS;
   if (env.PAYHOOKS_HANDLER_TIMEOUT_MS !== undefined) options.handlerTimeoutMs = env.PAYHOOKS_HANDLER_TIMEOUT_MS;
+  if (env.PAYHOOKS_STOP_TIMEOUT_MS !== undefined) options.stopTimeoutMs = env.PAYHOOKS_STOP_TIMEOUT_MS;
   const { backoff: _backoff, ...checked } = options;
   const problem = workerOptionProblem(checked);
   if (problem) {

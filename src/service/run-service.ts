@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import type { RegisterHandlers } from '../payhooks.js';
-import { WORKER_DEFAULTS } from '../worker/defaults.js';
 import type { ServiceConfig } from './service-config.js';
 import { startService } from './start-service.js';
 import { startWorkerProcess } from './worker-process.js';
@@ -62,7 +61,7 @@ export async function runService(config: ServiceConfig, options: RunServiceOptio
   return {
     url: service.url,
     async close() {
-      await Promise.all([service.close(), worker?.stop(WORKER_DEFAULTS.stopTimeoutMs)]);
+      await Promise.all([service.close(), worker?.stop(config.worker.stopTimeoutMs)]);
       // Last: the spans of the shutdown itself are exported too.
       await tracing?.shutdown();
     },

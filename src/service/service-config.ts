@@ -68,7 +68,7 @@ export const serviceConfigSchema = z.object({
     .prefault({}),
   /**
    * The worker's options (`WORKER_DEFAULTS`): the file's `worker` key, `PAYHOOKS_WORKER_CONCURRENCY`,
-   * `PAYHOOKS_MAX_ATTEMPTS` and `PAYHOOKS_HANDLER_TIMEOUT_MS` overriding it.
+   * `PAYHOOKS_MAX_ATTEMPTS`, `PAYHOOKS_HANDLER_TIMEOUT_MS` and `PAYHOOKS_STOP_TIMEOUT_MS` overriding it.
    */
   worker: z
     .object({
@@ -79,6 +79,8 @@ export const serviceConfigSchema = z.object({
       /** Default: the longer of 60 s and twice `handlerTimeoutMs`. */
       leaseMs: z.number().optional(),
       pollIntervalMs: z.number().default(WORKER_DEFAULTS.pollIntervalMs),
+      /** How long a stop lets running handlers finish; serve exits at most 1.5 s after it. */
+      stopTimeoutMs: z.number().default(WORKER_DEFAULTS.stopTimeoutMs),
       backoff: z
         .object({
           baseMs: z.number().default(WORKER_DEFAULTS.backoff.baseMs),

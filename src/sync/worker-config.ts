@@ -5,7 +5,7 @@ import { workerSettings } from '../worker/worker.js';
 /** The worker's options `payhooks serve` takes from the configuration file's `worker` key: names of `WORKER_DEFAULTS`. */
 export type ServiceWorkerOptions = Pick<
   PayhooksWorkerOptions,
-  'concurrency' | 'maxPrefetch' | 'maxAttempts' | 'handlerTimeoutMs' | 'leaseMs' | 'pollIntervalMs' | 'backoff'
+  'concurrency' | 'maxPrefetch' | 'maxAttempts' | 'handlerTimeoutMs' | 'leaseMs' | 'pollIntervalMs' | 'stopTimeoutMs' | 'backoff'
 >;
 
 /** The options whose range {@link workerSettings} checks (everything but `backoff`, which it does not). */
@@ -62,6 +62,7 @@ export const workerConfigSchema = z
     handlerTimeoutMs: z.number().optional(),
     leaseMs: z.number().optional(),
     pollIntervalMs: z.number().optional(),
+    stopTimeoutMs: z.number().optional(),
     backoff: z.strictObject({ baseMs: z.number().optional(), maxMs: z.number().optional() }).optional(),
   })
   .superRefine((worker, ctx) => {

@@ -26,13 +26,25 @@ export const WORKER_DEFAULTS = {
   pollIntervalMs: 1000,
   /** Retry spacing: exponential from `baseMs`, capped at `maxMs`, with jitter. */
   backoff: { baseMs: 1000, maxMs: 3_600_000 },
-  /** How long `stop()` lets running handlers finish before aborting them. */
+  /**
+   * How long `stop()` lets running handlers finish before aborting them. `serve` exits at most 1.5 s after it: under a
+   * supervisor that kills after a grace period (Kubernetes: 30 s), set it below that (`PAYHOOKS_STOP_TIMEOUT_MS`).
+   */
   stopTimeoutMs: 30_000,
   /** The schema `ctx.transaction` puts first on the search path: where the app's own tables live. */
   appSchema: DEFAULT_APP_SCHEMA,
-} as const satisfies AllSet<Pick<WorkerOptions, Tunable>> & { stopTimeoutMs: number };
+} as const satisfies AllSet<Pick<WorkerOptions, Tunable>>;
 
-type Tunable = 'concurrency' | 'maxPrefetch' | 'leaseMs' | 'handlerTimeoutMs' | 'maxAttempts' | 'pollIntervalMs' | 'backoff' | 'appSchema';
+type Tunable =
+  | 'concurrency'
+  | 'maxPrefetch'
+  | 'leaseMs'
+  | 'handlerTimeoutMs'
+  | 'maxAttempts'
+  | 'pollIntervalMs'
+  | 'backoff'
+  | 'stopTimeoutMs'
+  | 'appSchema';
 
 /** Every option present and defined, nested objects too: what a complete set of defaults looks like. */
 type AllSet<T> = { [K in keyof T]-?: NonNullable<T[K]> extends object ? AllSet<NonNullable<T[K]>> : NonNullable<T[K]> };

@@ -64,6 +64,11 @@ export interface WorkerOptions<Api = unknown> {
   /** Retry spacing. Default 1 s doubling per attempt, capped at 1 hour, with jitter. */
   backoff?: BackoffOptions | undefined;
   /**
+   * How long `stop()` lets running handlers finish before aborting them, when it is not given a timeout. Default 30 s.
+   * Keep it inside the grace period of whatever stops the process (Kubernetes allows 30 s before SIGKILL).
+   */
+  stopTimeoutMs?: number | undefined;
+  /**
    * The schema of the app's own tables: `ctx.transaction` runs `set local search_path to <appSchema>, public`
    * before the handler's function, as the app's migrations do ({@link migrateApp}). Default `public`.
    */
@@ -78,7 +83,7 @@ export interface Worker {
   /** Looks for due events now (the receiver calls it after storing one). */
   wake(): void;
   /**
-   * Stops claiming, lets running handlers finish for up to `timeoutMs` (default 30 s), aborts the rest,
+   * Stops claiming, lets running handlers finish for up to `timeoutMs` (default the worker's `stopTimeoutMs`), aborts the rest,
    * and gives unfinished leases back. Claiming has stopped when the call returns its promise.
    */
   stop(timeoutMs?: number): Promise<void>;
@@ -169,7 +174,7 @@ class HandlerTimeoutError extends Error {
 export function workerSettings(
   options: Pick<
     WorkerOptions,
-    'concurrency' | 'maxPrefetch' | 'handlerTimeoutMs' | 'leaseMs' | 'maxAttempts' | 'pollIntervalMs' | 'appSchema'
+    'concurrency' | 'maxPrefetch' | 'handlerTimeoutMs' | 'leaseMs' | 'maxAttempts' | 'pollIntervalMs' | 'stopTimeoutMs' | 'appSchema'
   >,
 ) {
   const concurrency = options.concurrency ?? WORKER_DEFAULTS.concurrency;
@@ -181,12 +186,13 @@ export function workerSettings(
   const leaseMs = options.leaseMs ?? Math.max(WORKER_DEFAULTS.leaseMs, handlerTimeoutMs * 2);
   const maxAttempts = options.maxAttempts ?? WORKER_DEFAULTS.maxAttempts;
   const pollIntervalMs = options.pollIntervalMs ?? WORKER_DEFAULTS.pollIntervalMs;
+  const stopTimeoutMs = options.stopTimeoutMs ?? WORKER_DEFAULTS.stopTimeoutMs;
   const appSchema = options.appSchema ?? WORKER_DEFAULTS.appSchema;
   const wholeAtLeastOne = { concurrency, maxAttempts };
   for (const [name, value] of Object.entries(wholeAtLeastOne)) {
     if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a whole number of at least 1, not ${value}.`);
   }
-  for (const [name, value] of Object.entries({ handlerTimeoutMs, leaseMs, pollIntervalMs })) {
+  for (const [name, value] of Object.entries({ handlerTimeoutMs, leaseMs, pollIntervalMs, stopTimeoutMs })) {
     if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
       throw new RangeError(`${name} must be a positive number of milliseconds, not ${value}.`);
     }
@@ -197,7 +203,7 @@ export function workerSettings(
     );
   }
   assertSchemaName(appSchema);
-  return { concurrency, maxPrefetch, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, appSchema };
+  return { concurrency, maxPrefetch, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, stopTimeoutMs, appSchema };
 }
 
 /**
@@ -255,7 +261,8 @@ function describeFailures(failures: readonly HandlerFailure[], givenUpBefore: re
 export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker {
   const { store, registry, logger } = options;
   const workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  const { concurrency, maxPrefetch, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, appSchema } = workerSettings(options);
+  const { concurrency, maxPrefetch, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, stopTimeoutMs, appSchema } =
+    workerSettings(options);
   const searchPath = setLocalSearchPath(appSearchPath(appSchema));
   // A run does not start this close to the end of its lease: another worker may be about to take the event.
   const leaseSafetyMs = Math.min(leaseMs / 4, 5000);
@@ -824,7 +831,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     wake() {
       void pump();
     },
-    async stop(timeoutMs = WORKER_DEFAULTS.stopTimeoutMs) {
+    async stop(timeoutMs = stopTimeoutMs) {
       if (!running) return;
       running = false;
       giveUpAt = Date.now() + timeoutMs;

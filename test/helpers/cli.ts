@@ -18,7 +18,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
  * database, started and stopped: 1.8 s of CPU, 1.0 s with this). It changes how fast that code runs, not what it does;
  * the CLI's own short commands set it for themselves (src/cli/main.ts), `serve` does not.
  */
-const V8_FLAGS = ['--liftoff-only'];
+export const V8_FLAGS: readonly string[] = ['--liftoff-only'];
 
 /** The newest modification time of the files under `dir`, in ms (0 when it does not exist). */
 function newest(dir: string): number {

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { V8_FLAGS } from './cli.js';
 import { waitFor } from './wait.js';
 
 /** The repository's root, where the examples' READMEs say to run them. */
@@ -28,7 +29,9 @@ export function startExample(
   args: string[] = [],
   options: { cwd?: string; env?: Record<string, string> } = {},
 ): ExampleProcess {
-  const child = spawn(process.execPath, ['--import', tsx, join(repoRoot, 'examples', file), ...args], {
+  // V8's baseline compiler for the embedded database's WebAssembly, as for the CLI's processes (V8_FLAGS): 3.6 s of
+  // CPU instead of 5.0 s for `month.ts --json`; it changes how fast that code runs, not what it does.
+  const child = spawn(process.execPath, [...V8_FLAGS, '--import', tsx, join(repoRoot, 'examples', file), ...args], {
     cwd: options.cwd ?? repoRoot,
     env: {
       ...process.env,

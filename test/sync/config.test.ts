@@ -335,6 +335,7 @@ describe('the worker key of the configuration file', () => {
       'worker.leaseMs: leaseMs (30000) must be longer than handlerTimeoutMs (30000), or another worker could take an event while its handler still runs.',
     ],
     [{ backoff: { baseMs: 0 } }, 'worker.backoff.baseMs: must be a positive number of milliseconds, not 0.'],
+    [{ stopTimeoutMs: -1 }, 'worker.stopTimeoutMs: must be a positive number of milliseconds, not -1.'],
     [{ backoff: { baseMs: 1000, maxMs: 500 } }, 'worker.backoff.maxMs: (500) must not be shorter than baseMs (1000): it caps every delay.'],
     [{ concurrency: '4' }, 'worker.concurrency: Invalid input: expected number, received string'],
     [{ retries: 3 }, 'worker: Unrecognized key: "retries"'],
@@ -349,7 +350,7 @@ describe('the worker key of the configuration file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-worker-env-'));
     writeFileSync(
       join(dir, 'payhooks.config.json'),
-      JSON.stringify({ worker: { concurrency: 2, maxAttempts: 3, backoff: { baseMs: 200 } } }),
+      JSON.stringify({ worker: { concurrency: 2, maxAttempts: 3, stopTimeoutMs: 20_000, backoff: { baseMs: 200 } } }),
     );
     const resolved = (env: Record<string, string>) =>
       resolveServiceConfig({ env: { PAYHOOKS_WEBHOOK_SECRET: 'whsec', ...env }, cwd: dir, simulatorSession: false });
@@ -359,25 +360,38 @@ describe('the worker key of the configuration file', () => {
       concurrency: 2,
       maxAttempts: 3,
       handlerTimeoutMs: 30_000,
+      stopTimeoutMs: 20_000,
       backoff: { baseMs: 200, maxMs: 3_600_000 },
     });
-    const env = { PAYHOOKS_WORKER_CONCURRENCY: '8', PAYHOOKS_MAX_ATTEMPTS: ' 5 ', PAYHOOKS_HANDLER_TIMEOUT_MS: '1500' };
+    const env = {
+      PAYHOOKS_WORKER_CONCURRENCY: '8',
+      PAYHOOKS_MAX_ATTEMPTS: ' 5 ',
+      PAYHOOKS_HANDLER_TIMEOUT_MS: '1500',
+      PAYHOOKS_STOP_TIMEOUT_MS: '8000',
+    };
     expect((await resolved(env)).worker).toEqual({
       ...defaults,
       concurrency: 8,
       maxAttempts: 5,
       handlerTimeoutMs: 1500,
+      stopTimeoutMs: 8000,
       backoff: { baseMs: 200, maxMs: 3_600_000 },
     });
     expect((await resolved({ PAYHOOKS_MAX_ATTEMPTS: '' })).worker.maxAttempts).toBe(3);
     expect(() =>
-      readEnv('serve', { PAYHOOKS_WORKER_CONCURRENCY: '0', PAYHOOKS_MAX_ATTEMPTS: 'ten', PAYHOOKS_HANDLER_TIMEOUT_MS: '-1' }),
+      readEnv('serve', {
+        PAYHOOKS_WORKER_CONCURRENCY: '0',
+        PAYHOOKS_MAX_ATTEMPTS: 'ten',
+        PAYHOOKS_HANDLER_TIMEOUT_MS: '-1',
+        PAYHOOKS_STOP_TIMEOUT_MS: '0',
+      }),
     ).toThrow(
       [
         'Invalid environment:',
         '  - PAYHOOKS_WORKER_CONCURRENCY must be a whole number of at least 1, not 0',
         '  - PAYHOOKS_MAX_ATTEMPTS must be a number, not "ten"',
         '  - PAYHOOKS_HANDLER_TIMEOUT_MS must be a number, not "-1"',
+        '  - PAYHOOKS_STOP_TIMEOUT_MS must be a positive number of milliseconds, not 0',
       ].join('\n'),
     );
   });

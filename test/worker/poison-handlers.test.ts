@@ -6,12 +6,13 @@ import { exampleEvent } from '../../src/events/index.js';
 import { createPayhooks } from '../../src/payhooks.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent } from '../../src/store/inbox.js';
+import { libraryEntry } from '../helpers/cli.js';
 import { putEvent } from '../helpers/inbox.js';
 import { pgUrl } from '../helpers/pg.js';
 import { backends, dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
-const dyingWorker = fileURLToPath(new URL('../fixtures/dying-worker.ts', import.meta.url));
+const dyingWorker = fileURLToPath(new URL('../fixtures/dying-worker.mjs', import.meta.url));
 
 describe.skipIf(!pgUrl)('a handler that kills its process', () => {
   const stores: PayhooksDatabase[] = [];
@@ -23,12 +24,13 @@ describe.skipIf(!pgUrl)('a handler that kills its process', () => {
     const store = await backends[0]!.open();
     stores.push(store);
     await putEvent(store, exampleEvent('INVOICE_PAID', { eventId: 'evt_exit' }));
+    const { execArgv, entry } = libraryEntry();
     // A supervisor restarting the process each time it dies, bounded to 8 restarts.
     const exitCodes: (number | null)[] = [];
     for (let restart = 0; restart < 8; restart++) {
       const child = fork(dyingWorker, [], {
-        execArgv: ['--import', 'tsx'],
-        env: { ...process.env, DATABASE_URL: pgUrl!, PAYHOOKS_SCHEMA: store.schema },
+        execArgv,
+        env: { ...process.env, DATABASE_URL: pgUrl!, PAYHOOKS_SCHEMA: store.schema, PAYHOOKS_TEST_ENTRY: entry },
         stdio: 'ignore',
       });
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

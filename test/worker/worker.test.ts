@@ -284,8 +284,8 @@ describe.each(backends)('worker on $name', (backend) => {
       expect(await getEvent(store, 'evt_b')).toMatchObject({ status: 'pending', attempts: 0 });
     });
 
-    it('a handler still running at the stop timeout is aborted and its lease given back at once', async () => {
-      const { store, hooks: instance } = await setup({ leaseMs: 60_000 });
+    it('a handler still running at the stop timeout (the worker option) is aborted and its lease given back at once', async () => {
+      const { store, hooks: instance } = await setup({ leaseMs: 60_000, stopTimeoutMs: 200 });
       let aborted = false;
       let finished = false;
       // A handler that ignores its signal: it runs until the test lets it go, long after the stop.
@@ -299,7 +299,9 @@ describe.each(backends)('worker on $name', (backend) => {
       await instance.start();
       await waitFor(async () => (await getEvent(store, 'evt_stuck'))?.status === 'processing', 'evt_stuck to start');
       hooks = undefined;
-      await instance.stop(200);
+      const stopping = performance.now();
+      await instance.stop(); // no timeout given: the worker's stopTimeoutMs
+      expect(performance.now() - stopping).toBeLessThan(10_000);
       expect(aborted).toBe(true);
       const row = await store.db
         .selectFrom('inbox_event_states')
