@@ -134,14 +134,30 @@ export class EvictingPool implements PostgresPool {
   }
 }
 
-/** A failure of the connection rather than of the statement: the connection cannot be trusted again. */
-function isConnectionFailure(error: unknown): boolean {
-  const { message, code } = error as { message?: unknown; code?: unknown };
+/**
+ * SQLSTATEs of a server that ends the session: class 08 (connection exception) and the shutdowns of class 57
+ * (57P01 admin_shutdown, as `pg_terminate_backend` or a failover sends it; 57P02 crash_shutdown; 57P03
+ * cannot_connect_now). The server closes the connection after sending one.
+ */
+const SESSION_ENDED = /^(08...|57P0[123])$/;
+
+/**
+ * A failure of the connection rather than of the statement: the connection cannot be trusted again. A server's
+ * "terminating connection" (57P01) counts: the socket closes a moment after the error arrives, and a connection handed
+ * back before that was handed out again, dead ("Connection terminated unexpectedly" on the next statement).
+ *
+ * @example
+ * isConnectionFailure({ code: '57P01', message: 'terminating connection due to administrator command' }) // true
+ * isConnectionFailure({ code: '23505', message: 'duplicate key value violates unique constraint' }) // false
+ */
+export function isConnectionFailure(error: unknown): boolean {
+  const { message, code } = (error ?? {}) as { message?: unknown; code?: unknown };
   return (
     message === 'Query read timeout' ||
     (typeof message === 'string' && /Connection terminated|connection is closed/i.test(message)) ||
     code === 'ECONNRESET' ||
     code === 'EPIPE' ||
-    code === 'ETIMEDOUT'
+    code === 'ETIMEDOUT' ||
+    (typeof code === 'string' && SESSION_ENDED.test(code))
   );
 }

@@ -25,7 +25,10 @@ const postgres = backends.find((backend) => backend.name === 'postgres')!;
  * trigger runs at commit time, so a batch's statement has run and its transaction is committing, but has not
  * committed, for as long as the test keeps the lock. Resolves to the lock's holder.
  */
-async function holdCommits(store: PayhooksDatabase, key: number): Promise<{ holder: pg.Client; release: () => Promise<void> }> {
+async function holdCommits(
+  store: PayhooksDatabase,
+  key: number,
+): Promise<{ holder: pg.Client; key: number; release: () => Promise<void> }> {
   const table = sql.id(store.schema, 'inbox_events');
   const fn = sql.id(store.schema, 'hold_commit');
   await sql`create function ${fn}() returns trigger language plpgsql as $$
@@ -37,6 +40,7 @@ async function holdCommits(store: PayhooksDatabase, key: number): Promise<{ hold
   await holder.query('select pg_advisory_lock($1)', [key]);
   return {
     holder,
+    key,
     async release() {
       await holder.query('select pg_advisory_unlock($1)', [key]).catch(() => undefined);
       await holder.end();
@@ -44,12 +48,16 @@ async function holdCommits(store: PayhooksDatabase, key: number): Promise<{ hold
   };
 }
 
-/** Backends of this database whose commit waits on the advisory lock: one per batch being committed. */
-async function committingBatches(holder: pg.Client): Promise<number> {
-  const { rows } = await holder.query<{ n: number }>(
-    `select count(*)::int as n from pg_stat_activity
-      where wait_event_type = 'Lock' and wait_event = 'advisory' and datname = current_database() and pid <> pg_backend_pid()`,
-  );
+/**
+ * Backends whose commit waits on the advisory lock `key` (not another test file's lock, which runs beside this one):
+ * one per batch being committed. A key that fits in 32 bits is the lock's objid, with classid 0 and objsubid 1.
+ */
+const WAITING_ON_KEY = `select l.pid from pg_locks l
+  where l.locktype = 'advisory' and not l.granted and l.classid = 0 and l.objid = $1 and l.objsubid = 1
+    and l.database = (select oid from pg_database where datname = current_database())`;
+
+async function committingBatches(lock: { holder: pg.Client; key: number }): Promise<number> {
+  const { rows } = await lock.holder.query<{ n: number }>(`select count(*)::int as n from (${WAITING_ON_KEY}) waiting`, [lock.key]);
   return rows[0]!.n;
 }
 
@@ -81,11 +89,11 @@ describe.skipIf(!pgUrl)('group commit on the real PostgreSQL server', () => {
       await waitFor(
         async () =>
           (await lock.holder.query(`select count(*)::int as n from "${store!.schema}".inbox_events`)).rows[0].n === 0 &&
-          (await committingBatches(lock.holder)) > 0,
+          (await committingBatches(lock)) > 0,
         'the batches to reach their commit',
       );
       await new Promise((resolve) => setTimeout(resolve, 500));
-      const batches = await committingBatches(lock.holder);
+      const batches = await committingBatches(lock);
       expect(batches).toBeGreaterThan(0);
       expect(batches).toBeLessThanOrEqual(4);
       // Held at commit for half a second more, and not one answer has been written.
@@ -113,13 +121,10 @@ describe.skipIf(!pgUrl)('group commit on the real PostgreSQL server', () => {
     try {
       const ids = Array.from({ length: 30 }, (_, i) => `cut_${i}`);
       const responses = Promise.all(ids.map((id) => post(`${url}/webhooks`, signedDelivery(scheme, envelope(id)))));
-      await waitFor(async () => (await committingBatches(lock.holder)) > 0, 'the batches to reach their commit');
+      await waitFor(async () => (await committingBatches(lock)) > 0, 'the batches to reach their commit');
       await new Promise((resolve) => setTimeout(resolve, 200));
       // The server goes away under the committing batches.
-      await lock.holder.query(
-        `select pg_terminate_backend(pid) from pg_stat_activity
-          where wait_event_type = 'Lock' and wait_event = 'advisory' and datname = current_database() and pid <> pg_backend_pid()`,
-      );
+      await lock.holder.query(`select pg_terminate_backend(pid) from (${WAITING_ON_KEY}) waiting`, [lock.key]);
       const settled = await responses;
       expect(settled.map((r) => r.status)).toEqual(ids.map(() => 503));
       await lock.release();
