@@ -4,7 +4,7 @@
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
-/** The tiers, in the order `npm test` runs them. */
+/** The tiers; `npm test` runs them all, in the order test/sequencer.ts gives. */
 export const TIER_NAMES = ['unit', 'db', 'e2e', 'soak'] as const;
 export type Tier = (typeof TIER_NAMES)[number];
 
@@ -20,6 +20,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/architecture.test.ts',
     'test/cli/arguments.test.ts',
     'test/cli/env.test.ts',
+    'test/cli/serve-doctor-agree.test.ts',
     'test/cli/until-signal.test.ts',
     'test/cli/verify-arguments.test.ts',
     'test/client/errors.test.ts',
@@ -67,6 +68,8 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/worker/task-queue.test.ts',
   ],
   db: [
+    'test/cli/effects-commands.test.ts',
+    'test/cli/migrate-dir.test.ts',
     'test/cli/service-start.test.ts',
     'test/client/rate-limit.test.ts',
     'test/console/admin-api.test.ts',
@@ -93,6 +96,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/per-handler-claim.test.ts',
     'test/store/prune-replay-race.test.ts',
     'test/store/store.test.ts',
+    'test/store/terminated-connection.test.ts',
     'test/sync/backfill-repeated-page.test.ts',
     'test/sync/backfill.test.ts',
     'test/sync/broker-trace-context.test.ts',
@@ -106,12 +110,11 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/sync/verify-mirror.test.ts',
     'test/testing/signed-request.test.ts',
     'test/worker/app-tables.test.ts',
+    'test/worker/effects-hot-path.test.ts',
+    'test/worker/effects.test.ts',
     'test/worker/per-handler-order.test.ts',
     'test/worker/registration.test.ts',
     'test/worker/worker.test.ts',
-    'test/worker/effects.test.ts',
-    'test/worker/effects-hot-path.test.ts',
-    'test/cli/effects-commands.test.ts',
   ],
   e2e: [
     'test/cli/backfill.test.ts',
@@ -125,13 +128,11 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/init.test.ts',
     'test/cli/log-format.test.ts',
     'test/cli/metrics.test.ts',
-    'test/cli/migrate-dir.test.ts',
     'test/cli/piped-output.test.ts',
     'test/cli/printing.test.ts',
     'test/cli/prune-beside-replay.test.ts',
     'test/cli/quarantine.test.ts',
     'test/cli/serve-aborted-requests.test.ts',
-    'test/cli/serve-doctor-agree.test.ts',
     'test/cli/serve-effect-kill.test.ts',
     'test/cli/serve-sinks.test.ts',
     'test/cli/serve-tracing.test.ts',

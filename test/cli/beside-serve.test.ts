@@ -1,5 +1,6 @@
 // The command line beside a running `payhooks serve` on the embedded database, which admits one process: events
-// and replay go through the serve (its session file), and print what they print once it has stopped.
+// and replay go through the serve (its session file), and print what they print once it has stopped. serve runs as a
+// process; the commands through the CLI's run() in this one (the same commands as processes, exit codes included: test/cli/piped-output.test.ts).
 import { existsSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { readServeSession, serveSessionPath } from '../../src/service/serve-session.js';
 import { exampleEvent, signedRequest } from '../../src/testing/index.js';
-import { collect, libraryEntry, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
+import { collect, libraryEntry, runInProcess, spawnCli, waitForLog } from '../helpers/cli.js';
 import { serveAdmin } from '../helpers/serve-admin.js';
 import { waitFor } from '../helpers/wait.js';
 import { seedDefaultDataDir } from '../helpers/pglite-template.js';
@@ -16,9 +17,13 @@ const SECRET = 'beside-serve-secret';
 // Fails every CUSTOMER_CREATED; with one attempt allowed, each goes dead at once.
 const deadLetterHandlers = fileURLToPath(new URL('../fixtures/dead-letter-handlers.mjs', import.meta.url));
 
-/** Runs each command beside serve, all at once, each expected to exit 0; keeps what each printed under its words. */
+/**
+ * Runs each command beside serve, each expected to exit 0; keeps what each printed under its words. The commands run in
+ * this process, through the CLI's run() (serve is the process here), one at a time: each sets the working directory.
+ */
 async function readBeside(dir: string, beside: Record<string, string>, commands: string[][]): Promise<void> {
-  const results = await Promise.all(commands.map((args) => runCli(args, {}, dir)));
+  const results = [];
+  for (const args of commands) results.push(await runInProcess(args, {}, dir));
   for (const [i, args] of commands.entries()) {
     const result = results[i]!;
     expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(0);
@@ -64,14 +69,14 @@ describe('payhooks events and replay while serve holds the embedded database', (
       expect(JSON.parse(beside['events list --json']!)).toHaveLength(3);
 
       // Replay through serve: re-queued, and serve's worker runs it again.
-      const replay = await runCli(['replay', 'evt_beside_1'], {}, dir);
+      const replay = await runInProcess(['replay', 'evt_beside_1'], {}, dir);
       expect(replay.code, replay.stderr).toBe(0);
       expect(replay.stdout).toContain('re-queued 1 event');
-      const unknown = await runCli(['replay', 'evt_nope'], {}, dir);
+      const unknown = await runInProcess(['replay', 'evt_nope'], {}, dir);
       expect(unknown.code).toBe(1);
       expect(unknown.stderr).toContain('not re-queued (unknown, or being processed now): evt_nope');
       await waitFor(async () => (await api.event('evt_beside_1'))?.status === 'done', 'the replayed event done again', 60_000);
-      const shown = await runCli(['events', 'show', 'evt_beside_1'], {}, dir);
+      const shown = await runInProcess(['events', 'show', 'evt_beside_1'], {}, dir);
       expect(shown.code, shown.stderr).toBe(0);
       expect(JSON.parse(shown.stdout).status).toBe('done');
       // A console request from this machine without the local token gets nothing: the console itself is off.
@@ -86,12 +91,12 @@ describe('payhooks events and replay while serve holds the embedded database', (
     expect(existsSync(serveSessionPath(dataDir))).toBe(false);
 
     // After serve: the same commands, on the database itself, print the same (the replayed event aside).
-    const after = await runCli(['events', 'list', '--json'], {}, dir);
+    const after = await runInProcess(['events', 'list', '--json'], {}, dir);
     const withoutReplayed = (text: string) => (JSON.parse(text) as { eventId: string }[]).filter((e) => e.eventId !== 'evt_beside_1');
     expect(withoutReplayed(after.stdout)).toEqual(withoutReplayed(beside['events list --json']!));
-    expect((await runCli(['events', 'show', 'evt_beside_2'], {}, dir)).stdout).toBe(beside['events show evt_beside_2']);
-    expect((await runCli(['events', 'stats', '--json'], {}, dir)).stdout).toBe(beside['events stats --json']);
-    const table = (await runCli(['events', 'list'], {}, dir)).stdout;
+    expect((await runInProcess(['events', 'show', 'evt_beside_2'], {}, dir)).stdout).toBe(beside['events show evt_beside_2']);
+    expect((await runInProcess(['events', 'stats', '--json'], {}, dir)).stdout).toBe(beside['events stats --json']);
+    const table = (await runInProcess(['events', 'list'], {}, dir)).stdout;
     expect(table.split('\n').filter((line) => line.includes('evt_beside_2'))).toEqual(
       beside['events list']!.split('\n').filter((line) => line.includes('evt_beside_2')),
     );
@@ -118,17 +123,17 @@ describe('payhooks events and replay while serve holds the embedded database', (
       const allDead = () => api.all('dead', 3);
       await waitFor(allDead, 'the three events dead, seen through serve', 60_000);
 
-      const dryRun = await runCli(['replay', '--status', 'dead', '--dry-run'], {}, dir);
+      const dryRun = await runInProcess(['replay', '--status', 'dead', '--dry-run'], {}, dir);
       expect(dryRun.stdout.trim().split('\n')).toEqual([
         `3 events to re-queue in state dead: ${ids.join(', ')}`,
         'dry run: nothing changed',
       ]);
-      const named = await runCli(['replay', 'evt_dead_2', 'evt_nope', '--dry-run'], {}, dir);
+      const named = await runInProcess(['replay', 'evt_dead_2', 'evt_nope', '--dry-run'], {}, dir);
       expect(named.code).toBe(1);
       expect(named.stdout.trim().split('\n')).toEqual(['1 event to re-queue: evt_dead_2', 'dry run: nothing changed']);
       expect(named.stderr).toContain('not re-queued (unknown, or being processed now): evt_nope');
 
-      const replayed = await runCli(['replay', '--status', 'dead', '--yes', '--batch-size', '2'], {}, dir);
+      const replayed = await runInProcess(['replay', '--status', 'dead', '--yes', '--batch-size', '2'], {}, dir);
       expect(replayed.code, replayed.stderr).toBe(0);
       expect(replayed.stdout.trim().split('\n')).toEqual([
         `3 events to re-queue in state dead: ${ids.join(', ')}`,
@@ -145,7 +150,7 @@ describe('payhooks events and replay while serve holds the embedded database', (
         60_000,
       );
       await waitFor(allDead, 'all three dead again', 60_000);
-      const shown = await runCli(['events', 'show', 'evt_dead_1'], {}, dir);
+      const shown = await runInProcess(['events', 'show', 'evt_dead_1'], {}, dir);
       expect(shown.code, shown.stderr).toBe(0);
       expect(JSON.parse(shown.stdout)).toMatchObject({ status: 'dead', processedAt: expect.any(String) });
       await readBeside(dir, beside, [
@@ -167,6 +172,6 @@ describe('payhooks events and replay while serve holds the embedded database', (
       ['events', 'show', 'evt_dead_2'],
       ['replay', '--status', 'dead', '--dry-run'],
     ])
-      expect((await runCli(args, {}, dir)).stdout, args.join(' ')).toBe(beside[args.join(' ')]);
+      expect((await runInProcess(args, {}, dir)).stdout, args.join(' ')).toBe(beside[args.join(' ')]);
   });
 });

@@ -1,13 +1,14 @@
 // The embedded database admits one process. `serve` holds `real/pgdata`; the same folder named another way (through
 // a symbolic link, from another working directory with `..`, through `..` after a link) must meet the same lock:
 // events and replay go through the running serve, migrate is refused as it is by the folder's own name, and nothing
-// ever opens the folder a second time.
+// ever opens the folder a second time. serve is a process; the commands run through the CLI's run() in this one (a
+// process of its own, as far as the lock goes: its pid is not serve's).
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { exampleEvent, signedRequest } from '../../src/testing/index.js';
-import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
+import { collect, runInProcess, spawnCli, waitForLog } from '../helpers/cli.js';
 import { seedDataDir } from '../helpers/pglite-template.js';
 import { serveAdmin } from '../helpers/serve-admin.js';
 import { waitFor } from '../helpers/wait.js';
@@ -40,7 +41,7 @@ describe('the embedded database named through a symbolic link or `..` while serv
     const base = { DATABASE_URL: '', PAYHOOKS_WEBHOOK_SECRET: SECRET };
     const realEnv = { ...base, PAYHOOKS_DATA_DIR: 'real/pgdata' };
     const listThrough = async (env: Record<string, string>, cwd: string) => {
-      const listed = await runCli(['events', 'list', '--json'], env, cwd);
+      const listed = await runInProcess(['events', 'list', '--json'], env, cwd);
       expect(listed.code, `events list with PAYHOOKS_DATA_DIR=${env.PAYHOOKS_DATA_DIR}: ${listed.stderr}`).toBe(0);
       return (JSON.parse(listed.stdout) as Listed[]).map((e) => `${e.eventId} ${e.status}`).sort();
     };
@@ -62,21 +63,20 @@ describe('the embedded database named through a symbolic link or `..` while serv
       const servePid = Number.parseInt(readFileSync(join(dir, 'real', 'pgdata.lock'), 'utf8'), 10);
       expect(servePid).toBe(serve.pid);
 
-      // The same folder by other names: listed through serve, the same three events (all at once: through serve).
-      const listedByAlias = await Promise.all(
-        aliases.map((alias) => listThrough({ ...base, PAYHOOKS_DATA_DIR: alias.dataDir }, alias.cwd)),
-      );
+      // The same folder by other names: listed through serve, the same three events.
+      const listedByAlias = [];
+      for (const alias of aliases) listedByAlias.push(await listThrough({ ...base, PAYHOOKS_DATA_DIR: alias.dataDir }, alias.cwd));
       for (const [i, alias] of aliases.entries()) expect(listedByAlias[i], alias.dataDir).toEqual(allDone);
 
       // A replay through the link reaches serve: its worker runs the event again (a second opening would change
       // files serve never reads, and serve's own view would stay as it was).
       const shownThroughServe = async (id: string) => {
-        const shown = await runCli(['events', 'show', id], realEnv, dir);
+        const shown = await runInProcess(['events', 'show', id], realEnv, dir);
         expect(shown.code, shown.stderr).toBe(0);
         return JSON.parse(shown.stdout) as { status: string; processedAt: string | null };
       };
       const before = await shownThroughServe('evt_link_1');
-      const replay = await runCli(['replay', 'evt_link_1'], { ...base, PAYHOOKS_DATA_DIR: 'link/pgdata' }, dir);
+      const replay = await runInProcess(['replay', 'evt_link_1'], { ...base, PAYHOOKS_DATA_DIR: 'link/pgdata' }, dir);
       expect(replay.code, replay.stderr).toBe(0);
       expect(replay.stdout).toContain('re-queued 1 event');
       await waitFor(
@@ -92,12 +92,11 @@ describe('the embedded database named through a symbolic link or `..` while serv
       expect(after.processedAt).not.toBe(before.processedAt);
 
       // migrate is refused whichever name the folder is given by, with the same message.
-      const refusedByRealPath = await runCli(['migrate'], realEnv, dir);
+      const refusedByRealPath = await runInProcess(['migrate'], realEnv, dir);
       expect(refusedByRealPath.code).toBe(1);
       expect(refusedByRealPath.stderr).toContain(`in use by process ${serve.pid}`);
-      const refusals = await Promise.all(
-        aliases.map((alias) => runCli(['migrate'], { ...base, PAYHOOKS_DATA_DIR: alias.dataDir }, alias.cwd)),
-      );
+      const refusals = [];
+      for (const alias of aliases) refusals.push(await runInProcess(['migrate'], { ...base, PAYHOOKS_DATA_DIR: alias.dataDir }, alias.cwd));
       for (const [i, alias] of aliases.entries()) {
         const refused = refusals[i]!;
         expect({ alias: alias.dataDir, code: refused.code, stderr: refused.stderr }).toEqual({
@@ -117,7 +116,7 @@ describe('the embedded database named through a symbolic link or `..` while serv
 
     // Opened once at a time, the database is whole: each event once, and migrate through the link now works.
     expect(await listThrough(realEnv, dir)).toEqual(IDS.map((id) => `${id} done`));
-    const migrated = await runCli(['migrate'], { ...base, PAYHOOKS_DATA_DIR: 'link/pgdata' }, dir);
+    const migrated = await runInProcess(['migrate'], { ...base, PAYHOOKS_DATA_DIR: 'link/pgdata' }, dir);
     expect(migrated.code, migrated.stderr).toBe(0);
   });
 });

@@ -8,7 +8,7 @@ import { writeSimulatorSession } from '../../src/service/simulator-session.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { openDatabase } from '../../src/store/database.js';
 import { migrate, readMigrations } from '../../src/store/migrate.js';
-import { collect, runCli, spawnCli, waitForLog, type CliResult } from '../helpers/cli.js';
+import { collect, runCli, runInProcess, spawnCli, waitForLog, type CliResult } from '../helpers/cli.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { freePort } from '../helpers/servers.js';
 
@@ -43,7 +43,8 @@ const UNSET = {
 const freshDir = () => mkdtempSync(join(tmpdir(), 'payhooks-doctor-'));
 
 async function doctor(env: Record<string, string>, dir: string, args: string[] = []): Promise<CliResult & { checks: Check[] }> {
-  const result = await runCli(['doctor', '--json', ...args], { ...UNSET, ...env }, dir, 30_000);
+  // In this process, through the CLI's run(): its exit code is the process's (the text report below is a process).
+  const result = await runInProcess(['doctor', '--json', ...args], { ...UNSET, ...env }, dir);
   let checks: Check[] = [];
   try {
     checks = (JSON.parse(result.stdout) as { checks: Check[] }).checks;
@@ -219,11 +220,10 @@ describe('payhooks doctor and the API', () => {
       const dir = freshDir();
       const closed = `http://127.0.0.1:${await freePort()}`;
       const base = { PAYHOOKS_WEBHOOK_SECRET: 'doctor-api-secret' };
-      const [answers, refused, unreachable] = await Promise.all([
-        doctor({ ...base, PAYHOOKS_API_KEY: 'sk_test_doctorAccepted7', PAYHOOKS_API_URL: simulator.url }, dir),
-        doctor({ ...base, PAYHOOKS_API_KEY: 'sk_demo_doctorRefused7', PAYHOOKS_API_URL: simulator.url }, dir),
-        doctor({ ...base, PAYHOOKS_API_KEY: 'sk_live_doctorNowhere7', PAYHOOKS_API_URL: closed }, dir),
-      ]);
+      // One after the other: each sets this process's environment while it runs.
+      const answers = await doctor({ ...base, PAYHOOKS_API_KEY: 'sk_test_doctorAccepted7', PAYHOOKS_API_URL: simulator.url }, dir);
+      const refused = await doctor({ ...base, PAYHOOKS_API_KEY: 'sk_demo_doctorRefused7', PAYHOOKS_API_URL: simulator.url }, dir);
+      const unreachable = await doctor({ ...base, PAYHOOKS_API_KEY: 'sk_live_doctorNowhere7', PAYHOOKS_API_URL: closed }, dir);
 
       expect(answers.code).toBe(0);
       expect(byName(answers.checks)['api-key']).toMatchObject({ status: 'ok', summary: 'sk_test_… (staging) from PAYHOOKS_API_KEY' });

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/database.js';
 import { readMigrations } from '../../src/store/migrate.js';
-import { runCli } from '../helpers/cli.js';
+import { runInProcess } from '../helpers/cli.js';
 
 const fixture = fileURLToPath(new URL('../fixtures/app-migrations/', import.meta.url));
 
@@ -20,20 +20,20 @@ describe('payhooks migrate --dir on an embedded database', () => {
     const own = readMigrations().map((m) => m.name);
     const app = readMigrations(fixture).map((m) => m.name);
 
-    const first = await runCli(['migrate', '--dir', fixture], env, dir);
+    const first = await runInProcess(['migrate', '--dir', fixture], env, dir);
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
     expect(first.stdout.trim().split('\n')).toEqual([`applied: ${own.join(', ')}`, `app schema public: applied: ${app.join(', ')}`]);
 
     // The service's variable names the same directory when --dir is absent.
-    const again = await runCli(['migrate'], { ...env, PAYHOOKS_APP_MIGRATIONS: fixture }, dir);
+    const again = await runInProcess(['migrate'], { ...env, PAYHOOKS_APP_MIGRATIONS: fixture }, dir);
     expect(again.code).toBe(0);
     expect(again.stdout.trim().split('\n')).toEqual(['the schema is up to date', 'app schema public: up to date']);
 
     const edited = mkdtempSync(join(tmpdir(), 'payhooks-migrate-dir-edited-'));
     for (const name of readdirSync(fixture)) copyFileSync(join(fixture, name), join(edited, name));
     appendFileSync(join(edited, '001_paid_invoices.sql'), 'CREATE INDEX paid_invoices_amount_idx ON paid_invoices (amount);\n');
-    const refused = await runCli(['migrate', '--dir', edited], env, dir);
+    const refused = await runInProcess(['migrate', '--dir', edited], env, dir);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/Migration \S*\/001_paid_invoices\.sql was edited after it was applied/);
 
@@ -54,7 +54,7 @@ describe('payhooks migrate --dir on an embedded database', () => {
       await store.close();
     }
 
-    const newer = await runCli(['events', 'list'], env, dir);
+    const newer = await runInProcess(['events', 'list'], env, dir);
     expect(newer.code).toBe(1);
     expect(newer.stderr).toMatch(/migrated by a newer version of payhooks: it records 999_from_the_future\.sql/);
     expect(newer.stderr).toMatch(/upgrade payhooks or point at another schema/);
@@ -63,7 +63,7 @@ describe('payhooks migrate --dir on an embedded database', () => {
   it('a --dir that does not exist fails before the database is touched', { timeout: 60_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-migrate-dir-'));
     const dataDir = join(dir, 'pgdata');
-    const result = await runCli(
+    const result = await runInProcess(
       ['migrate', '--dir', join(dir, 'no-such-migrations')],
       { DATABASE_URL: '', PAYHOOKS_DATA_DIR: dataDir },
       dir,

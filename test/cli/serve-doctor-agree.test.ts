@@ -1,10 +1,11 @@
 // serve and doctor read one configuration through one resolution (resolveServiceConfig), so they refuse the same bad
-// configurations for the same named reason: each case below is fed to both, as processes.
+// configurations for the same named reason: each case below is fed to both, through the CLI's run() in this process
+// (the exit code it returns is the process's; test/cli/cli.test.ts checks that as a process).
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runInProcess } from '../helpers/cli.js';
 
 // Every variable serve reads, blank (which counts as unset), so the machine's own environment never leaks in.
 const UNSET = {
@@ -104,10 +105,9 @@ describe('serve and doctor refuse the same bad configurations', () => {
   it.each(BAD)('$title: both exit 1 saying "$reason"', { timeout: 60_000 }, async ({ env, file, reason }) => {
     const dir = mkdtempSync(join(tmpdir(), 'payhooks-agree-'));
     if (file !== undefined) writeFileSync(join(dir, 'payhooks.config.json'), JSON.stringify(file));
-    const [serve, doctor] = await Promise.all([
-      runCli(['serve'], { ...UNSET, ...env }, dir, 30_000),
-      runCli(['doctor'], { ...UNSET, ...env }, dir, 30_000),
-    ]);
+    // One after the other: each sets the environment and the working directory of this process while it runs.
+    const serve = await runInProcess(['serve'], { ...UNSET, ...env }, dir);
+    const doctor = await runInProcess(['doctor'], { ...UNSET, ...env }, dir);
     expect(serve.code, serve.stderr).toBe(1);
     expect(serve.stderr).toContain(reason);
     expect(serve.stdout).not.toContain('payhooks is receiving webhooks');
