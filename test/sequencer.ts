@@ -52,7 +52,6 @@ export const MEASURED_SECONDS: Readonly<Record<string, number>> = {
   'test/simulator/cli.test.ts': 10,
   'test/worker/effects.test.ts': 10,
   'test/store/operator-queries.test.ts': 9,
-  'test/cli/quarantine.test.ts': 9,
   'test/worker/poison-handlers.test.ts': 9,
   'test/cli/prune-beside-replay.test.ts': 9,
   'test/cli/serve-worker-options.test.ts': 9,

@@ -70,6 +70,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
   db: [
     'test/cli/effects-commands.test.ts',
     'test/cli/migrate-dir.test.ts',
+    'test/cli/quarantine.test.ts',
     'test/cli/service-start.test.ts',
     'test/client/rate-limit.test.ts',
     'test/console/admin-api.test.ts',
@@ -131,7 +132,6 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/piped-output.test.ts',
     'test/cli/printing.test.ts',
     'test/cli/prune-beside-replay.test.ts',
-    'test/cli/quarantine.test.ts',
     'test/cli/serve-aborted-requests.test.ts',
     'test/cli/serve-effect-kill.test.ts',
     'test/cli/serve-sinks.test.ts',

@@ -7,9 +7,10 @@ import { createReceiver } from '../../src/receiver/receiver.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import { openDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
-import { runCli } from '../helpers/cli.js';
+import { runInProcess } from '../helpers/cli.js';
 import { seedDataDir } from '../helpers/pglite-template.js';
 
+// The commands run through the CLI's run() in this process, on an embedded database on disk: no process is started.
 describe('payhooks quarantine', () => {
   it('lists what is held (also as events list --status quarantined), shows it, releases one and discards another', {
     timeout: 180_000,
@@ -37,22 +38,22 @@ describe('payhooks quarantine', () => {
       await store.close();
     }
     const env = { DATABASE_URL: '', PAYHOOKS_DATA_DIR: dataDir };
-    const list = await runCli(['events', 'list', '--status', 'quarantined'], env);
+    const list = await runInProcess(['events', 'list', '--status', 'quarantined'], env);
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(new RegExp(`${notJson}\\s+-\\s+-\\s+quarantined\\s+not_json`));
     expect(list.stdout).toMatch(new RegExp(`${longResource}\\s+evt_cli_q\\s+INVOICE_PAID\\s+quarantined\\s+unstorable_resource`));
 
-    const show = await runCli(['quarantine', 'show', notJson], env);
+    const show = await runInProcess(['quarantine', 'show', notJson], env);
     expect(JSON.parse(show.stdout)).toMatchObject({ kind: 'not_json', rawBody: '{"eventId": oops', state: 'held' });
 
-    const refused = await runCli(['quarantine', 'release', longResource], env);
+    const refused = await runInProcess(['quarantine', 'release', longResource], env);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/still cannot be stored: .*release it with --unordered/i);
-    const released = await runCli(['quarantine', 'release', longResource, '--unordered'], env);
+    const released = await runInProcess(['quarantine', 'release', longResource, '--unordered'], env);
     expect(released.stdout.trim()).toBe(`released #${longResource} as event evt_cli_q: queued`);
-    const discarded = await runCli(['quarantine', 'discard', notJson], env);
+    const discarded = await runInProcess(['quarantine', 'discard', notJson], env);
     expect(discarded.stdout.trim()).toBe(`discarded #${notJson}`);
-    expect((await runCli(['quarantine', 'list'], env)).stdout.trim()).toBe('nothing quarantined');
-    expect((await runCli(['events', 'list'], env)).stdout).toMatch(/evt_cli_q\s+INVOICE_PAID\s+pending/);
+    expect((await runInProcess(['quarantine', 'list'], env)).stdout.trim()).toBe('nothing quarantined');
+    expect((await runInProcess(['events', 'list'], env)).stdout).toMatch(/evt_cli_q\s+INVOICE_PAID\s+pending/);
   });
 });
