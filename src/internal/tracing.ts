@@ -39,7 +39,19 @@ function tracer(otel: Api): Tracer {
   return tracerOf.tracer;
 }
 
-/** A span that records nothing: what the helpers hand out where the API is not installed. */
+/**
+ * Whether spans can record: a tracer provider is registered with the API (an SDK started), now. The API's global
+ * provider is a proxy whose delegate an SDK sets; until then every span it makes records nothing, and payhooks hands
+ * out its own {@link NO_SPAN} instead, which costs nothing per call (the API's no-op spans and contexts were about
+ * 1.7 KB of garbage per event in a worker draining no-op events). A provider of another copy of the API counts as
+ * registered.
+ */
+function recording(otel: Api): boolean {
+  const provider = otel.trace.getTracerProvider();
+  return !(provider instanceof otel.ProxyTracerProvider) || provider.getDelegateTracer(TRACER_NAME) !== undefined;
+}
+
+/** A span that records nothing: what the helpers hand out where the API is not installed or no SDK is registered. */
 const NO_SPAN: Span = {
   spanContext: () => ({ traceId: '00000000000000000000000000000000', spanId: '0000000000000000', traceFlags: 0 }),
   setAttribute: () => NO_SPAN,
@@ -80,14 +92,14 @@ export type HeaderCarrier = Readonly<Record<string, string | readonly string[] |
 /**
  * Runs `fn` in a new span, active while it runs (so that spans and log lines made inside are its children), and ends
  * the span when `fn` settles; a rejection sets the span's status to error (see {@link failSpan}) and is passed on.
- * Without the API, `fn` gets a span that records nothing; with the API and no SDK, the API's own no-op span.
+ * Without the API, or with no SDK registered, `fn` gets a span that records nothing, and no context is made for it.
  *
  * @example
  * await inSpan('webhook.process', { kind: SPAN_KIND.consumer, parent: 'root', root: true }, async (span) => { … });
  */
 export async function inSpan<T>(name: string, options: InSpanOptions, fn: (span: Span) => Promise<T>, carrier?: HeaderCarrier): Promise<T> {
   const otel = api;
-  if (!otel) return fn(NO_SPAN);
+  if (!otel || !recording(otel)) return fn(NO_SPAN);
   let context: Context;
   if (options.parent === 'headers') {
     // Under the span already active (an app's HTTP instrumentation made one from the same headers), else under the
