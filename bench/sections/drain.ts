@@ -207,16 +207,21 @@ const BOUNDS =
   'to 27 Nov the worker process spent about 50 µs of CPU per no-op event (graphile-worker 29 µs per job), a third ' +
   'of it garbage collection: some 2,000 to 3,000 finished events wait for their outcome batch at any time, and up ' +
   'to 1,000 claimed ones for a slot, so young-generation collections keep 4 to 5 MB alive; then JSON.parse of the ' +
-  '2 KB body (about 5 µs) and its validation (2 to 3 µs). On the AMD EPYC machine of this run the same drain of ' +
-  '60,000 events took 75 to 99 µs of worker CPU per event from one run to the next, 41% of it garbage collection ' +
-  'and 9% JSON.parse in a CPU profile (what it collects: about 22 KB allocated per event in an allocation profile ' +
-  "that keeps collected objects, spread thinly: the pg driver's row parsing with the body 2.7 KB, the arrays of " +
-  "the outcome statement written out as text by the driver 2.2 KB, the parsed body 1.2 KB, the OpenTelemetry API's " +
-  "no-op spans and contexts 1.7 KB, the rest the run's own small objects), and graphile-worker lost more to the " +
-  'slower cores than payhooks did (0.86x to 0.89x without history here, 0.74x to 0.84x there). With 1,000,000 ' +
-  'events of history the database is the larger part and the runs vary most (3,721 to 9,357 events/s for the same ' +
-  'backlog and history in this run), and two processes gain little or nothing over one: each run writes WAL on top ' +
-  'of the backlog, and checkpoints fall inside it. Two cuts of database work were measured alone on this machine ' +
+  '2 KB body (about 5 µs) and its validation (2 to 3 µs). On a 2-core AMD EPYC at 2.1 GHz (27 Nov, afternoon) the ' +
+  'same drain of 60,000 events took 75 to 99 µs of worker CPU per event from one run to the next, 41% of it garbage ' +
+  'collection and 9% JSON.parse in a CPU profile (what it collects: about 22 KB allocated per event in an allocation ' +
+  "profile that keeps collected objects, spread thinly: the pg driver's row parsing with the body 2.7 KB, the arrays " +
+  "of the outcome statement written out as text by the driver 2.2 KB, the parsed body 1.2 KB, the OpenTelemetry API's " +
+  "no-op spans and contexts 1.7 KB, the rest the run's own small objects), and graphile-worker lost more to those " +
+  'slower cores than payhooks did: 0.86x to 0.89x without history there, 0.59x to 0.84x with it. The no-op spans are ' +
+  'gone since (no API span without a registered tracer provider): on the AMD EPYC at 2.6 GHz of this run the ' +
+  "worker's CPU per event went from 49.7 to 46.3 µs in an A/B run of 4 rounds (16,464 to 16,845 events/s), and " +
+  'graphile-worker gains more from the faster cores than payhooks does: 0.72x to 0.81x without history, 0.74x to ' +
+  '0.75x with it, against some 20,000 to 23,000 jobs/s. With 1,000,000 events of history the database is the larger ' +
+  'part and the runs vary most (11,127 to 18,734 events/s for one process in this run), and two processes gain ' +
+  'little or nothing over one: each run writes WAL on top of the backlog, and checkpoints fall inside it, and the two ' +
+  'workers, graphile-worker and PostgreSQL share two cores. Two cuts of database work were measured alone on the ' +
+  '2.1 GHz machine ' +
   '(20,000 rows, updates in batches of 500, in psql) and not made: the lease in a column of its own, so that the ' +
   "claim's update can be HOT (fillfactor 70), wrote 537 instead of 616 WAL bytes per row and took as long (277 to " +
   "293 ms against 235 to 289 ms); the body moved out of the row (toast_tuple_target 128), so that the outcome's " +
