@@ -12,7 +12,7 @@ import { startProgress } from '../../src/cli/progress.js';
 import { createClient } from '../../src/client/index.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
-import { collect, runCli, spawnCli } from '../helpers/cli.js';
+import { collect, runCli, runInProcess, spawnCli } from '../helpers/cli.js';
 import { actualMirror, expectedMirror } from '../helpers/mirror.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { waitFor } from '../helpers/wait.js';
@@ -122,13 +122,12 @@ describe('payhooks backfill: bad input', () => {
   it('an unknown --resource, a bad --since, a missing or malformed API key: exit 1 with a clear message, nothing opened', {
     timeout: 60_000,
   }, async () => {
-    const [resource, since, zoneless, noKey, badKey] = await Promise.all([
-      runCli(['backfill', '--resource', 'customers,payments'], env, dir),
-      runCli(['backfill', '--since', '2025-02-30'], env, dir),
-      runCli(['backfill', '--since', '2025-02-01T10:00'], env, dir),
-      runCli(['backfill'], { ...env, PAYHOOKS_API_KEY: '' }, dir),
-      runCli(['backfill'], { ...env, PAYHOOKS_API_KEY: 'pk_test_public' }, dir),
-    ]);
+    // Argument errors: through the CLI's run() in this process (its exit code is the process's), one at a time.
+    const resource = await runInProcess(['backfill', '--resource', 'customers,payments'], env, dir);
+    const since = await runInProcess(['backfill', '--since', '2025-02-30'], env, dir);
+    const zoneless = await runInProcess(['backfill', '--since', '2025-02-01T10:00'], env, dir);
+    const noKey = await runInProcess(['backfill'], { ...env, PAYHOOKS_API_KEY: '' }, dir);
+    const badKey = await runInProcess(['backfill'], { ...env, PAYHOOKS_API_KEY: 'pk_test_public' }, dir);
     for (const result of [resource, since, zoneless, noKey, badKey]) {
       expect(result.code).toBe(1);
       expect(result.stdout).toBe('');

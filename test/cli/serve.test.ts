@@ -11,7 +11,7 @@ import { createClient } from '../../src/client/index.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { exampleEvent } from '../../src/events/index.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
-import { collect, runCli, spawnCli, waitForLog } from '../helpers/cli.js';
+import { collect, runCli, runInProcess, spawnCli, waitForLog } from '../helpers/cli.js';
 import { post, signedDelivery } from '../helpers/deliveries.js';
 import { waitFor } from '../helpers/wait.js';
 import { seedDefaultDataDir } from '../helpers/pglite-template.js';
@@ -57,7 +57,7 @@ describe('payhooks serve with handlers', () => {
     serve.kill('SIGTERM');
     expect((await done).code).toBe(0);
     expect(readFileSync(handled, 'utf8')).toBe(`evt_served ${event.data.invoiceId}\n`);
-    const listed = JSON.parse((await runCli(['events', 'list', '--json'], {}, dir)).stdout) as { status: string }[];
+    const listed = JSON.parse((await runInProcess(['events', 'list', '--json'], {}, dir)).stdout) as { status: string }[];
     expect(listed.map((e) => e.status)).toEqual(['done']);
   });
 
@@ -70,7 +70,7 @@ describe('payhooks serve with handlers', () => {
     const result = await runCli(['serve', '--handlers', typoHandlers], env, dir, 80_000);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/"INVOICE_PAYED", which is not in the catalog: did you mean INVOICE_PAID\?/);
-    expect((await runCli(['events', 'list', '--json'], {}, dir)).code).toBe(0);
+    expect((await runInProcess(['events', 'list', '--json'], {}, dir)).code).toBe(0);
   });
 
   it('on a port already in use, stops what it started and exits non-zero with the reason', { timeout: 90_000 }, async () => {
@@ -85,7 +85,7 @@ describe('payhooks serve with handlers', () => {
       expect(result.code).toBe(1);
       expect(result.stderr).toMatch(new RegExp(`Cannot listen on 127\\.0\\.0\\.1:${port}: the port is in use`));
       // It let go of the embedded database too: another command can open it at once.
-      expect((await runCli(['events', 'list', '--json'], {}, dir)).code).toBe(0);
+      expect((await runInProcess(['events', 'list', '--json'], {}, dir)).code).toBe(0);
     } finally {
       await new Promise((resolve) => busy.close(resolve));
     }
@@ -108,7 +108,7 @@ describe('payhooks serve with handlers', () => {
     await new Promise((r) => setTimeout(r, 1500));
     serve.kill('SIGTERM');
     expect((await done).code).toBe(0);
-    const listed = JSON.parse((await runCli(['events', 'list', '--json'], {}, dir)).stdout) as { status: string }[];
+    const listed = JSON.parse((await runInProcess(['events', 'list', '--json'], {}, dir)).stdout) as { status: string }[];
     expect(listed.map((e) => e.status)).toEqual(['pending']);
   });
 

@@ -10,7 +10,7 @@ import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent } from '../../src/store/inbox.js';
-import { collect, runCli, spawnCli } from '../helpers/cli.js';
+import { collect, runCli, runInProcess, spawnCli } from '../helpers/cli.js';
 import { listen, serverFor } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -48,7 +48,7 @@ describe('payhooks trigger', () => {
   });
 
   it('sends a signed INVOICE_PAID that a real receiver stores, prints the answer, exits 0', { timeout: 60_000 }, async () => {
-    const result = await runCli(['trigger', 'INVOICE_PAID', '--to', `${receiver.url}/webhooks`, '--secret', SECRET]);
+    const result = await runInProcess(['trigger', 'INVOICE_PAID', '--to', `${receiver.url}/webhooks`, '--secret', SECRET]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/HTTP 200/);
@@ -59,14 +59,14 @@ describe('payhooks trigger', () => {
   });
 
   it('takes the secret from PAYHOOKS_WEBHOOK_SECRET', { timeout: 60_000 }, async () => {
-    const result = await runCli(['trigger', 'CUSTOMER_CREATED', '--to', `${receiver.url}/webhooks`], {
+    const result = await runInProcess(['trigger', 'CUSTOMER_CREATED', '--to', `${receiver.url}/webhooks`], {
       PAYHOOKS_WEBHOOK_SECRET: `${SECRET},older-secret`,
     });
     expect(result.code).toBe(0);
   });
 
   it('prints the 401 of a wrong secret and exits 1', { timeout: 60_000 }, async () => {
-    const result = await runCli(['trigger', 'INVOICE_PAID', '--to', `${receiver.url}/webhooks`, '--secret', 'wrong-secret']);
+    const result = await runInProcess(['trigger', 'INVOICE_PAID', '--to', `${receiver.url}/webhooks`, '--secret', 'wrong-secret']);
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/HTTP 401/);
     expect(result.stdout).toMatch(/Invalid webhook signature/);
@@ -74,7 +74,7 @@ describe('payhooks trigger', () => {
 
   it("with --to and no secret given, signs with the session file's secret", { timeout: 60_000 }, async () => {
     const dir = await sessionDir('http://127.0.0.1:1', SECRET);
-    const result = await runCli(
+    const result = await runInProcess(
       ['trigger', 'PAYMENT_COMPLETED', '--to', `${receiver.url}/webhooks`],
       { PAYHOOKS_WEBHOOK_SECRET: undefined },
       dir,
@@ -88,7 +88,7 @@ describe('payhooks trigger', () => {
     const stopped = await startSimulator();
     await stopped.close();
     const dir = await sessionDir(stopped.url, 'secret', 'http://127.0.0.1:8788/webhooks');
-    const result = await runCli(['trigger', 'dispute'], { PAYHOOKS_API_URL: undefined, PAYHOOKS_API_KEY: undefined }, dir);
+    const result = await runInProcess(['trigger', 'dispute'], { PAYHOOKS_API_URL: undefined, PAYHOOKS_API_KEY: undefined }, dir);
     expect(result.code).toBe(1);
     expect(result.stdout).toContain(`simulator: ${stopped.url} (from .payhooks/simulator.json)`);
     expect(result.stderr).toMatch(
@@ -97,7 +97,7 @@ describe('payhooks trigger', () => {
   });
 
   it('--help lists every flow with one line', { timeout: 60_000 }, async () => {
-    const result = await runCli(['trigger', '--help']);
+    const result = await runInProcess(['trigger', '--help']);
     expect(result.code).toBe(0);
     for (const flow of [
       'cash-payment',
@@ -185,7 +185,7 @@ describe('payhooks simulate', () => {
   });
 
   it('--help lists simulate and trigger', { timeout: 60_000 }, async () => {
-    const result = await runCli(['--help']);
+    const result = await runInProcess(['--help']);
     expect(result.stdout).toMatch(/simulate \[options\]/);
     expect(result.stdout).toMatch(/trigger \[options\] <flow\|type>/);
   });
