@@ -42,23 +42,13 @@ import {
   type HandlerOptions,
   type UnknownTypeHandlerOptions,
 } from './worker/handlers.js';
+import type { WorkerTunable } from './worker/defaults.js';
 import { type HistoryOptions, historySettings, startHistoryUpkeep } from './worker/history-upkeep.js';
 import { createWorker, type HandlerRunObservation, type Worker, type WorkerOptions, workerSettings } from './worker/worker.js';
 import { type AdminHandlers, createAdminApi } from './console/admin-api.js';
 
 /** Worker settings of {@link PayhooksOptions}; see {@link WorkerOptions} for each default. */
-export type PayhooksWorkerOptions = Pick<
-  WorkerOptions,
-  | 'workerId'
-  | 'concurrency'
-  | 'maxPrefetch'
-  | 'leaseMs'
-  | 'handlerTimeoutMs'
-  | 'maxAttempts'
-  | 'pollIntervalMs'
-  | 'backoff'
-  | 'stopTimeoutMs'
->;
+export type PayhooksWorkerOptions = Pick<WorkerOptions, 'workerId' | Exclude<WorkerTunable, 'appSchema'>>;
 
 /** Options of {@link createPayhooks}; each default is the one the standalone service uses. */
 export interface PayhooksOptions<Api = unknown> {

@@ -150,7 +150,7 @@ const SESSION_ENDED = /^(08...|57P0[123])$/;
  * isConnectionFailure({ code: '57P01', message: 'terminating connection due to administrator command' }) // true
  * isConnectionFailure({ code: '23505', message: 'duplicate key value violates unique constraint' }) // false
  */
-export function isConnectionFailure(error: unknown): boolean {
+function isConnectionFailure(error: unknown): boolean {
   const { message, code } = (error ?? {}) as { message?: unknown; code?: unknown };
   return (
     message === 'Query read timeout' ||

@@ -33,9 +33,10 @@ export const WORKER_DEFAULTS = {
   stopTimeoutMs: 30_000,
   /** The schema `ctx.transaction` puts first on the search path: where the app's own tables live. */
   appSchema: DEFAULT_APP_SCHEMA,
-} as const satisfies AllSet<Pick<WorkerOptions, Tunable>>;
+} as const satisfies AllSet<Pick<WorkerOptions, WorkerTunable>>;
 
-type Tunable =
+/** The worker's options that have a default here (every one `createPayhooks` and `serve` take, and `appSchema`). */
+export type WorkerTunable =
   | 'concurrency'
   | 'maxPrefetch'
   | 'leaseMs'
