@@ -58,8 +58,16 @@ const stamp = (date: Date) => `${date.toISOString().slice(0, 16).replace('T', ' 
 const command = `npm run bench${asked.length > 0 ? ` ${asked.join(' ')}` : ''}`;
 const scaleNote = scale() === 1 ? '' : ` **At BENCH_SCALE=${scale()}: scaled counts and durations, not comparable with the targets.**`;
 // Said in each section too: a run of some sections keeps the others, which may come from another machine.
+/** The clock in MHz, 0 when unknown: Node's cpus() says 0 on these virtual machines, and /proc/cpuinfo has it. */
+function clockMhz(): number {
+  const fromNode = cpus()[0]?.speed ?? 0;
+  if (fromNode > 0) return fromNode;
+  const info = existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : '';
+  return Number(/^cpu MHz\s*:\s*([\d.]+)/m.exec(info)?.[1] ?? 0);
+}
 // With its clock: two machines of one model name (AMD EPYC at 2.1 and at 2.6 GHz) measured differently.
-const clock = cpus()[0]?.speed ? ` at ${(cpus()[0]!.speed / 1000).toFixed(1)} GHz` : '';
+const mhz = clockMhz();
+const clock = mhz > 0 ? ` at ${(mhz / 1000).toFixed(1)} GHz` : '';
 const cpuModel = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}${clock}`;
 const fresh = new Map<string, string>();
 for (const name of chosen) {
