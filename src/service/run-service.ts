@@ -5,6 +5,9 @@ import { startService } from './start-service.js';
 import { startWorkerProcess } from './worker-process.js';
 import { startTracing } from './start-tracing.js';
 
+/** How long past the stop timeout the worker child has to give its leases back and exit before it is killed. */
+const CHILD_STOP_MARGIN_MS = 1000;
+
 /** Options of {@link runService}. */
 export interface RunServiceOptions {
   logger: Logger;
@@ -61,7 +64,9 @@ export async function runService(config: ServiceConfig, options: RunServiceOptio
   return {
     url: service.url,
     async close() {
-      await Promise.all([service.close(), worker?.stop(config.worker.stopTimeoutMs)]);
+      // The child aborts what still runs at the stop timeout, then gives its leases back: a moment more before it is
+      // killed (killed at the timeout itself, its leases were left to expire). Within serve's own deadline (+1.5 s).
+      await Promise.all([service.close(), worker?.stop(config.worker.stopTimeoutMs + CHILD_STOP_MARGIN_MS)]);
       // Last: the spans of the shutdown itself are exported too.
       await tracing?.shutdown();
     },
