@@ -11,9 +11,10 @@ const counts = {};
 const millis = {};
 const samples = {};
 
-/** A statement's kind: its text without the schema name, whitespace folded, cut after the first few words. */
+/** A statement's kind: its text without the schema name or the mark of a prepared one, whitespace folded, cut short. */
 function kindOf(text) {
   return text
+    .replace('/* payhooks:prepared */', '')
     .replace(/"bench_[a-z0-9_]+"\./g, '')
     .replace(/\s+/g, ' ')
     .trim()

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
+import { PREPARED } from './prepared-statements.js';
 import type { HandlerOutcome } from './schema.js';
 
 /** A handler that gave up on an event (a dead letter): it does not run again for it until a replay. */
@@ -86,7 +87,7 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
     buried: boolean;
     runs: [handler: string, outcome: HandlerOutcome, error: string | null][] | null;
     blocked: string[] | null;
-  }>`
+  }>`${PREPARED}
     with due as (
       select q.event_id, (q.lease_owner is not null and q.attempts >= ${maxAttempts}) as buried
         from ${queue} q

@@ -120,8 +120,11 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
     client.on('error', () => undefined);
     // payhooks runs short statements only. Their estimated cost grows with the inbox (a claim joins it), and past
     // jit_above_cost each one spent about 20 ms compiling itself: measured, a drain fell from 8,000 to 4,000
-    // events/s once the inbox held 1.3 million rows. Queued on the client, this runs before its first query.
-    client.query('set jit = off').catch(() => undefined);
+    // events/s once the inbox held 1.3 million rows. Statements are prepared (prepared-statements.ts) to be parsed once,
+    // but each is planned for its own values: a plan made once for any batch, which cannot know how many rows the
+    // batch's arrays hold, joins them pair by pair (an outcome batch took half as long again that way). One query,
+    // queued on the client, runs before its first.
+    client.query('set jit = off; set plan_cache_mode = force_custom_plan').catch(() => undefined);
   });
   pool.on('remove', (client) => clients.delete(client));
   const evicting = new EvictingPool(pool);

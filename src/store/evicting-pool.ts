@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PostgresPool, PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
 import { within } from '../internal/within.js';
+import { isPreparedStatementMismatch, preparedName } from './prepared-statements.js';
 
 /** The deadline of the work under way in this async context, a `performance.now()` time (see {@link withDeadline}). */
 const deadlines = new AsyncLocalStorage<number>();
@@ -60,12 +61,20 @@ function leftDeadline(): void {
  * have answered since), as {@link EvictingPool.discardAll} condemns every connection open when it is called:
  * each is destroyed the next time it would be handed out. Once the database answers again, the queries after
  * the first failure run on new connections, so service comes back within a connection's set-up time.
+ *
+ * It also sends the statements marked `PREPARED` as named prepared statements, and sends them unprepared from the first
+ * one a pooler in between made fail (which it sends again, unprepared: it had not run).
  */
 export class EvictingPool implements PostgresPool {
   readonly #pool: pg.Pool;
   /** Connections opened before this `performance.now()` time are not handed out again. */
   #condemnedBefore = Number.NEGATIVE_INFINITY;
   readonly #bornAt = new WeakMap<pg.PoolClient, number>();
+  /**
+   * Whether statements opened by `PREPARED` are prepared (see prepared-statements.ts): until the server says a
+   * connection's prepared statements are not its own, as behind a transaction pooler.
+   */
+  #preparing = true;
 
   constructor(pool: pg.Pool) {
     this.#pool = pool;
@@ -114,17 +123,31 @@ export class EvictingPool implements PostgresPool {
       throw error;
     };
     const wrapped = {
-      query(...args: unknown[]): unknown {
+      query: (...args: unknown[]): unknown => {
         const deadline = deadlines.getStore();
         const sentAt = performance.now();
-        if (deadline !== undefined && typeof args[0] === 'string') {
-          const remaining = Math.ceil(deadline - sentAt);
-          if (remaining <= 0) return Promise.reject(new DeadlineExceededError('sending a query'));
-          args = [{ text: args[0], values: args[1], query_timeout: remaining }];
+        let name: string | undefined;
+        if (typeof args[0] === 'string') {
+          name = this.#preparing ? preparedName(args[0]) : undefined;
+          let queryTimeout: number | undefined;
+          if (deadline !== undefined) {
+            queryTimeout = Math.ceil(deadline - sentAt);
+            if (queryTimeout <= 0) return Promise.reject(new DeadlineExceededError('sending a query'));
+          }
+          if (name !== undefined || queryTimeout !== undefined)
+            args = [{ text: args[0], values: args[1], name, query_timeout: queryTimeout }];
         }
         const result = (client.query as (...a: unknown[]) => unknown)(...args);
         // A cursor (streaming) is returned as it is; its reads fail on their own.
-        return result instanceof Promise ? result.catch(fail(sentAt)) : result;
+        if (!(result instanceof Promise)) return result;
+        if (name === undefined) return result.catch(fail(sentAt));
+        return result.catch((error: unknown) => {
+          if (!isPreparedStatementMismatch(error)) return fail(sentAt)(error);
+          // Behind a pooler that moves sessions between server connections, statements are sent unprepared from now on.
+          this.#preparing = false;
+          const { name: _name, ...unnamed } = args[0] as { name?: string };
+          return (client.query as (config: unknown) => Promise<unknown>)(unnamed).catch(fail(sentAt));
+        });
       },
       release(): void {
         client.release(broken ? new Error('discarded: its query failed at the connection level') : undefined);

@@ -1,5 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
+import { PREPARED } from './prepared-statements.js';
 import type { PayhooksTables } from './schema.js';
 
 /**
@@ -96,7 +97,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
   const texts = (values: (string | null)[]) => sql`${values}::text[]`;
   // One statement whatever the mix, with its rows passed as arrays: the cost per event is a few rows, not a round trip.
   // A requeue's owed set travels as a JSON array (arrays of arrays must be rectangular).
-  const { rows } = await sql<{ event_id: string; kind: 'finished' | 'requeued' }>`
+  const { rows } = await sql<{ event_id: string; kind: 'finished' | 'requeued' }>`${PREPARED}
     with marks as (
       -- The receipt time (partition key) of each from the ledger, one probe of its primary key per mark (a join would
       -- let the planner, which cannot count an unnest's rows, hash the whole ledger: every event ever received); an
