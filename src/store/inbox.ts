@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { compareText } from '../internal/compare-text.js';
 import type { PayhooksDatabase } from './database.js';
+import { PREPARED } from './prepared-statements.js';
 import { ensureHistoryPartitions } from './history-partitions.js';
 import type { EventStatus } from './schema.js';
 
@@ -118,7 +119,7 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
   // each new one. payload is not written at receipt: jsonb refuses some bodies that are valid JSON (a \u0000 or
   // lone-surrogate escape, a number beyond its range, very deep nesting), and a signed delivery must never be
   // answered 503 forever for that; raw_body is the record.
-  const statement = sql<{ event_id: string; deliveries: number; inserted: boolean }>`
+  const statement = sql<{ event_id: string; deliveries: number; inserted: boolean }>`${PREPARED}
     with incoming as (
       select * from unnest(${texts(rows.map((e) => e.eventId))}, ${texts(rows.map((e) => e.eventType))},
                            ${texts(rows.map((e) => e.resourceKey))}, ${texts(rows.map((e) => e.rawBody))},
