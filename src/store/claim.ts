@@ -141,8 +141,10 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
       from leased l join ${events} e on e.event_id = l.event_id and e.received_at = l.received_at
     union all
     select event_id, event_type, null, null, attempts, null, null, seq, true, null, null from buried
+    -- RETURNING follows no particular order: events are handed out in the order received.
+    order by seq
   `.execute(store.db);
-  const claimed: (ClaimedEvent & { seq: bigint })[] = [];
+  const claimed: ClaimedEvent[] = [];
   for (const row of rows) {
     if (row.buried) options.onBuried?.({ eventId: row.event_id, eventType: row.event_type, attempts: row.attempts });
     else
@@ -154,15 +156,13 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
         attempt: row.attempts,
         receivedAt: row.received_at ?? new Date(0),
         traceParent: row.trace_parent,
-        completedHandlers: (row.runs ?? []).filter(([, outcome]) => outcome === 'done').map(([handler]) => handler),
-        givenUp: (row.runs ?? [])
-          .filter(([, outcome]) => outcome === 'dead')
-          .map(([handler, , error]) => ({ handler, error: error ?? 'gave up' })),
+        // Most events have no settled handler: no arrays to filter for them.
+        completedHandlers: row.runs ? row.runs.filter(([, outcome]) => outcome === 'done').map(([handler]) => handler) : [],
+        givenUp: row.runs
+          ? row.runs.filter(([, outcome]) => outcome === 'dead').map(([handler, , error]) => ({ handler, error: error ?? 'gave up' }))
+          : [],
         blockedHandlers: row.blocked ?? [],
-        seq: BigInt(row.seq),
       });
   }
-  // RETURNING follows no particular order; hand events out in the order received.
-  claimed.sort((a, b) => (a.seq < b.seq ? -1 : 1));
-  return claimed.map(({ seq: _seq, ...event }) => event);
+  return claimed;
 }
