@@ -85,7 +85,8 @@ describe.each(backends)('the hot path with ctx.effect on $name', (backend) => {
       const touchesSteps = (statement: string) => statement.includes('effect_steps') && !/^(create|drop|alter) /i.test(statement);
       // The claim (src/store/claim.ts) runs on every wake, a notification or a poll: as often as time passes, whatever
       // the handler does. The rest is per event and per start: compared one for one.
-      const perEvent = (log: string[]) => log.filter((statement) => !/^(\/\* payhooks:prepared \*\/ )?with due as \(/.test(statement)).sort();
+      const perEvent = (log: string[]) =>
+        log.filter((statement) => !/^(\/\* payhooks:prepared \*\/ )?with due as \(/.test(statement)).sort();
       expect(unused.filter(touchesSteps)).toEqual([]);
       expect(perEvent(unused)).toEqual(perEvent(plain));
       expect(used.filter(touchesSteps)).toHaveLength(2 * EVENTS);
