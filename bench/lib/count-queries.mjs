@@ -14,7 +14,7 @@ const samples = {};
 /** A statement's kind: its text without the schema name or the mark of a prepared one, whitespace folded, cut short. */
 function kindOf(text) {
   return text
-    .replace('/* payhooks:prepared */', '')
+    .replace('/* payhooks:prepared */', '') // PREPARED_MARKER of src/store/prepared-statements.ts
     .replace(/"bench_[a-z0-9_]+"\./g, '')
     .replace(/\s+/g, ' ')
     .trim()

@@ -1,17 +1,20 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 
+/** The comment a prepared statement opens with: what the pool recognises it by. */
+export const PREPARED_MARKER = '/* payhooks:prepared */';
+
 /**
  * The opening of a statement that PostgreSQL should prepare once per connection: put it first in a statement that runs
- * for every batch with the same text (the worker's claim and outcome, the receiver's store), so that the server
- * parses and plans it once per connection instead of once per call (about a tenth of the database's work per event
- * in a drain). The statement's values must all be parameters: the text is its identity. PGlite ignores it (a comment).
+ * for every batch with the same text (the receiver's store, the worker's claim and outcome), so that the server parses
+ * it once per connection instead of once per call. Each call is still planned for its own values (payhooks'
+ * connections set `plan_cache_mode = force_custom_plan`, database.ts). The statement's values must all be parameters:
+ * the text is its identity. PGlite ignores it (a comment).
  *
  * @example
  * await sql`${PREPARED}select ${id}::text`.execute(store.db);
  */
-const MARKER = '/* payhooks:prepared */';
-export const PREPARED = sql.raw(`${MARKER}\n`);
+export const PREPARED = sql.raw(`${PREPARED_MARKER}\n`);
 
 /** Names given so far, by statement text: a text and its name never change, so each is hashed once. */
 const names = new Map<string, string>();
@@ -21,7 +24,7 @@ const names = new Map<string, string>();
  * undefined for a statement without the {@link PREPARED} opening.
  */
 export function preparedName(text: string): string | undefined {
-  if (!text.startsWith(MARKER)) return undefined;
+  if (!text.startsWith(PREPARED_MARKER)) return undefined;
   let name = names.get(text);
   if (name === undefined) {
     name = `payhooks_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;

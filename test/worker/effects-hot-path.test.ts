@@ -11,6 +11,7 @@ import { exampleEvent } from '../../src/events/index.js';
 import { createPayhooks } from '../../src/payhooks.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent } from '../../src/store/inbox.js';
+import { PREPARED_MARKER } from '../../src/store/prepared-statements.js';
 import type { EventHandler } from '../../src/worker/handlers.js';
 import { putEvent } from '../helpers/inbox.js';
 import { backends, dispose } from '../helpers/stores.js';
@@ -86,7 +87,7 @@ describe.each(backends)('the hot path with ctx.effect on $name', (backend) => {
       // The claim (src/store/claim.ts) runs on every wake, a notification or a poll: as often as time passes, whatever
       // the handler does. The rest is per event and per start: compared one for one.
       const perEvent = (log: string[]) =>
-        log.filter((statement) => !/^(\/\* payhooks:prepared \*\/ )?with due as \(/.test(statement)).sort();
+        log.filter((statement) => !statement.replace(PREPARED_MARKER, '').trimStart().startsWith('with due as (')).sort();
       expect(unused.filter(touchesSteps)).toEqual([]);
       expect(perEvent(unused)).toEqual(perEvent(plain));
       expect(used.filter(touchesSteps)).toHaveLength(2 * EVENTS);
