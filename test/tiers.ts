@@ -94,6 +94,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/history-partitions.test.ts',
     'test/store/ledger.test.ts',
     'test/store/operator-queries.test.ts',
+    'test/store/claim-order.test.ts',
     'test/store/per-handler-claim.test.ts',
     'test/store/prune-replay-race.test.ts',
     'test/store/store.test.ts',

@@ -1,0 +1,68 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { exampleEvent } from '../../src/events/index.js';
+import { claimEvents } from '../../src/store/claim.js';
+import type { PayhooksDatabase } from '../../src/store/database.js';
+import { recordOutcomes } from '../../src/store/outcomes.js';
+import { putEvents, setState } from '../helpers/inbox.js';
+import { backends, dispose } from '../helpers/stores.js';
+
+/** A customer.updated event of customer `customer`, with id `eventId`. */
+function ofCustomer(eventId: string, customer: string) {
+  const base = exampleEvent('CUSTOMER_UPDATED', { eventId });
+  return { ...base, data: { ...base.data, id: customer } };
+}
+
+describe.each(backends)('the claim’s order per resource ($name)', (backend) => {
+  let store: PayhooksDatabase | undefined;
+  afterEach(async () => {
+    if (store) await dispose(store);
+    store = undefined;
+  });
+  const claimIds = async (db: PayhooksDatabase) =>
+    (await claimEvents(db, { workerId: 'w', limit: 100, leaseMs: 60_000 })).map((event) => event.eventId);
+  const finish = (db: PayhooksDatabase, ids: string[]) =>
+    recordOutcomes(
+      db,
+      'w',
+      ids.map((eventId) => ({ kind: 'finished' as const, eventId, status: 'done' as const, lastError: null })),
+    );
+
+  it.skipIf(!backend.available)('a backlog of one resource is handed out one event at a time, in order, beside the others', async () => {
+    const db = await backend.open();
+    store = db;
+    // 40 events of one customer, with a few of other customers stored among them.
+    const busy = Array.from({ length: 40 }, (_, n) => ofCustomer(`evt_busy_${String(n).padStart(2, '0')}`, 'cus_busy'));
+    const others = Array.from({ length: 4 }, (_, n) => ofCustomer(`evt_other_${n}`, `cus_other_${n}`));
+    await putEvents(db, [...busy.slice(0, 10), others[0]!, others[1]!, ...busy.slice(10, 30), others[2]!, others[3]!, ...busy.slice(30)]);
+
+    expect(await claimIds(db)).toEqual(['evt_busy_00', 'evt_other_0', 'evt_other_1', 'evt_other_2', 'evt_other_3']);
+    // While the first runs, nothing else of the customer is due.
+    expect(await claimIds(db)).toEqual([]);
+    const order: string[] = ['evt_busy_00'];
+    await finish(db, ['evt_busy_00', ...others.map((event) => event.eventId)]);
+    for (let claim = 0; claim < 45; claim++) {
+      const ids = await claimIds(db);
+      if (ids.length === 0) break;
+      expect(ids).toHaveLength(1);
+      order.push(...ids);
+      await finish(db, ids);
+    }
+    expect(order).toEqual(busy.map((event) => event.eventId));
+  });
+
+  it.skipIf(!backend.available)(
+    'the first queued event of a resource waits while a later one, committed before it, holds a live lease',
+    async () => {
+      const db = await backend.open();
+      store = db;
+      await putEvents(db, [ofCustomer('evt_a', 'cus_1'), ofCustomer('evt_b', 'cus_1'), ofCustomer('evt_c', 'cus_1')]);
+      // evt_b was claimed elsewhere before evt_a became visible (deliveries committed out of seq order).
+      await setState(db, 'evt_b', 'processing');
+      expect(await claimIds(db)).toEqual([]);
+      await setState(db, 'evt_b', 'done');
+      expect(await claimIds(db)).toEqual(['evt_a']);
+      await finish(db, ['evt_a']);
+      expect(await claimIds(db)).toEqual(['evt_c']);
+    },
+  );
+});
