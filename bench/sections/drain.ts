@@ -14,6 +14,8 @@ import { median, rounds, scaled, times, whole } from '../lib/stats.js';
 const HISTORY = scaled(1_000_000);
 const BACKLOGS = [scaled(30_000), scaled(100_000)];
 const PROCESSES = [1, 2];
+/** The backlog of one invoice that the "one busy resource" note drains, against as many events of distinct invoices. */
+const ONE_RESOURCE_BACKLOG = scaled(2000);
 
 /** A fresh payhooks schema, with `history` finished events in it (written in bulk, as if processed long ago). */
 export async function payhooksSchema(history: number): Promise<string> {
@@ -49,9 +51,10 @@ export async function payhooksSchema(history: number): Promise<string> {
 /**
  * Stores `count` deliveries as the receiver would (1,000 per statement; the trigger queues them), in one
  * transaction, so that running workers see the whole backlog at once. The transaction's id goes into `xids` (the cost
- * section leaves its WAL out).
+ * section leaves its WAL out). With `oneResource`, every event is of that one invoice (the stored key; the bodies stay
+ * distinct).
  */
-export async function storeBacklog(schema: string, runId: string, count: number, xids?: string[]): Promise<void> {
+export async function storeBacklog(schema: string, runId: string, count: number, xids?: string[], oneResource?: string): Promise<void> {
   const opened = await openDatabase({ url: databaseUrl, schema });
   try {
     await opened.db.transaction().execute(async (trx) => {
@@ -66,7 +69,8 @@ export async function storeBacklog(schema: string, runId: string, count: number,
         for (let n = start; n < Math.min(count, start + 1000); n++) {
           const body = deliveryBody(runId, n);
           const { eventId, data } = JSON.parse(body) as { eventId: string; data: { invoiceId: string } };
-          batch.push({ eventId, eventType: 'INVOICE_PAID', resourceKey: `invoice:${data.invoiceId}`, rawBody: body, headers: {} });
+          const resourceKey = `invoice:${oneResource ?? data.invoiceId}`;
+          batch.push({ eventId, eventType: 'INVOICE_PAID', resourceKey, rawBody: body, headers: {} });
         }
         await storeEvents(store, batch);
       }
@@ -120,7 +124,8 @@ export interface DrainHandlers {
 /**
  * Drains the backlog with `processes` workers, started and warmed up beforehand; events/s measured by
  * {@link measureDrain}, after checking that every event of the backlog is done. The workers run one no-op handler
- * unless `handlers` says otherwise; `nodeArgs` go before the CLI's (`--import` of a tracing setup, say).
+ * unless `handlers` says otherwise; `nodeArgs` go before the CLI's (`--import` of a tracing setup, say); with
+ * `oneResource`, the measured backlog is all of that one invoice.
  */
 export async function drainWithWorkers(
   schema: string,
@@ -129,6 +134,7 @@ export async function drainWithWorkers(
   processes: number,
   handlers: DrainHandlers = { module: 'bench/noop-handlers.mjs' },
   nodeArgs: readonly string[] = [],
+  oneResource?: string,
 ): Promise<number> {
   const env = { ...handlers.env, DATABASE_URL: databaseUrl, PAYHOOKS_SCHEMA: schema };
   const countSql = `select count(*) as n from "${schema}".inbox_queue`;
@@ -142,7 +148,7 @@ export async function drainWithWorkers(
     await storeBacklog(schema, `${runId}w`, WARM_UP);
     await whenDrained(countSql);
     await checkpoint();
-    rate = await measureDrain(backlog, () => storeBacklog(schema, runId, backlog), countSql);
+    rate = await measureDrain(backlog, () => storeBacklog(schema, runId, backlog, undefined, oneResource), countSql);
   } finally {
     await Promise.all(workers.map((worker) => worker.stop()));
   }
@@ -265,6 +271,7 @@ export async function benchDrain(): Promise<Section> {
   /** One payhooks process against graphile-worker, per backlog and history. */
   const versus: { backlog: number; history: number; ratio: number }[] = [];
   const twoBeatOne: boolean[] = [];
+  let busy: { one: number; distinct: number };
   try {
     for (const history of [0, HISTORY]) {
       // With history, one schema holds it for every run (each run adds its backlog to the history). graphile-worker
@@ -311,6 +318,7 @@ export async function benchDrain(): Promise<Section> {
         twoBeatOne.push(median(rates.get(2)!) > median(rates.get(1)!));
       }
     }
+    busy = await drainOneResource(schemas);
   } finally {
     await dropSchemas(schemas);
   }
@@ -329,7 +337,15 @@ export async function benchDrain(): Promise<Section> {
       'graphile-worker deletes finished jobs, so its history is only what earlier runs in the same schema left behind.',
     header: ['backlog', 'history', 'worker', 'events (jobs)/s', 'vs graphile-worker'],
     rows,
-    notes: [BOUNDS],
+    notes: [
+      BOUNDS,
+      `One busy resource: ${whole(ONE_RESOURCE_BACKLOG)} events of one invoice, which run one at a time, drained by one process at ` +
+        `${whole(busy.one)} events/s, against ${whole(busy.distinct)} for as many events of distinct invoices (medians of ${rounds()}, ` +
+        'same run; no target). Each event of one resource needs a claim of its own, after the outcome of the one before ' +
+        '([docs/storage.md](../docs/storage.md#upkeep-of-the-queue)). Before the claim read only the first index entry of ' +
+        'the resource for each waiting event, 2,000 events of one invoice drained at 4 events/s through `serve` (56 after, ' +
+        'A/B on 27 Nov).',
+    ],
     targets: [
       {
         text: `one process ≥ 1.0x graphile-worker at every backlog and history: lowest ${times(worst.ratio)} (backlog ${whole(worst.backlog)}, history ${whole(worst.history)})`,
@@ -341,4 +357,23 @@ export async function benchDrain(): Promise<Section> {
       },
     ],
   };
+}
+
+/** One process drains a backlog of one invoice and one of as many distinct invoices, alternating: medians of each. */
+async function drainOneResource(schemas: string[]): Promise<{ one: number; distinct: number }> {
+  const one: number[] = [];
+  const distinct: number[] = [];
+  for (let round = 0; round < rounds(); round++) {
+    for (const busy of round % 2 === 0 ? [true, false] : [false, true]) {
+      const schema = await payhooksSchema(0);
+      schemas.push(schema);
+      const runId = `b${busy ? 'o' : 'd'}r${round}`;
+      const rate = await drainWithWorkers(schema, runId, ONE_RESOURCE_BACKLOG, 1, undefined, [], busy ? `busy_${runId}` : undefined);
+      (busy ? one : distinct).push(rate);
+      console.info(
+        `  drain round ${round + 1}, ${whole(ONE_RESOURCE_BACKLOG)} events of ${busy ? 'one invoice' : 'distinct invoices'}: ${whole(rate)} events/s`,
+      );
+    }
+  }
+  return { one: median(one), distinct: median(distinct) };
 }
