@@ -92,28 +92,12 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
       select q.event_id, (q.lease_owner is not null and q.attempts >= ${maxAttempts}) as buried
         from ${queue} q
        where q.run_at <= now()
-         and (q.resource_key is null or case (
-               -- The key's first queued event, from the first entry of its index: the probe stops there, however many
-               -- events of the key wait behind it (a scan for the first match of a condition could read them all).
-               select case when head.seq = q.seq then 'first'
-                           when head.run_at <= now() or head.owed is null or head.lease_owner is not null then 'held'
-                           else 'waiting' end
-                 from ${queue} head where head.resource_key = q.resource_key order by head.seq limit 1)
-             -- No earlier event: only a live lease on a later one (committed before this one) holds it back.
-             when 'first' then not exists (
-               select 1 from ${queue} later
-                where later.resource_key = q.resource_key and later.seq > q.seq
-                  and later.lease_owner is not null and later.run_at > now())
-             -- The first is due, running, or owes every handler: it goes first.
-             when 'held' then false
-             -- The first waits for a retry, owing some handlers: so may the others before this one.
-             else not exists (
+         and (q.resource_key is null or not exists (
                select 1 from ${queue} other
                 where other.resource_key = q.resource_key
                   and other.event_id <> q.event_id
                   and ((other.lease_owner is not null and other.run_at > now())
-                       or (other.seq < q.seq and (other.run_at <= now() or other.owed is null))))
-             end)
+                       or (other.seq < q.seq and (other.run_at <= now() or other.owed is null)))))
        order by q.run_at, q.seq
        limit ${options.limit}
        for update skip locked
