@@ -98,6 +98,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/per-handler-claim.test.ts',
     'test/store/prune-replay-race.test.ts',
     'test/store/store.test.ts',
+    'test/store/statement-timeout.test.ts',
     'test/store/terminated-connection.test.ts',
     'test/store/prepared-statements.test.ts',
     'test/sync/backfill-repeated-page.test.ts',

@@ -28,7 +28,8 @@ export interface DatabaseOptions {
   connectionTimeoutMs?: number | undefined;
   /**
    * How long a query may go without an answer before it fails and its connection is discarded (with every
-   * connection opened before it: see `discardConnections`). Raise it for handlers that run long statements in
+   * connection opened before it: see `discardConnections`); the server stops the statement 1 s later
+   * (`statement_timeout`), so that it does not run on unseen. Raise it for handlers that run long statements in
    * `ctx.transaction`. Default 15000 ms.
    */
   queryTimeoutMs?: number | undefined;
@@ -100,13 +101,25 @@ export async function openDatabase(options: DatabaseOptions = {}): Promise<Payho
   return options.url ? openPostgres(options.url, schema, options) : openPGlite(options.dataDir ?? DATABASE_DEFAULTS.dataDir, schema);
 }
 
+/**
+ * How long after the client gives up on a statement (`queryTimeoutMs`) the server stops it too: the client times out
+ * first, as before, and discards the connection; the margin keeps the two from racing.
+ */
+const SERVER_STOP_MARGIN_MS = 1000;
+
+/** The server's statement_timeout for a client query timeout (0, none: none either). */
+function serverStatementTimeout(queryTimeoutMs: number): number {
+  return queryTimeoutMs > 0 ? Math.ceil(queryTimeoutMs) + SERVER_STOP_MARGIN_MS : 0;
+}
+
 function openPostgres(url: string, schema: string, options: DatabaseOptions): PayhooksDatabase {
   const connectionTimeoutMillis = options.connectionTimeoutMs ?? DATABASE_DEFAULTS.connectionTimeoutMs;
+  const queryTimeoutMs = options.queryTimeoutMs ?? DATABASE_DEFAULTS.queryTimeoutMs;
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? DATABASE_DEFAULTS.poolSize,
     connectionTimeoutMillis,
-    query_timeout: options.queryTimeoutMs ?? DATABASE_DEFAULTS.queryTimeoutMs,
+    query_timeout: queryTimeoutMs,
     // A peer that vanished without closing (a partition) is noticed by the kernel, not only by a query timing out.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
@@ -124,7 +137,14 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
     // but each is planned for its own values: a plan made once for any batch, which cannot know how many rows the
     // batch's arrays hold, joins them pair by pair (an outcome batch took half as long again that way). One query,
     // queued on the client, runs before its first.
-    client.query('set jit = off; set plan_cache_mode = force_custom_plan').catch(() => undefined);
+    //
+    // A statement the client timed out on keeps running on the server, whose backend does not look at the socket
+    // meanwhile: a statement slow every time then opened connection after connection until the server had none
+    // left (a claim planned badly ran for 4 minutes that way). statement_timeout stops it a moment after the client
+    // gave up.
+    client
+      .query(`set jit = off; set plan_cache_mode = force_custom_plan; set statement_timeout = ${serverStatementTimeout(queryTimeoutMs)}`)
+      .catch(() => undefined);
   });
   pool.on('remove', (client) => clients.delete(client));
   const evicting = new EvictingPool(pool);

@@ -234,6 +234,9 @@ async function applyMigrations<DB>(db: Kysely<DB>, files: readonly MigrationFile
 async function applyMigrationsNow<DB>(db: Kysely<DB>, files: readonly MigrationFile[], target: MigrationTarget): Promise<MigrationReport> {
   const table = sql.raw(`${quoteIdent(target.table.schema)}.${quoteIdent(target.table.name)}`);
   return db.transaction().execute(async (trx) => {
+    // payhooks' connections have the server stop a statement a moment after the pool's query timeout (database.ts);
+    // a migration, and the wait for another process's, may take up to MIGRATION_TIMEOUT_MS, which the client bounds.
+    await sql`set local statement_timeout = 0`.execute(trx);
     await sql`select pg_advisory_xact_lock(${advisoryKey(target.lock)}::bigint)`.execute(trx);
     for (const schema of new Set([target.schema, target.table.schema])) {
       await sql.raw(`create schema if not exists ${quoteIdent(schema)}`).execute(trx);

@@ -128,14 +128,14 @@ describe.each(backends)('deduplication ledger on $name', (backend) => {
 });
 
 describe.skipIf(!backends[0]!.available)('a long migration on the real server', () => {
-  it("is not cut short by the pool's query timeout, which is meant for short statements", { timeout: 60_000 }, async () => {
+  it("is not cut short by the pool's query timeout, nor by the server's statement timeout that follows it", { timeout: 60_000 }, async () => {
     const { openDatabase } = await import('../../src/store/database.js');
     const { migrateApp } = await import('../../src/store/migrate.js');
     const { pgUrl, uniqueSchema } = await import('../helpers/pg.js');
     const store = await openDatabase({ url: pgUrl!, schema: uniqueSchema('slow'), queryTimeoutMs: 300 });
     try {
       await expect(sql`select pg_sleep(1)`.execute(store.db)).rejects.toThrow(/Query read timeout/);
-      const report = await migrateApp(store, [{ name: '001_slow.sql', sql: 'select pg_sleep(1);', checksum: 'slow' }], {
+      const report = await migrateApp(store, [{ name: '001_slow.sql', sql: 'select pg_sleep(2);', checksum: 'slow' }], {
         appSchema: store.schema,
       });
       expect(report.applied).toEqual(['001_slow.sql']);
