@@ -128,7 +128,9 @@ describe.each(backends)('deduplication ledger on $name', (backend) => {
 });
 
 describe.skipIf(!backends[0]!.available)('a long migration on the real server', () => {
-  it("is not cut short by the pool's query timeout, nor by the server's statement timeout that follows it", { timeout: 60_000 }, async () => {
+  it("is not cut short by the pool's query timeout, nor by the server's statement timeout that follows it", {
+    timeout: 60_000,
+  }, async () => {
     const { openDatabase } = await import('../../src/store/database.js');
     const { migrateApp } = await import('../../src/store/migrate.js');
     const { pgUrl, uniqueSchema } = await import('../helpers/pg.js');
