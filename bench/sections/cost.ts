@@ -131,7 +131,7 @@ async function workerCost(inspect: string, logPath: string): Promise<PathCost> {
     const before = readQueryLog(logPath);
     const from = await currentLsn();
     const xids: string[] = [];
-    await storeBacklog(schema, 'cost', EVENTS, xids);
+    await storeBacklog(schema, 'cost', EVENTS, { xids });
     await withClient(async (client) => {
       for (;;) {
         const { rows } = await client.query(`select count(*) as n from "${schema}".inbox_queue`);

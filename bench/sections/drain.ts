@@ -57,7 +57,12 @@ export async function payhooksSchema(history: number): Promise<string> {
  * section leaves its WAL out). With `oneResource`, every event is of that one invoice (the stored key; the bodies stay
  * distinct).
  */
-export async function storeBacklog(schema: string, runId: string, count: number, xids?: string[], oneResource?: string): Promise<void> {
+export async function storeBacklog(
+  schema: string,
+  runId: string,
+  count: number,
+  { xids, oneResource }: { xids?: string[]; oneResource?: string } = {},
+): Promise<void> {
   const opened = await openDatabase({ url: databaseUrl, schema });
   try {
     await opened.db.transaction().execute(async (trx) => {
@@ -135,9 +140,11 @@ export async function drainWithWorkers(
   runId: string,
   backlog: number,
   processes: number,
-  handlers: DrainHandlers = { module: 'bench/noop-handlers.mjs' },
-  nodeArgs: readonly string[] = [],
-  oneResource?: string,
+  {
+    handlers = { module: 'bench/noop-handlers.mjs' },
+    nodeArgs = [],
+    oneResource,
+  }: { handlers?: DrainHandlers; nodeArgs?: readonly string[]; oneResource?: string } = {},
 ): Promise<number> {
   const env = { ...handlers.env, DATABASE_URL: databaseUrl, PAYHOOKS_SCHEMA: schema };
   const countSql = `select count(*) as n from "${schema}".inbox_queue`;
@@ -151,7 +158,7 @@ export async function drainWithWorkers(
     await storeBacklog(schema, `${runId}w`, WARM_UP);
     await whenDrained(countSql);
     await checkpoint();
-    rate = await measureDrain(backlog, () => storeBacklog(schema, runId, backlog, undefined, oneResource), countSql);
+    rate = await measureDrain(backlog, () => storeBacklog(schema, runId, backlog, { oneResource }), countSql);
   } finally {
     await Promise.all(workers.map((worker) => worker.stop()));
   }
@@ -370,7 +377,9 @@ async function drainOneResource(schemas: string[]): Promise<{ one: number; disti
       const schema = await payhooksSchema(0);
       schemas.push(schema);
       const runId = `b${busy ? 'o' : 'd'}r${round}`;
-      const rate = await drainWithWorkers(schema, runId, ONE_RESOURCE_BACKLOG, 1, undefined, [], busy ? `busy_${runId}` : undefined);
+      const rate = await drainWithWorkers(schema, runId, ONE_RESOURCE_BACKLOG, 1, {
+        oneResource: busy ? `busy_${runId}` : undefined,
+      });
       (busy ? one : distinct).push(rate);
       console.info(
         `  drain round ${round + 1}, ${whole(ONE_RESOURCE_BACKLOG)} events of ${busy ? 'one invoice' : 'distinct invoices'}: ${whole(rate)} events/s`,

@@ -19,8 +19,7 @@ export async function benchEffects(): Promise<Section> {
         const schema = await payhooksSchema(0);
         schemas.push(schema);
         const rate = await drainWithWorkers(schema, `e${steps}r${round}`, BACKLOG, 1, {
-          module: 'bench/effect-handlers.mjs',
-          env: { BENCH_EFFECT_STEPS: String(steps) },
+          handlers: { module: 'bench/effect-handlers.mjs', env: { BENCH_EFFECT_STEPS: String(steps) } },
         });
         rates.get(steps)!.push(rate);
         console.info(`  effects round ${round + 1}, ${steps} step(s) per event: ${whole(rate)} events/s`);
