@@ -73,6 +73,10 @@ function describe(report: ReconcileReport, dryRun: boolean): string[] {
     `events the inbox never stored: ${report.missing.length}`,
     ...report.missing.map((event) => `  ${event.eventType} ${event.eventId} (${event.status})`),
   ];
+  if (report.inFlight.length) {
+    lines.push(`not stored yet but being delivered now (not asked for again): ${report.inFlight.length}`);
+    for (const event of report.inFlight) lines.push(`  ${event.eventType} ${event.eventId}`);
+  }
   if (dryRun) return [...lines, 'dry run: nothing was asked for'];
   lines.push(`asked the service to send again: ${report.resent.length}`);
   if (report.unrecovered.length) {

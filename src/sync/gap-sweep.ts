@@ -110,6 +110,8 @@ export async function sweepGaps(options: GapSweepOptions): Promise<SweeperRun> {
           reason: unrecovered.get(missing.eventId) ?? null,
         });
       }
+      if (report.inFlight.length)
+        run.notes.push(`${report.inFlight.length} event(s) not stored yet were being delivered: not counted missing.`);
       run.notes.push(...report.warnings);
     } catch (err) {
       errors.push(`reconcile: ${PayhooksError.describe(err)}`);

@@ -64,6 +64,7 @@ export {
 } from './backfill.js';
 export {
   AmbiguousEndpointError,
+  deliveryInFlight,
   reconcile,
   RECONCILE_DEFAULTS,
   type ReconcileOptions,

@@ -33,6 +33,7 @@ export function startPeriodicReconcile(
           {
             listed: report.listed,
             missing: report.missing.length,
+            inFlight: report.inFlight.length,
             resent: report.resent.length,
             unrecovered: report.unrecovered,
             ...(report.warnings.length ? { warnings: report.warnings } : {}),

@@ -14,6 +14,11 @@ import type { PayhooksDatabase } from '../store/database.js';
 export const RECONCILE_DEFAULTS = {
   /** How far back a run looks: longer than the sender's retry horizon of 4 days 6½ hours. */
   lookbackMs: 5 * 24 * 60 * 60 * 1000,
+  /**
+   * A pending delivery whose next attempt fell due less than this long ago is in flight: the sender is sending it now.
+   * Six times the 10 s a receiver has to answer, for clock skew and a busy sender.
+   */
+  inFlightMs: 60_000,
 } as const;
 
 /** Options of {@link reconcile}. */
@@ -27,6 +32,8 @@ export interface ReconcileOptions {
   endpointId?: string | undefined;
   /** List what is missing without asking for anything to be sent. */
   dryRun?: boolean | undefined;
+  /** See {@link RECONCILE_DEFAULTS.inFlightMs}. */
+  inFlightMs?: number | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -43,8 +50,13 @@ export interface ReconcileReport {
   endpointId: string | null;
   /** Delivery records read (created since `since`, of the endpoint). */
   listed: number;
-  /** Events among them that the inbox never stored. */
+  /** Events among them that the inbox never stored, and whose delivery is not under way. */
   missing: { eventId: string; eventType: string; status: string }[];
+  /**
+   * Events the inbox has not stored yet whose delivery is under way ({@link deliveryInFlight}): not
+   * missing, and not asked for again (that would only send them twice). A later run finds them stored, or missing.
+   */
+  inFlight: { eventId: string; eventType: string }[];
   /** Missing events the service was asked to send again, and accepted. */
   resent: string[];
   unrecovered: UnrecoveredEvent[];
@@ -63,6 +75,28 @@ export class AmbiguousEndpointError extends PayhooksError {
         'Name the one this payhooks receives for with --endpoint ID (reconcile.endpointId in the configuration file).',
     );
   }
+}
+
+/**
+ * Whether the sender is delivering this record now: it is `pending` and its next attempt fell due in the last
+ * `inFlightMs` (a record that shows no next attempt and has no attempt yet: its creation). A next attempt still to
+ * come is not: the last one failed, and the event is missing until it succeeds; asking for it early costs a duplicate
+ * the receiver drops. A clock ahead of this one makes a new delivery look not yet due: it is counted missing, as
+ * before this check existed, never skipped wrongly.
+ *
+ * @example
+ * deliveryInFlight({ ...record, status: 'pending', nextAttemptAt: new Date().toISOString() }); // true
+ */
+export function deliveryInFlight(
+  record: Pick<WebhookEventRecord, 'status' | 'nextAttemptAt' | 'attempts' | 'createdAt'>,
+  now = Date.now(),
+  inFlightMs: number = RECONCILE_DEFAULTS.inFlightMs,
+): boolean {
+  if (record.status !== 'pending') return false;
+  const dueAt = record.nextAttemptAt ?? (record.attempts.length === 0 ? record.createdAt : null);
+  if (dueAt == null) return false;
+  const dueFor = now - Date.parse(dueAt);
+  return dueFor >= 0 && dueFor < inFlightMs;
 }
 
 /** Which of these eventIds the inbox holds. */
@@ -87,11 +121,14 @@ async function storedAmong(store: PayhooksDatabase, eventIds: readonly string[])
  */
 export async function reconcile(options: ReconcileOptions): Promise<ReconcileReport> {
   const since = options.since ?? new Date(Date.now() - RECONCILE_DEFAULTS.lookbackMs);
+  const inFlightMs = options.inFlightMs ?? RECONCILE_DEFAULTS.inFlightMs;
+  if (!(inFlightMs >= 0)) throw new RangeError(`inFlightMs must be a number of milliseconds of at least 0, not ${inFlightMs}.`);
   const report: ReconcileReport = {
     since,
     endpointId: options.endpointId ?? null,
     listed: 0,
     missing: [],
+    inFlight: [],
     resent: [],
     unrecovered: [],
     warnings: [],
@@ -106,11 +143,13 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
       options.store,
       page.map((record) => record.eventId),
     );
-    for (const record of page)
-      if (!stored.has(record.eventId) && !seen.has(record.eventId)) {
-        seen.add(record.eventId);
-        candidates.push(record);
-      }
+    const now = Date.now();
+    for (const record of page) {
+      if (stored.has(record.eventId) || seen.has(record.eventId)) continue;
+      seen.add(record.eventId);
+      if (deliveryInFlight(record, now, inFlightMs)) report.inFlight.push({ eventId: record.eventId, eventType: record.eventType });
+      else candidates.push(record);
+    }
     page = [];
   };
   const query = options.endpointId ? { endpointId: options.endpointId } : {};

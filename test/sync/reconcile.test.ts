@@ -1,5 +1,5 @@
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -11,7 +11,7 @@ import { startSimulator } from '../../src/simulator/index.js';
 import { listEvents } from '../../src/store/inbox.js';
 import { registerMirror } from '../../src/sync/mirror/mirror-sink.js';
 import { startPeriodicReconcile } from '../../src/sync/periodic-reconcile.js';
-import { AmbiguousEndpointError, reconcile } from '../../src/sync/reconcile.js';
+import { AmbiguousEndpointError, deliveryInFlight, reconcile } from '../../src/sync/reconcile.js';
 import { startApiServer, type ApiServer } from '../helpers/api-server.js';
 import { runCli } from '../helpers/cli.js';
 import { freePort } from '../helpers/servers.js';
@@ -115,6 +115,92 @@ describe.each(backends.filter((b) => b.available))('payhooks reconcile ($name)',
       await dropMirrorSchema(store, mirrorSchema);
       await dispose(store);
     }
+  });
+});
+
+describe('reconcile and a delivery under way', () => {
+  const pglite = backends.find((b) => b.name === 'pglite')!;
+
+  it('neither counts nor asks again for an event being delivered now, and re-sends one that waits for a retry', {
+    timeout: 60_000,
+  }, async () => {
+    // timeScale 0.01: after a failed delivery the sender's next try is 200 s away, so that record is pending and not due.
+    const simulator = await startSimulator({ logger: silent, timeScale: 0.01 });
+    const store = await pglite.open();
+    const port = await freePort();
+    let hooks: Payhooks<ApiClient> | undefined;
+    // The first POST is refused; the second is held (its delivery under way) until the test lets it through.
+    let posts = 0;
+    const held: [IncomingMessage, ServerResponse][] = [];
+    const server = createServer((req, res) => {
+      posts++;
+      if (posts === 1) res.writeHead(500).end();
+      else if (posts === 2) held.push([req, res]);
+      else void hooks!.node()(req, res);
+    });
+    try {
+      await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+      const client = createClient({ apiKey: 'sk_test_in_flight', environment: simulator.url, rateLimit: false });
+      const endpoint = await client.webhooks.create({
+        url: `http://127.0.0.1:${port}/webhooks`,
+        description: 'slow',
+        enabledEvents: ['SUBSCRIPTION_CREATED', 'SUBSCRIPTION_UPDATED'],
+      });
+      const { secret } = await client.webhooks.getSecret(endpoint.id);
+      hooks = createPayhooks({ secret, database: store, logger: silent, api: client, worker: { pollIntervalMs: 50 } });
+      await hooks.start();
+
+      const refused = simulator.emit('SUBSCRIPTION_CREATED');
+      await waitFor(() => simulator.webhookEvents()[0]?.attempts.length === 1, 'the first delivery to be refused');
+      const underWay = simulator.emit('SUBSCRIPTION_UPDATED');
+      await waitFor(() => held.length === 1, 'the second delivery to arrive');
+
+      const report = await reconcile({ store, api: client });
+      expect(report.missing.map((m) => m.eventId)).toEqual([refused.eventId]);
+      expect(report.inFlight).toEqual([{ eventId: underWay.eventId, eventType: 'SUBSCRIPTION_UPDATED' }]);
+      expect(report.resent).toEqual([refused.eventId]);
+      await waitFor(async () => (await listEvents(store)).length === 1, 'the refused event re-sent and stored');
+      // Nothing was asked for the event under way: the refused one, the held one and the refused one again reached the
+      // server, and the simulator has no answered POST of the held one.
+      expect(posts).toBe(3);
+      expect(simulator.deliveryPosts().filter((post) => post.eventId === underWay.eventId)).toHaveLength(0);
+
+      // With no window, the same delivery counts as missing again (what every run did before).
+      const strict = await reconcile({ store, api: client, dryRun: true, inFlightMs: 0 });
+      expect(strict).toMatchObject({ missing: [{ eventId: underWay.eventId }], inFlight: [] });
+
+      const [req, res] = held[0]!;
+      void hooks.node()(req, res);
+      await waitFor(async () => (await listEvents(store)).length === 2, 'the held delivery stored');
+      await waitFor(() => simulator.webhookEvents().every((record) => record.status === 'delivered'), 'both recorded delivered');
+      expect(await reconcile({ store, api: client })).toMatchObject({ missing: [], inFlight: [], resent: [] });
+      await expect(reconcile({ store, api: client, inFlightMs: -1 })).rejects.toThrow(/inFlightMs must be/);
+    } finally {
+      for (const [, res] of held) res.destroy();
+      await hooks?.stop();
+      await new Promise((resolve) => server.close(resolve));
+      await simulator.close();
+      await dispose(store);
+    }
+  });
+
+  it('is a pending delivery whose next try fell due within the window', () => {
+    const now = Date.parse('2026-11-28T12:00:00Z');
+    const at = (offsetMs: number) => new Date(now + offsetMs).toISOString();
+    const record = { status: 'pending', attempts: [], createdAt: at(-5_000), nextAttemptAt: at(0) };
+    expect(deliveryInFlight(record, now)).toBe(true);
+    expect(deliveryInFlight({ ...record, nextAttemptAt: at(-30_000) }, now)).toBe(true);
+    // Due a while ago and still pending: the sender is behind, and asking again helps.
+    expect(deliveryInFlight({ ...record, nextAttemptAt: at(-120_000) }, now)).toBe(false);
+    // A try still to come, soon or in hours: the last one failed, and the event is missing until one succeeds.
+    expect(deliveryInFlight({ ...record, nextAttemptAt: at(2_000) }, now)).toBe(false);
+    expect(deliveryInFlight({ ...record, nextAttemptAt: at(3_600_000) }, now)).toBe(false);
+    expect(deliveryInFlight({ ...record, status: 'failed' }, now)).toBe(false);
+    // A record that shows no next try: in flight only while no attempt has been made, from its creation.
+    expect(deliveryInFlight({ ...record, nextAttemptAt: null }, now)).toBe(true);
+    const attempt = { attemptNumber: 1, attemptedAt: at(-4_000), responseStatus: 500 };
+    expect(deliveryInFlight({ ...record, nextAttemptAt: null, attempts: [attempt] }, now)).toBe(false);
+    expect(deliveryInFlight(record, now, 0)).toBe(false);
   });
 });
 
