@@ -91,7 +91,10 @@ export function createPostgresRateLimiter(store: PayhooksDatabase, options: Post
         if (used !== undefined) {
           // The first request of a window clears old ones, so the table stays a few rows long without a job.
           if (used === 1) await deleteSpentWindows(store, budget, new Date(windowStart - windowMs));
-          return;
+          // The window ended while the statements ran (a slow database, a loaded machine): a request sent now would
+          // arrive in the next window on top of that window's own budget. The slot is left spent; take one from the next.
+          if (Date.now() < windowStart + windowMs) return;
+          continue;
         }
         // A little jitter, so that the waiting processes do not all hit the database at the same instant.
         const jitter = Math.random() * Math.min(50, windowMs / 20);
