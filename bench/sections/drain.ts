@@ -208,72 +208,75 @@ async function drainWithGraphile(schema: string, backlog: number): Promise<numbe
 }
 
 /**
- * What bounds payhooks against graphile-worker, from the CPU profile of `serve --role worker`, EXPLAIN (ANALYZE,
- * BUFFERS) of its two statements and the per-event cost section: said with the table, so that a miss says why.
+ * What bounds payhooks against graphile-worker, from the CPU profiles of `serve --role worker`, EXPLAIN (ANALYZE,
+ * BUFFERS) of its two statements and the per-event cost section: said with the table, so that a miss says why. Each
+ * figure names the machine and day it was measured on; the table above it is the run's own.
  */
-const BOUNDS =
-  'What bounds the drain (CPU profile of `serve --role worker`, `EXPLAIN (ANALYZE, BUFFERS)` of its claim and ' +
-  'outcome statements, and the [per-event cost](#per-event-cost)): each event costs payhooks what a job costs ' +
-  'graphile-worker (a statement that leases it, a statement that removes it, both in batches) and more. The claim ' +
-  "also keeps per-resource order (a probe of the queue's resource index per candidate) and brings the event's body " +
-  "and settled handlers along; the outcome also inserts the handler's completion into `handler_runs` (what replays " +
-  "and retries read) and rewrites the event's history row with its final state (a new row version, body included, " +
-  'and three index entries: about 1,100 of the 2,400 WAL bytes per event). Unloaded, in batches of 1,000, the ' +
-  'claim takes about 26 µs and the outcome about 29 µs of database time per event. On the Intel Xeon machine of 25 ' +
-  'to 27 Nov the worker process spent about 50 µs of CPU per no-op event (graphile-worker 29 µs per job), a third ' +
-  'of it garbage collection: some 2,000 to 3,000 finished events wait for their outcome batch at any time, and up ' +
-  'to 1,000 claimed ones for a slot, so young-generation collections keep 4 to 5 MB alive; then JSON.parse of the ' +
-  '2 KB body (about 5 µs) and its validation (2 to 3 µs). On a 2-core AMD EPYC at 2.1 GHz (27 Nov, afternoon) the ' +
-  'same drain of 60,000 events took 75 to 99 µs of worker CPU per event from one run to the next, 41% of it garbage ' +
-  'collection and 9% JSON.parse in a CPU profile (what it collects: about 22 KB allocated per event in an allocation ' +
-  "profile that keeps collected objects, spread thinly: the pg driver's row parsing with the body 2.7 KB, the arrays " +
-  "of the outcome statement written out as text by the driver 2.2 KB, the parsed body 1.2 KB, the OpenTelemetry API's " +
-  "no-op spans and contexts 1.7 KB, the rest the run's own small objects), and graphile-worker lost more to those " +
-  'slower cores than payhooks did: 0.86x to 0.89x without history there, 0.59x to 0.84x with it. The no-op spans are ' +
-  'gone since (no API span without a registered tracer provider): on the AMD EPYC at 2.6 GHz of this run the ' +
-  "worker's CPU per event went from 49.7 to 46.3 µs in an A/B run of 4 rounds (16,464 to 16,845 events/s), and " +
-  'graphile-worker gains more from the faster cores than payhooks does: 0.72x to 0.81x without history, 0.74x to ' +
-  '0.75x with it, against some 20,000 to 23,000 jobs/s. With 1,000,000 events of history the database is the larger ' +
-  'part and the runs vary most (11,127 to 18,734 events/s for one process in this run), and two processes gain ' +
-  'little or nothing over one: each run writes WAL on top of the backlog, and checkpoints fall inside it, and the two ' +
-  'workers, graphile-worker and PostgreSQL share two cores. Two cuts of database work were measured alone on the ' +
-  '2.1 GHz machine ' +
-  '(20,000 rows, updates in batches of 500, in psql) and not made: the lease in a column of its own, so that the ' +
-  "claim's update can be HOT (fillfactor 70), wrote 537 instead of 616 WAL bytes per row and took as long (277 to " +
-  "293 ms against 235 to 289 ms); the body moved out of the row (toast_tuple_target 128), so that the outcome's " +
-  "new row version does not carry it, halved the outcome's WAL (1,073 to 540 bytes per row) in about the same time " +
-  '(289 to 270 ms), but added 146 WAL bytes to each insert and 2 µs to each read of a body, and does nothing for ' +
-  "bodies under 2 KB, which PostgreSQL keeps in the row whatever the setting. The database's time per event is in " +
-  'its per-row work, not in the bytes. On this 2-core machine the database, the worker and graphile-worker compete ' +
-  'for the same cores: read the ratio, which is measured in the same run, rather than the absolute rates. Issue 27 ' +
-  'cut, in order: the claim and outcome find their rows by primary key, claims of about 500 and outcome batches to ' +
-  'match (0.32x to 0.54x in an A/B run of 25 Nov); then nothing per event that a run does not use (no p-queue ' +
-  'task, AbortController, timer, child logger or closure unless a handler asks for it), the deadline ' +
-  'AsyncLocalStorage off when no deadline is set, zod only when a handler reads data a schema walk has found ' +
-  "valid, and a run's outcomes handed over as one group: the worker's CPU per event 102 to 50 µs, 0.49x to 0.81x " +
-  'of graphile-worker in an A/B run of 27 Nov (backlog 30,000, no history, medians of 3). ' +
-  "`--max-semi-space-size=64` on the worker's node took its CPU from about 63 to 48 µs per event on the Intel " +
-  'machine (on this one the spread between runs of the same settings hid any difference); it cannot be set from ' +
-  'inside the process, so it is documented for deployments ' +
-  '([docs/configuration.md](../docs/configuration.md#the-worker-of-serve)) and not used here. ' +
-  'On the 2-core Intel Xeon at 2.6 GHz of 27 Nov, evening, the worker spent about 48 µs of CPU per event (CPU profile: ' +
-  '36% garbage collection, some 130 young-generation collections of about 10 ms each in a drain of 65,000, each ' +
-  'keeping 4 to 5 MB alive; 11% JSON.parse of the body; 9% writing statements to the socket) and the whole machine ' +
-  'about 104 µs (the worker, PostgreSQL, the poller), so the two cores were about 80% busy at 16,000 events/s. Every ' +
-  'claim came back to a worker that had run all it held (a claim of 500 took 25 to 40 ms beside the outcome batches, ' +
-  'running what was left about 15 ms), but a second claim under way beside the first, claims from a quarter of the ' +
-  'prefetch instead of a half, or a prefetch of 2,000 did not raise the rate (15,130 to 16,014 events/s against ' +
-  '15,800 to 16,100): what bounds it is the CPU the two cores share, not that wait. Cut: the store, claim and ' +
-  'outcome statements prepared once per connection (parsed once, still planned for each batch; ' +
-  '[docs/storage.md](../docs/storage.md)), 15,171 to 15,863 events/s and 107.3 to 104.7 µs of machine CPU per event ' +
-  '(A/B, 5 rounds). Measured and not made: the final state appended to a table of its own instead of rewriting the ' +
-  "history row took the outcome from 37 to 22 µs per event unloaded, and a drain's machine CPU from 104 to 94 µs " +
-  "per event (15,800 to 16,300 events/s, medians of 3); it needs every reader of an event's state (events list, " +
-  "console, replay, retention, alarms, verify) to read two tables, and is the next step. Sending the outcome's times " +
-  'as numbers and its ids once changed nothing beyond the spread. With 1,000,000 events of history one process did ' +
-  '11,824, 6,579 and 6,013 events/s in the three rounds of this run, two processes 11,036 to 12,258 in the same ' +
-  'rounds; an A/B on fresh schemas with that history gave the build before this session and this one the same rates ' +
-  'within the spread (11,090 and 8,743 against 13,385 and 8,942 events/s).';
+export const BOUNDS: readonly string[] = [
+  'What bounds the drain (CPU profiles of `serve --role worker`, `EXPLAIN (ANALYZE, BUFFERS)` of its claim and outcome ' +
+    'statements, and the [per-event cost](#per-event-cost)):',
+  [
+    '- **More work per event than a job.** Each event costs what a job costs graphile-worker (a statement that leases it ' +
+      'and one that removes it, both in batches) and more. The claim keeps per-resource order (a probe of the ' +
+      "queue's resource index per candidate) and brings the event's body and settled handlers along. The outcome " +
+      "inserts the handler's completion into `handler_runs` (what replays and retries read) and rewrites the event's " +
+      'history row with its final state (a new row version, body included, and three index entries: about 1,100 of ' +
+      'the 2,400 WAL bytes per event). Unloaded, in batches of 1,000: about 26 µs of database time per event for the ' +
+      'claim, 29 µs for the outcome.',
+    "- **The worker's CPU, a third of it garbage collection.** On the Intel Xeon at 2.6 GHz (27 Nov, evening) the " +
+      'worker spent about 48 µs of CPU per no-op event (graphile-worker 29 µs per job): 36% garbage collection (some ' +
+      '130 young-generation collections of about 10 ms in a drain of 65,000, each keeping 4 to 5 MB alive, since ' +
+      '2,000 to 3,000 finished events wait for their outcome batch and up to 1,000 claimed ones for a slot), 11% ' +
+      'JSON.parse of the 2 KB body, 9% writing statements to the socket. The whole machine spent about 104 µs per ' +
+      'event (worker, PostgreSQL, the poller): the two cores were about 80% busy at 16,000 events/s. An allocation ' +
+      'profile on an AMD EPYC at 2.1 GHz (27 Nov, afternoon: 75 to 99 µs of worker CPU per event there, 41% of it ' +
+      "collection) found about 22 KB allocated per event, spread thinly: the pg driver's row parsing with the body " +
+      "2.7 KB, the outcome statement's arrays written out as text 2.2 KB, the parsed body 1.2 KB, the OpenTelemetry " +
+      "API's no-op spans 1.7 KB. Those spans are gone since (no API span without a registered tracer provider: 49.7 " +
+      'to 46.3 µs per event, A/B of 4 rounds on an AMD EPYC at 2.6 GHz, 27 Nov).',
+    '- **Two shared cores.** The workers, PostgreSQL, graphile-worker and the poller share them: read the ratio, ' +
+      'measured in the same run, rather than the rates. The ratio moves with the machine: graphile-worker gains more ' +
+      'from faster cores than payhooks does (without history: 0.86x to 0.89x on the EPYC at 2.1 GHz, 0.72x to 0.81x ' +
+      'on an EPYC at 2.6 GHz, both 27 Nov; 0.89x to 0.90x on the Xeon).',
+    '- **History.** With 1,000,000 finished events the database is the larger part and the rounds vary most (one ' +
+      'process: 11,127 to 18,734 events/s on the EPYC at 2.6 GHz of 27 Nov; 11,824, 6,579 and 6,013 on the Xeon the ' +
+      'same evening): each run writes WAL on top of the backlog, and checkpoints fall inside it. An A/B on fresh ' +
+      'schemas with that history gave the build without prepared statements and the build with them the same rates ' +
+      'within the spread (11,090 and 8,743 against 13,385 and 8,942 events/s).',
+  ].join('\n'),
+  'Cut by issue 27, in order:',
+  [
+    '- the claim and the outcome find their rows by primary key; claims of about 500 with outcome batches to match: ' +
+      '0.32x to 0.54x of graphile-worker (A/B, 25 Nov);',
+    '- nothing per event that a run does not use (no p-queue task, AbortController, timer, child logger or closure ' +
+      'unless a handler asks for it), the deadline AsyncLocalStorage off when no deadline is set, zod only when a ' +
+      "handler reads data a schema walk has found valid, a run's outcomes handed over as one group: the worker's CPU " +
+      'per event 102 to 50 µs, 0.49x to 0.81x (A/B, 27 Nov; backlog 30,000, no history, medians of 3);',
+    '- the store, claim and outcome statements prepared once per connection (parsed once, still planned for each ' +
+      'batch; [docs/storage.md](../docs/storage.md)): 15,171 to 15,863 events/s, 107.3 to 104.7 µs of machine CPU per ' +
+      'event (A/B of 5 rounds, Xeon).',
+  ].join('\n'),
+  'Measured and not made:',
+  [
+    '- the final state appended to a table of its own instead of rewriting the history row: the outcome 37 to 22 µs ' +
+      "per event unloaded, a drain's machine CPU 104 to 94 µs per event (15,800 to 16,300 events/s, medians of 3). " +
+      "Every reader of an event's state (events list, console, replay, retention, alarms, verify) would read two " +
+      'tables; it is the next step;',
+    "- the lease in a column of its own, so that the claim's update can be HOT (fillfactor 70): 537 instead of 616 WAL " +
+      'bytes per row, and as long (277 to 293 ms against 235 to 289 ms; 20,000 rows in batches of 500, in psql, on the ' +
+      'EPYC at 2.1 GHz);',
+    "- the body out of the row (toast_tuple_target 128): the outcome's WAL halved (1,073 to 540 bytes per row) in " +
+      'about the same time (289 to 270 ms), but 146 WAL bytes more per insert, 2 µs more per read of a body, and ' +
+      "nothing for bodies under 2 KB. The database's time per event is in its per-row work, not in the bytes;",
+    '- a second claim under way beside the first, claims from a quarter of the prefetch instead of a half, or a ' +
+      'prefetch of 2,000: no faster (15,130 to 16,014 events/s against 15,800 to 16,100). Every claim came back to a ' +
+      'worker that had run all it held; what bounds it is the CPU the two cores share, not that wait;',
+    "- the outcome's times sent as numbers and its ids once: no change beyond the spread;",
+    "- `--max-semi-space-size=64` on the worker's node: about 63 to 48 µs of CPU per event on the Xeon (on the EPYC " +
+      'the spread between runs hid any difference). It cannot be set from inside the process, so it is documented ' +
+      'for deployments ([docs/configuration.md](../docs/configuration.md#the-worker-of-serve)) and not used here.',
+  ].join('\n'),
+];
 
 export async function benchDrain(): Promise<Section> {
   const rows: string[][] = [];
@@ -348,7 +351,7 @@ export async function benchDrain(): Promise<Section> {
     header: ['backlog', 'history', 'worker', 'events (jobs)/s', 'vs graphile-worker'],
     rows,
     notes: [
-      BOUNDS,
+      ...BOUNDS,
       `One busy resource: ${whole(ONE_RESOURCE_BACKLOG)} events of one invoice, which run one at a time, drained by one process at ` +
         `${whole(busy.one)} events/s, against ${whole(busy.distinct)} for as many events of distinct invoices (medians of ${rounds()}, ` +
         'same run; no target). Each event of one resource needs a claim of its own, and each claim checks every event of the ' +
