@@ -98,6 +98,7 @@ describe('run-time exports of each entry', () => {
       'VERIFY_RESOURCES',
       'VerifyConflictError',
       'defineSinkKind',
+      'deliveryInFlight',
       'reconcile',
       'registerSink',
       'runBackfill',
