@@ -78,6 +78,8 @@ export interface AlarmInputs {
   /** From the database; undefined when it did not answer. */
   newestReceivedAt?: Date | null | undefined;
   oldestPendingAgeMs?: number | undefined;
+  /** The oldest pending event's resource and its queued events (it included); null or undefined: none, or not known. */
+  oldestPendingResource?: { key: string; queued: number } | null | undefined;
   recentlyDead?: number | undefined;
   quarantined?: number | undefined;
   /** From the API; undefined without an API key or when it did not answer. */
@@ -122,6 +124,18 @@ export const ALARM_NAMES = [
 export type AlarmName = (typeof ALARM_NAMES)[number];
 
 const seconds = (ms: number) => Math.round(ms / 1000);
+
+/**
+ * Names the resource the oldest pending event waits with, when others of it are queued: they run one at a time, in
+ * order, so a backlog held by one resource is drained by one slot, not the worker (or waits for an earlier retry).
+ */
+function behindItsResource(resource: { key: string; queued: number } | null | undefined): string {
+  if (!resource || resource.queued < 2) return '';
+  return (
+    ` It is one of ${resource.queued} queued events of ${resource.key}, which run one at a time and in order` +
+    ' (one busy resource, or an earlier event of it waiting for a retry: docs/storage.md#upkeep-of-the-queue).'
+  );
+}
 const unknown = (message: string) => ({ status: 'unknown' as const, message, value: null });
 const latest = (...dates: (Date | null | undefined)[]): Date | null =>
   dates.reduce<Date | null>((max, date) => (date && (!max || date > max) ? date : max), null);
@@ -225,7 +239,7 @@ export const ALARM_CHECKS: readonly AlarmCheck[] = [
       return age > backlog.maxAgeMs
         ? {
             status: 'firing',
-            message: `The oldest pending event has waited ${seconds(age)} s (over ${seconds(backlog.maxAgeMs)} s): the worker is behind or stopped.`,
+            message: `The oldest pending event has waited ${seconds(age)} s (over ${seconds(backlog.maxAgeMs)} s): the worker is behind or stopped.${behindItsResource(inputs.oldestPendingResource)}`,
             value: seconds(age),
           }
         : {

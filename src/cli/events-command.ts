@@ -139,6 +139,19 @@ function tally(
   return { total, byStatus, byType: Object.fromEntries(byType), oldestPending };
 }
 
+/**
+ * The stats' last line: the oldest pending event, its age, and the queued events of its resource when there are
+ * others (they run one at a time, so they, not the worker, may be what holds the backlog).
+ *
+ * @example
+ * oldestPendingLine(oldest); // 'oldest pending event: evt_1, received 2026-05-01T09:12:44.120Z (3h 12m ago)'
+ */
+export function oldestPendingLine(oldest: OldestPending): string {
+  const line = `oldest pending event: ${oldest.eventId}, received ${oldest.receivedAt.toISOString()} (${formatAge(oldest.ageMs)} ago)`;
+  if (!oldest.resourceKey || oldest.queuedForResource < 2) return line;
+  return `${line}, one of ${oldest.queuedForResource} queued events of ${oldest.resourceKey} (they run one at a time)`;
+}
+
 function statsText(stats: EventStats): string {
   if (stats.total === 0) return 'no events';
   const columns = [...EVENT_STATUSES, 'total'] as const;
@@ -149,8 +162,6 @@ function statsText(stats: EventStats): string {
   return [
     table(['TYPE', ...columns.map((c) => c.toUpperCase())], rows, numeric),
     '',
-    oldest
-      ? `oldest pending event: ${oldest.eventId}, received ${oldest.receivedAt.toISOString()} (${formatAge(oldest.ageMs)} ago)`
-      : 'no pending events',
+    oldest ? oldestPendingLine(oldest) : 'no pending events',
   ].join('\n');
 }

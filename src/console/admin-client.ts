@@ -108,7 +108,16 @@ const quarantinedDetail = quarantined.extend({
 const released = z.object({ eventId: z.string(), queued: z.boolean(), droppedHeaders: z.array(z.string()) });
 const stats = z.object({
   byTypeAndStatus: z.array(z.object({ eventType: z.string(), status: z.enum(EVENT_STATUSES), count: z.number() })),
-  oldestPending: z.object({ eventId: z.string(), receivedAt: date, ageMs: z.number() }).nullable(),
+  oldestPending: z
+    .object({
+      eventId: z.string(),
+      receivedAt: date,
+      ageMs: z.number(),
+      // Defaults for a server from before these fields.
+      resourceKey: z.string().nullable().default(null),
+      queuedForResource: z.number().default(1),
+    })
+    .nullable(),
 });
 const preview = z.object({
   count: z.number(),

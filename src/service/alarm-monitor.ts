@@ -196,6 +196,7 @@ export function startAlarmMonitor(options: AlarmMonitorOptions): AlarmMonitor {
         lastSignatureFailureAt: watch.lastSignatureFailureAt,
         newestReceivedAt: readings ? newest : undefined,
         oldestPendingAgeMs: readings?.oldestPendingAgeMs,
+        oldestPendingResource: readings?.oldestPendingResource,
         recentlyDead: readings?.recentlyDead,
         quarantined: readings?.quarantined,
         // An activity probe from before the latest delivery says nothing about the silence since.

@@ -9,6 +9,8 @@ export interface HealthReadings {
   newestReceivedAt: Date | null;
   /** Age of the oldest pending event not held by a worker, ms; 0 when none is pending. */
   oldestPendingAgeMs: number;
+  /** That event's resource and how many of its events are queued (it included); null when none is pending or it has no key. */
+  oldestPendingResource: { key: string; queued: number } | null;
   /** Events that ended `dead` within the window asked for. */
   recentlyDead: number;
   /** Deliveries held in quarantine, waiting for an operator. */
@@ -38,6 +40,7 @@ export async function readHealthReadings(store: PayhooksDatabase, options: { dea
   return {
     newestReceivedAt: at ? new Date(at) : null,
     oldestPendingAgeMs: oldest?.ageMs ?? 0,
+    oldestPendingResource: oldest?.resourceKey ? { key: oldest.resourceKey, queued: oldest.queuedForResource } : null,
     recentlyDead: dead.rows[0]?.n ?? 0,
     quarantined,
   };

@@ -418,6 +418,13 @@ export interface OldestPending {
   eventId: string;
   receivedAt: Date;
   ageMs: number;
+  /** Its resource key (`invoice:inv_…`), or null when its type names none. */
+  resourceKey: string | null;
+  /**
+   * Queued events of that resource, this one included (1 without a key). Events of one resource run one at a time, in
+   * order, so many here mean one busy resource (docs/storage.md), or an earlier event of it waiting for a retry.
+   */
+  queuedForResource: number;
 }
 
 /**
@@ -425,18 +432,34 @@ export interface OldestPending {
  * how far behind the worker is.
  *
  * @example
- * const oldest = await oldestPendingEvent(store); // { eventId: 'evt_1', receivedAt, ageMs: 5400000 }
+ * const oldest = await oldestPendingEvent(store); // { eventId: 'evt_1', receivedAt, ageMs: 5400000, resourceKey: 'invoice:inv_1', queuedForResource: 1 }
  */
 export async function oldestPendingEvent(store: PayhooksDatabase): Promise<OldestPending | undefined> {
   // From the queue, which holds only unfinished events (an operator's query: it sorts the backlog by receipt time).
   const row = await store.db
     .selectFrom('inbox_queue as q')
     .innerJoin('inbox_events as e', 'e.event_id', 'q.event_id')
-    .select(['e.event_id', 'e.received_at', sql<number>`(extract(epoch from now() - e.received_at) * 1000)::float8`.as('age_ms')])
+    .select([
+      'e.event_id',
+      'e.received_at',
+      'q.resource_key',
+      sql<number>`(extract(epoch from now() - e.received_at) * 1000)::float8`.as('age_ms'),
+      // One probe of the queue's resource index, for the one event returned.
+      sql<number>`case when q.resource_key is null then 1 else (select count(*)::int from ${sql.id(store.schema, 'inbox_queue')} o
+                     where o.resource_key = q.resource_key) end`.as('queued_for_resource'),
+    ])
     .where('q.lease_owner', 'is', null)
     .orderBy('e.received_at')
     .orderBy('q.seq')
     .limit(1)
     .executeTakeFirst();
-  return row && { eventId: row.event_id, receivedAt: row.received_at, ageMs: Math.max(0, Math.round(row.age_ms)) };
+  return (
+    row && {
+      eventId: row.event_id,
+      receivedAt: row.received_at,
+      ageMs: Math.max(0, Math.round(row.age_ms)),
+      resourceKey: row.resource_key,
+      queuedForResource: row.queued_for_resource,
+    }
+  );
 }

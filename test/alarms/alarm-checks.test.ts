@@ -81,6 +81,17 @@ describe('evaluateAlarms', () => {
       statusOf({ ...calm, sender: { ...calm.sender!, endpointState: 'disabled', endpointDisabled: true } }, 'sender_failures').status,
     ).toBe('firing');
     expect(statusOf({ ...calm, oldestPendingAgeMs: 6 * MIN }, 'backlog_age').status).toBe('firing');
+    // A backlog held by one resource says which: its events run one at a time, whatever the worker's concurrency.
+    const busy = statusOf(
+      { ...calm, oldestPendingAgeMs: 6 * MIN, oldestPendingResource: { key: 'invoice:inv_1', queued: 1950 } },
+      'backlog_age',
+    );
+    expect(busy.message).toContain('It is one of 1950 queued events of invoice:inv_1, which run one at a time and in order');
+    const alone = statusOf(
+      { ...calm, oldestPendingAgeMs: 6 * MIN, oldestPendingResource: { key: 'invoice:inv_1', queued: 1 } },
+      'backlog_age',
+    );
+    expect(alone.message).not.toContain('queued events of');
     expect(statusOf({ ...calm, recentlyDead: 1 }, 'dead_events').status).toBe('firing');
     expect(statusOf({ ...calm, quarantined: 2 }, 'quarantined_deliveries').status).toBe('firing');
     expect(statusOf({ ...calm, sweep: { ...calm.sweep!, outcome: 'found', unrepairedDrift: 1 } }, 'mirror_drift').status).toBe('firing');

@@ -4,6 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { oldestPendingLine } from '../../src/cli/events-command.js';
 import { runInProcess } from '../helpers/cli.js';
 
 describe('command-line errors', () => {
@@ -46,5 +47,18 @@ describe('command-line errors', () => {
     expect(result.code).toBe(0);
     for (const word of ['serve', 'migrate', 'events', 'replay', 'prune', 'PAYHOOKS_WEBHOOK_SECRET', 'DATABASE_URL'])
       expect(result.stdout).toContain(word);
+  });
+});
+
+describe("events stats' oldest-pending line", () => {
+  const oldest = { eventId: 'evt_1', receivedAt: new Date('2026-05-01T09:12:44.120Z'), ageMs: 3 * 3_600_000 + 12 * 60_000 };
+
+  it('names the queued events of its resource when there are others, and nothing more when it is alone or has no key', () => {
+    expect(oldestPendingLine({ ...oldest, resourceKey: 'invoice:inv_1', queuedForResource: 1950 })).toBe(
+      'oldest pending event: evt_1, received 2026-05-01T09:12:44.120Z (3h 12m ago), one of 1950 queued events of invoice:inv_1 (they run one at a time)',
+    );
+    const alone = 'oldest pending event: evt_1, received 2026-05-01T09:12:44.120Z (3h 12m ago)';
+    expect(oldestPendingLine({ ...oldest, resourceKey: 'invoice:inv_1', queuedForResource: 1 })).toBe(alone);
+    expect(oldestPendingLine({ ...oldest, resourceKey: null, queuedForResource: 1 })).toBe(alone);
   });
 });

@@ -19,9 +19,20 @@ import { backends, dispose } from '../helpers/stores.js';
 const DAY_MS = 86_400_000;
 
 /** Stores an event, then puts it in a state and (optionally) back in time. */
-async function put(store: PayhooksDatabase, eventId: string, status: EventStatus, options: { type?: string; ageDays?: number } = {}) {
+async function put(
+  store: PayhooksDatabase,
+  eventId: string,
+  status: EventStatus,
+  options: { type?: string; ageDays?: number; resourceKey?: string } = {},
+) {
   const eventType = options.type ?? 'INVOICE_PAID';
-  await storeEvent(store, { eventId, eventType, resourceKey: null, rawBody: JSON.stringify({ eventId, eventType }), headers: {} });
+  await storeEvent(store, {
+    eventId,
+    eventType,
+    resourceKey: options.resourceKey ?? null,
+    rawBody: JSON.stringify({ eventId, eventType }),
+    headers: {},
+  });
   await setState(store, eventId, status, {
     attempts: 3,
     received_at: sql`now() - make_interval(secs => ${((options.ageDays ?? 0) * DAY_MS) / 1000})`,
@@ -66,6 +77,16 @@ describe.each(backends)('operator queries on $name', (backend) => {
       expect(oldest?.ageMs).toBeGreaterThanOrEqual(2 * DAY_MS);
       expect(oldest?.ageMs).toBeLessThan(2 * DAY_MS + 3_600_000);
       expect(oldest?.receivedAt).toBeInstanceOf(Date);
+      expect(oldest).toMatchObject({ resourceKey: null, queuedForResource: 1 });
+    });
+
+    it("says how many queued events share the oldest pending event's resource, itself included", async () => {
+      store = await backend.open();
+      await put(store, 'busy_1', 'pending', { ageDays: 3, resourceKey: 'invoice:inv_busy' });
+      for (const n of [2, 3, 4]) await put(store, `busy_${n}`, 'pending', { ageDays: 1, resourceKey: 'invoice:inv_busy' });
+      await put(store, 'busy_done', 'done', { ageDays: 1, resourceKey: 'invoice:inv_busy' });
+      await put(store, 'other', 'pending', { ageDays: 1, resourceKey: 'invoice:inv_other' });
+      expect(await oldestPendingEvent(store)).toMatchObject({ eventId: 'busy_1', resourceKey: 'invoice:inv_busy', queuedForResource: 4 });
     });
   });
 
