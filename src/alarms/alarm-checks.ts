@@ -124,6 +124,9 @@ export const ALARM_NAMES = [
 export type AlarmName = (typeof ALARM_NAMES)[number];
 
 const seconds = (ms: number) => Math.round(ms / 1000);
+const unknown = (message: string) => ({ status: 'unknown' as const, message, value: null });
+const latest = (...dates: (Date | null | undefined)[]): Date | null =>
+  dates.reduce<Date | null>((max, date) => (date && (!max || date > max) ? date : max), null);
 
 /**
  * Names the resource the oldest pending event waits with, when others of it are queued: they run one at a time, in
@@ -136,9 +139,6 @@ function behindItsResource(resource: { key: string; queued: number } | null | un
     ' (one busy resource, or an earlier event of it waiting for a retry: docs/storage.md#upkeep-of-the-queue).'
   );
 }
-const unknown = (message: string) => ({ status: 'unknown' as const, message, value: null });
-const latest = (...dates: (Date | null | undefined)[]): Date | null =>
-  dates.reduce<Date | null>((max, date) => (date && (!max || date > max) ? date : max), null);
 
 /** Each check, in the order they are shown. One more alarm is one more entry (and the input it reads). */
 export const ALARM_CHECKS: readonly AlarmCheck[] = [

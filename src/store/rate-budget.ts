@@ -83,6 +83,9 @@ export function createPostgresRateLimiter(store: PayhooksDatabase, options: Post
 
   return {
     async acquire(signal) {
+      // A unit that came back after its window ended is given up once; a database slower than a whole window would
+      // otherwise never let the request go.
+      let retook = false;
       for (;;) {
         signal?.throwIfAborted();
         const now = Date.now();
@@ -93,7 +96,8 @@ export function createPostgresRateLimiter(store: PayhooksDatabase, options: Post
           if (used === 1) await deleteSpentWindows(store, budget, new Date(windowStart - windowMs));
           // The window ended while the statements ran (a slow database, a loaded machine): a request sent now would
           // arrive in the next window on top of that window's own budget. The slot is left spent; take one from the next.
-          if (Date.now() < windowStart + windowMs) return;
+          if (retook || Date.now() < windowStart + windowMs) return;
+          retook = true;
           continue;
         }
         // A little jitter, so that the waiting processes do not all hit the database at the same instant.

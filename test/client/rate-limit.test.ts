@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, createRateLimiter, type RateLimiter } from '../../src/client/index.js';
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
@@ -144,4 +145,27 @@ describe.each(backends)('Postgres-shared rate limiter on $name', (backend) => {
       expect(rows.every((row) => row.used <= 10)).toBe(true);
     },
   );
+});
+
+describe.skipIf(!pgUrl)('Postgres-shared rate limiter on a database slower than its window', () => {
+  it('takes a unit from the next window once when the first came back late, then lets the request go', async () => {
+    const store = (await backends.find((b) => b.name === 'postgres')!.open()) as PayhooksDatabase;
+    try {
+      // Every take of the budget sleeps 30 ms and is counted: longer than the 10 ms window, so each unit comes back
+      // after its window ended. Without a bound the limiter would take unit after unit and never return.
+      const takes = sql.id(store.schema, 'budget_takes');
+      const slow = sql.id(store.schema, 'slow_budget');
+      await sql`create table ${takes} (at timestamptz default now())`.execute(store.db);
+      await sql`create function ${slow}() returns trigger language plpgsql as $$
+                  begin perform pg_sleep(0.03); insert into ${takes} default values; return new; end $$`.execute(store.db);
+      await sql`create trigger slow before insert or update on ${sql.id(store.schema, 'api_rate_budget')}
+                  for each row execute function ${slow}()`.execute(store.db);
+      const limiter = createPostgresRateLimiter(store, { requestsPerWindow: 5, windowMs: 10 });
+      await limiter.acquire();
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${takes}`.execute(store.db);
+      expect(rows[0]!.n).toBe(2);
+    } finally {
+      await dispose(store);
+    }
+  });
 });
