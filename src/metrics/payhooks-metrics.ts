@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ApiRequestObservation } from '../client/http-transport.js';
 import type { PayhooksObserver } from '../payhooks.js';
 import type { PayhooksDatabase } from '../store/database.js';
-import { countEventsByStatus, oldestPendingEvent } from '../store/inbox.js';
+import { countEventsByStatus, type OldestPending, oldestPendingEvent } from '../store/inbox.js';
 import { countQuarantined } from '../store/quarantine.js';
 import { countNeedsReview } from '../store/effect-steps.js';
 import { EVENT_STATUSES } from '../store/schema.js';
@@ -117,15 +117,36 @@ export function createPayhooksMetrics(registry: Registry, options: { store?: () 
         if (held) this.set(held.steps);
       },
     });
+    // Both gauges below come from one read: a scrape collects them at once, and a read started within the last second
+    // is shared rather than made twice. null: the database did not answer (the gauges keep their last value).
+    let oldestRead: { at: number; value: Promise<OldestPending | undefined | null> } | undefined;
+    const readOldest = () => {
+      if (!oldestRead || Date.now() - oldestRead.at > 1000) {
+        oldestRead = {
+          at: Date.now(),
+          value: storeOf()
+            .then(oldestPendingEvent)
+            .catch(() => null),
+        };
+      }
+      return oldestRead.value;
+    };
     new Gauge({
       name: 'payhooks_oldest_pending_age_seconds',
       help: 'Age of the oldest pending event (0 when none is pending): how far behind the worker is.',
       registers,
       async collect() {
-        const oldest = await storeOf()
-          .then(oldestPendingEvent)
-          .catch(() => null);
+        const oldest = await readOldest();
         if (oldest !== null) this.set(oldest ? oldest.ageMs / 1000 : 0);
+      },
+    });
+    new Gauge({
+      name: 'payhooks_oldest_pending_resource_queued',
+      help: "Queued events of the oldest pending event's resource, it included (1 without a resource, 0 when none is pending): above 1, the backlog waits on one resource, whose events run one at a time.",
+      registers,
+      async collect() {
+        const oldest = await readOldest();
+        if (oldest !== null) this.set(oldest ? oldest.queuedForResource : 0);
       },
     });
   }

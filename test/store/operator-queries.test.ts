@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createPayhooksMetrics } from '../../src/metrics/payhooks-metrics.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { countEventsByStatus, countEventsByTypeAndStatus, getEvent, oldestPendingEvent, storeEvent } from '../../src/store/inbox.js';
 import {
@@ -87,6 +89,13 @@ describe.each(backends)('operator queries on $name', (backend) => {
       await put(store, 'busy_done', 'done', { ageDays: 1, resourceKey: 'invoice:inv_busy' });
       await put(store, 'other', 'pending', { ageDays: 1, resourceKey: 'invoice:inv_other' });
       expect(await oldestPendingEvent(store)).toMatchObject({ eventId: 'busy_1', resourceKey: 'invoice:inv_busy', queuedForResource: 4 });
+      // The same read behind the /metrics gauges, as a scrape sees them.
+      const registry = new Registry();
+      const opened = store;
+      createPayhooksMetrics(registry, { store: async () => opened });
+      const scraped = await registry.metrics();
+      expect(scraped).toMatch(/^payhooks_oldest_pending_resource_queued 4$/m);
+      expect(Number(/^payhooks_oldest_pending_age_seconds (\S+)$/m.exec(scraped)?.[1])).toBeGreaterThanOrEqual(3 * 86_400);
     });
   });
 
