@@ -5,6 +5,8 @@
 // A check is one entry of ALARM_CHECKS: a name, what it watches, and an evaluation of the inputs. A new check (the
 // effects waiting for review, say) is a new input field, gathered by the runner, and one more entry here.
 
+import type { PendingResource } from '../store/health-readings.js';
+
 /** What a check says: firing, ok, or unknown (its input could not be read, or is not available in this process). */
 export type AlarmStatus = 'ok' | 'firing' | 'unknown';
 
@@ -79,7 +81,7 @@ export interface AlarmInputs {
   newestReceivedAt?: Date | null | undefined;
   oldestPendingAgeMs?: number | undefined;
   /** The oldest pending event's resource and its queued events (it included); null or undefined: none, or not known. */
-  oldestPendingResource?: { key: string; queued: number } | null | undefined;
+  oldestPendingResource?: PendingResource | null | undefined;
   recentlyDead?: number | undefined;
   quarantined?: number | undefined;
   /** From the API; undefined without an API key or when it did not answer. */
@@ -132,7 +134,7 @@ const latest = (...dates: (Date | null | undefined)[]): Date | null =>
  * Names the resource the oldest pending event waits with, when others of it are queued: they run one at a time, in
  * order, so a backlog held by one resource is drained by one slot, not the worker (or waits for an earlier retry).
  */
-function behindItsResource(resource: { key: string; queued: number } | null | undefined): string {
+function behindItsResource(resource: PendingResource | null | undefined): string {
   if (!resource || resource.queued < 2) return '';
   return (
     ` It is one of ${resource.queued} queued events of ${resource.key}, which run one at a time and in order` +

@@ -3,6 +3,12 @@ import type { PayhooksDatabase } from './database.js';
 import { oldestPendingEvent } from './inbox.js';
 import { countQuarantined } from './quarantine.js';
 
+/** The resource of the oldest pending event and its queued events, that event included. */
+export interface PendingResource {
+  key: string;
+  queued: number;
+}
+
 /** What the database says about the inbox's health, for the alarms (src/alarms/). */
 export interface HealthReadings {
   /** When the newest stored event was received (by any receiver on this database); null: none is stored. */
@@ -10,7 +16,7 @@ export interface HealthReadings {
   /** Age of the oldest pending event not held by a worker, ms; 0 when none is pending. */
   oldestPendingAgeMs: number;
   /** That event's resource and how many of its events are queued (it included); null when none is pending or it has no key. */
-  oldestPendingResource: { key: string; queued: number } | null;
+  oldestPendingResource: PendingResource | null;
   /** Events that ended `dead` within the window asked for. */
   recentlyDead: number;
   /** Deliveries held in quarantine, waiting for an operator. */
