@@ -64,6 +64,9 @@ export interface ClaimOptions {
  * key back, as before. `SKIP LOCKED` lets workers claim side by side. Each claimed event comes with the handlers that
  * already settled it, so a run needs no further query before its handlers start.
  *
+ * The due, never-run events of a leased event's key queued behind it are set aside (parked) until its lease runs out,
+ * so that later claims do not walk them while it runs; its outcome wakes the next one (recordOutcomes).
+ *
  * @example
  * const events = await claimEvents(store, { workerId: 'host:123', limit: 10, leaseMs: 60_000 });
  */
@@ -111,7 +114,28 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
         from due
        -- The ids as an index condition too: joined alone, the planner (guessing the CTE's size) may scan the whole queue.
        where q.event_id = due.event_id and not due.buried and q.event_id = any(array(select event_id from due))
-      returning q.event_id, q.attempts, q.seq, q.resource_key, q.received_at
+      returning q.event_id, q.attempts, q.seq, q.resource_key, q.received_at, q.run_at
+    ),
+    -- The due, never-run events queued behind each leased one: they could not run before it finishes, and left due every
+    -- claim would walk them again (a backlog of one resource cost each claim a probe per waiting event). Parked until
+    -- the lease runs out; the leased event's outcome makes the next one due at once (outcomes.ts). A row another
+    -- statement holds is left. Only when the claim found fewer events than it asked for, the sign that what is due ran
+    -- out or waits behind others: a full claim (a drain in bulk) spends no probe of the resource index per event on it.
+    behind as (
+      select f.event_id, l.run_at as until
+        from leased l
+        cross join lateral (
+          select f.event_id from ${queue} f
+           where f.resource_key = l.resource_key and f.seq > l.seq and f.lease_owner is null and f.owed is null
+             and f.run_at <= now()
+             for update skip locked) f
+       where (select count(*) from due) < ${options.limit}
+    ),
+    set_aside as (
+      update ${queue} f
+         set parked = true, run_at = b.until
+        from behind b
+       where f.event_id = b.event_id and f.event_id = any(array(select event_id from behind))
     ),
     unqueued as (
       delete from ${queue} q using due

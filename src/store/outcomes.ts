@@ -78,7 +78,8 @@ export interface HandlerRun {
  *
  * The later events of a resource that wait on an earlier one (parked) follow its outcome in the same statement: when it
  * finishes, or settles one of the handlers it owed, they are due at once; when it is only retried, they wait for its
- * next run rather than wake to find nothing they may run.
+ * next run rather than wake to find nothing they may run. The next of the events a claim set aside behind a lease (never
+ * run, waiting only for the leased one) is due at once after any outcome of an earlier event of its key.
  *
  * @example
  * await recordOutcomes(store, 'host:1', [{ kind: 'finished', eventId: 'evt_1', status: 'done', lastError: null }]); // [true]
@@ -199,6 +200,24 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
              parked = not s.progress
         from settled s
        where p.resource_key = s.resource_key and p.seq > s.seq and p.owed is not null and p.parked and p.lease_owner is null
+    ),
+    -- The next event set aside behind a lease (claim.ts), due now that an earlier event of its key has an outcome: the
+    -- others stay aside, and its own claim sets aside whatever came since.
+    next_behind as (
+      select n.event_id
+        from settled s
+        cross join lateral (
+          select p.event_id from ${queue} p
+           where p.resource_key = s.resource_key and p.seq > s.seq and p.parked and p.owed is null and p.lease_owner is null
+           order by p.seq
+           limit 1) n
+       -- One look at the (usually empty) index for the whole batch, rather than one per event.
+       where exists (select 1 from ${queue} b where b.parked and b.owed is null)
+    ),
+    woken as (
+      update ${queue} p
+         set parked = false, run_at = now()
+       where p.event_id = any(array(select event_id from next_behind)) and p.parked and p.owed is null and p.lease_owner is null
     )
     select event_id, 'finished' as kind from recorded
     union all

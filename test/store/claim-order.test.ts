@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exampleEvent } from '../../src/events/index.js';
 import { claimEvents } from '../../src/store/claim.js';
@@ -48,6 +49,61 @@ describe.each(backends)('the claim’s order per resource ($name)', (backend) =>
       await finish(db, ids);
     }
     expect(order).toEqual(busy.map((event) => event.eventId));
+  });
+
+  /** The queued events of `customer`'s key that a claim would consider now (due: waiting, or with a lease run out), in order. */
+  const dueOf = async (db: PayhooksDatabase, customer: string) => {
+    const { rows } = await sql<{ event_id: string }>`
+      select event_id from ${sql.id(db.schema, 'inbox_queue')}
+       where resource_key = ${`customer:${customer}`} and run_at <= now() order by seq`.execute(db.db);
+    return rows.map((row) => row.event_id);
+  };
+
+  it.skipIf(!backend.available)(
+    'the events waiting behind a running one are set aside until its outcome, which makes only the next one due',
+    async () => {
+      const db = await backend.open();
+      store = db;
+      const ids = ['evt_1', 'evt_2', 'evt_3', 'evt_4'];
+      await putEvents(
+        db,
+        ids.map((id) => ofCustomer(id, 'cus_1')),
+      );
+      expect(await dueOf(db, 'cus_1')).toEqual(ids);
+      expect(await claimIds(db)).toEqual(['evt_1']);
+      // Set aside: no later claim walks them while evt_1 runs.
+      expect(await dueOf(db, 'cus_1')).toEqual([]);
+      // A delivery of the key that arrives meanwhile is due (its claim could not see it) until the next lease of the key.
+      await putEvents(db, [ofCustomer('evt_5', 'cus_1')]);
+      expect(await dueOf(db, 'cus_1')).toEqual(['evt_5']);
+      expect(await claimIds(db)).toEqual([]);
+      await finish(db, ['evt_1']);
+      expect(await dueOf(db, 'cus_1')).toEqual(['evt_2', 'evt_5']);
+      expect(await claimIds(db)).toEqual(['evt_2']);
+      expect(await dueOf(db, 'cus_1')).toEqual([]);
+      // A retry of the running one wakes the next too: it may run what the failed one does not owe.
+      await recordOutcomes(db, 'w', [{ kind: 'retry', eventId: 'evt_2', delayMs: 60_000, lastError: 'boom', owed: ['a'] }]);
+      expect(await dueOf(db, 'cus_1')).toEqual(['evt_3']);
+    },
+  );
+
+  it.skipIf(!backend.available)('events set aside behind a lease are due again when it runs out, in order behind it', async () => {
+    const db = await backend.open();
+    store = db;
+    await putEvents(
+      db,
+      ['evt_1', 'evt_2', 'evt_3'].map((id) => ofCustomer(id, 'cus_1')),
+    );
+    expect((await claimEvents(db, { workerId: 'w', limit: 10, leaseMs: 300 })).map((event) => event.eventId)).toEqual(['evt_1']);
+    expect(await dueOf(db, 'cus_1')).toEqual([]);
+    // Its worker died: no outcome will wake them. They are due with the expired lease, and evt_1 still goes first.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await dueOf(db, 'cus_1')).toEqual(['evt_1', 'evt_2', 'evt_3']);
+    const again = await claimEvents(db, { workerId: 'w2', limit: 10, leaseMs: 60_000 });
+    expect(again.map((event) => [event.eventId, event.attempt])).toEqual([['evt_1', 2]]);
+    expect(await dueOf(db, 'cus_1')).toEqual([]);
+    await recordOutcomes(db, 'w2', [{ kind: 'finished', eventId: 'evt_1', status: 'done', lastError: null }]);
+    expect(await claimIds(db)).toEqual(['evt_2']);
   });
 
   it.skipIf(!backend.available)(

@@ -1,0 +1,12 @@
+-- Events waiting behind a running event of their resource leave the claim's path (issue 27, one busy resource).
+--
+-- Before, a backlog of one resource stayed due while its first event ran: every claim walked each of those events and
+-- probed its resource for the running one, so 2,000 events of one invoice drained at 4 events/s, the cost growing with
+-- the square of the backlog. Now the claim that leases an event sets the due, never-run events queued behind it aside
+-- (parked, owed null) until that lease runs out, and the outcome of an event makes the next one of them due at once.
+-- A wake that is missed (a race with a delivery committing meanwhile, a worker that died) costs at most one lease:
+-- the parked events are due again when the lease they waited behind runs out.
+--
+-- The parked events behind a lease, per resource in order: what an outcome looks up to wake the next one. Empty
+-- unless a resource has a backlog, so for the usual event the lookup reads an all but empty index.
+CREATE INDEX inbox_queue_behind_idx ON inbox_queue (resource_key, seq) WHERE parked AND owed IS NULL;
