@@ -4,10 +4,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchSchema, databaseUrl, dropSchemas } from '../lib/database.js';
+import { type CpuPerRequest, cpuPerRequest, readCpu } from '../lib/cpu.js';
 import { type LoadResult, SECRET, sendDeliveries } from '../lib/load.js';
 import { freePort, payhooksArgs, type Server, startServer, tsxArgs } from '../lib/processes.js';
 import type { Section } from '../lib/report.js';
 import { median, rounds, scale, times, whole } from '../lib/stats.js';
+
+/** A share as a whole percentage: 0.83 → 83%. */
+function percent(share: number): string {
+  return Number.isFinite(share) ? `${Math.round(share * 100)}%` : 'n/a';
+}
 
 const CONNECTIONS = 50;
 
@@ -15,6 +21,22 @@ interface Contender {
   name: string;
   start: () => Promise<Server>;
 }
+
+/** What the profiles of `serve` found, with their dates and machines: measured by hand, not by this run. */
+export const INGEST_PROFILES: readonly string[] = [
+  'Profiles (by hand, 28 Nov, AMD EPYC at 2.6 GHz, the same load): `node --cpu-prof` of `serve --role receiver` found it 28% ' +
+    'idle (waiting for its group commits); of the rest, 24% in the `writev` that sends a batch to PostgreSQL (its wall time, ' +
+    'which includes the loopback and the woken backend taking the core), 14% garbage collection, 4% the pg driver writing ' +
+    "the batch's arrays as text, 6% the HMAC and the body's SHA-256 (the ledger's), 5% `JSON.parse` of the body, 2 to 3% " +
+    'each for zod and Kysely. `EXPLAIN (ANALYZE, BUFFERS)` of the store statement for a batch of 50: 0.6 to 1.0 ms to ' +
+    'plan (it is planned for each batch: `plan_cache_mode = force_custom_plan`) and 4 to 5 ms to run, 80 to 100 µs per ' +
+    'event with the instrumentation (ledger row, history row with its body compressed by pglz, queue row from the ' +
+    'trigger, seven index entries). lz4 instead of pglz for the body made no difference beyond the spread (two runs of six batches each).',
+  'Earlier (Intel Xeon, 25 to 27 Nov): the process half idle under this load, PostgreSQL about 35 µs per stored event ' +
+    'unloaded; more batches at once (8 instead of 4) or a shorter batch wait (0 or 1 ms instead of 2) did not raise the ' +
+    'rate in an A/B run (8 at once: 6,500 req/s with a 2 ms wait, 6,391 with 1 ms, 6,109 with none; 4 with none: 5,964; ' +
+    'the defaults: 6,583), so they stay.',
+];
 
 export async function benchIngest(): Promise<Section> {
   const schemas = { serve: benchSchema('serve'), express: benchSchema('express'), baseline: benchSchema('baseline') };
@@ -62,6 +84,7 @@ export async function benchIngest(): Promise<Section> {
   ];
   const servers: Server[] = [];
   const results = new Map<string, LoadResult[]>();
+  const cpu = new Map<string, CpuPerRequest[]>();
   const key = (contender: number, mode: number) => `${contender}/${mode}`;
   try {
     for (const contender of contenders) {
@@ -79,6 +102,7 @@ export async function benchIngest(): Promise<Section> {
     for (let round = 0; round < rounds(); round++) {
       for (const [m, mode] of modes.entries()) {
         for (const [c, contender] of contenders.entries()) {
+          const before = readCpu(servers[c]!.child.pid);
           const result = await sendDeliveries({
             url: `${servers[c]!.url}/webhooks`,
             connections: CONNECTIONS,
@@ -88,7 +112,9 @@ export async function benchIngest(): Promise<Section> {
           });
           if (result.non2xx > 0 || result.errors > 0)
             console.warn(`  ${contender.name}, ${mode.name}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+          const used = cpuPerRequest(before, readCpu(servers[c]!.child.pid), result.requestsPerSecond * result.seconds);
           results.set(key(c, m), [...(results.get(key(c, m)) ?? []), result]);
+          cpu.set(key(c, m), [...(cpu.get(key(c, m)) ?? []), used]);
           console.info(
             `  ingest round ${round + 1}, ${mode.name}, ${contender.name}: ${whole(result.requestsPerSecond)} req/s, p99 ${result.p99Ms} ms`,
           );
@@ -103,11 +129,17 @@ export async function benchIngest(): Promise<Section> {
 
   const stat = (c: number, m: number) => {
     const runs = results.get(key(c, m)) ?? [];
+    const used = cpu.get(key(c, m)) ?? [];
     return {
       rps: median(runs.map((r) => r.requestsPerSecond)),
       p50: median(runs.map((r) => r.p50Ms)),
       p99: median(runs.map((r) => r.p99Ms)),
       non2xx: runs.reduce((sum, r) => sum + r.non2xx + r.errors, 0),
+      serverUs: median(used.map((u) => u.serverUs)),
+      postgresUs: median(used.map((u) => u.postgresUs)),
+      loadGeneratorUs: median(used.map((u) => u.loadGeneratorUs)),
+      machineUs: median(used.map((u) => u.machineUs)),
+      busy: median(used.map((u) => u.machineBusyShare)),
     };
   };
   const BASELINE = 2;
@@ -127,6 +159,10 @@ export async function benchIngest(): Promise<Section> {
         times(s.rps / ceiling.rps),
         times(s.rps / base.rps),
         whole(s.non2xx),
+        whole(s.serverUs),
+        whole(s.postgresUs),
+        whole(s.machineUs),
+        percent(s.busy),
       ]);
     }
   }
@@ -144,19 +180,34 @@ export async function benchIngest(): Promise<Section> {
       'data directory of its own). The no-storage ceiling ([servers/ceiling.ts](servers/ceiling.ts)) verifies the HMAC, parses the JSON and answers 200 ' +
       'without storing anything: no receiver that stores can pass it on this machine. Unique ids, then half of the deliveries repeating an id already sent in the run. ' +
       "The load generator shares the machine's 2 cores with the server and PostgreSQL, the same for every contender.",
-    header: ['deliveries', 'receiver', 'req/s', 'p50 ms', 'p99 ms', 'vs ceiling', 'vs baseline', 'non-2xx + errors'],
+    header: [
+      'deliveries',
+      'receiver',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'vs ceiling',
+      'vs baseline',
+      'non-2xx + errors',
+      'server CPU µs/req',
+      'PostgreSQL CPU µs/req',
+      'machine CPU µs/req',
+      'machine busy',
+    ],
     rows,
     notes: [
-      'What bounds `serve` against the ceiling: a delivery is answered only once the statement that stores it has committed ' +
-        '(a WAL flush on a disk shared with the other users of the server), and the load keeps 50 requests in flight, so the ' +
-        'rate is about 50 / (wait for a batch + statement + flush). On the Intel Xeon machine of 25 to 27 Nov, under this ' +
-        'load the process was about half idle (CPU ' +
-        'profile of `serve --role receiver`: 5.6 of 11.2 s idle), waiting for its group commits, and PostgreSQL spends about ' +
-        '35 µs per stored event unloaded (`EXPLAIN ANALYZE` of a batch of 50: ledger row, history row with its 2 KB body, ' +
-        'queue row, seven index entries). More batches at once (8 instead of 4) or a shorter batch wait (0 or 1 ms instead of ' +
-        '2) did not raise the rate in an A/B run there (8 at once: 6,500 req/s with a 2 ms wait, 6,391 with 1 ms, 6,109 with none; 4 ' +
-        'with none: 5,964; the defaults: 6,583), so ' +
-        'they stay. The ceiling waits for nothing.',
+      'CPU per answered request, medians of the rounds, read from /proc around each run: the server process (PGlite runs ' +
+        "inside it), all of PostgreSQL's processes (background ones included), and the machine as a whole, whose busy share " +
+        `is of both cores. The load generator (this process) spent ${whole(node.loadGeneratorUs)} µs per request on \`serve\` ` +
+        `and ${whole(ceiling.loadGeneratorUs)} on the ceiling.`,
+      `What bounds \`serve\` against the ceiling, measured in this run: the CPU of the machine's two cores, which the server, ` +
+        `PostgreSQL and the load generator share. The machine spent ${whole(node.machineUs)} µs per stored delivery ` +
+        `(${percent(node.busy)} busy) against ${whole(ceiling.machineUs)} per ceiling request (${percent(ceiling.busy)} busy): ` +
+        `the server ${whole(node.serverUs)} µs (the ceiling's ${whole(ceiling.serverUs)}), PostgreSQL ${whole(node.postgresUs)} ` +
+        `(${times(node.postgresUs / ceiling.machineUs)} a whole ceiling request). For 0.5x the ceiling at that load the machine ` +
+        `could spend about ${whole((2 * ceiling.machineUs * node.busy) / ceiling.busy)} µs per delivery; PostgreSQL and the load ` +
+        `generator alone spent ${whole(node.postgresUs + node.loadGeneratorUs)}.`,
+      ...INGEST_PROFILES,
     ],
     targets: [
       { text: `node:http (\`serve\`) ≥ 0.5x the no-storage ceiling: ${ofCeiling(node)}`, met: node.rps / ceiling.rps >= 0.5 },
