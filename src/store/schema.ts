@@ -42,7 +42,10 @@ export interface InboxQueueTable {
    * (not run yet, replayed, or failed outside any handler) holds back every handler of the later events.
    */
   owed: ColumnType<string[] | null, string[] | null | undefined, string[] | null>;
-  /** migrations/005: waits only for earlier events of its resource; their outcomes move its `run_at`. */
+  /**
+   * Waits only for earlier events of its resource; their outcomes move its `run_at`. With `owed` (migrations/005): it
+   * ran what it could; without (migrations/013): set aside, never run, behind a leased event, until that lease's end.
+   */
   parked: Generated<boolean>;
   /** migrations/009: the event's receipt time, so that its history row is reached in one partition. */
   received_at: Date;
