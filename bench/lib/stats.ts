@@ -16,6 +16,11 @@ export function times(value: number): string {
   return Number.isFinite(value) ? `${value.toFixed(2)}x` : 'n/a';
 }
 
+/** A share as a whole percentage: 0.83 → 83%. */
+export function percent(share: number): string {
+  return Number.isFinite(share) ? `${Math.round(share * 100)}%` : 'n/a';
+}
+
 /** How many rounds each comparison runs; at least 3, so that a median means something. */
 export function rounds(): number {
   const fromEnv = Number(process.env.BENCH_ROUNDS ?? 3);

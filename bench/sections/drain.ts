@@ -212,7 +212,7 @@ async function drainWithGraphile(schema: string, backlog: number): Promise<numbe
  * BUFFERS) of its two statements and the per-event cost section: said with the table, so that a miss says why. Each
  * figure names the machine and day it was measured on; the table above it is the run's own.
  */
-export const BOUNDS: readonly string[] = [
+const BOUNDS: readonly string[] = [
   'What bounds the drain (CPU profiles of `serve --role worker`, `EXPLAIN (ANALYZE, BUFFERS)` of its claim and outcome ' +
     'statements, and the [per-event cost](#per-event-cost)):',
   [

@@ -8,12 +8,7 @@ import { type CpuPerRequest, cpuPerRequest, readCpu } from '../lib/cpu.js';
 import { type LoadResult, SECRET, sendDeliveries } from '../lib/load.js';
 import { freePort, payhooksArgs, type Server, startServer, tsxArgs } from '../lib/processes.js';
 import type { Section } from '../lib/report.js';
-import { median, rounds, scale, times, whole } from '../lib/stats.js';
-
-/** A share as a whole percentage: 0.83 → 83%. */
-function percent(share: number): string {
-  return Number.isFinite(share) ? `${Math.round(share * 100)}%` : 'n/a';
-}
+import { median, percent, rounds, scale, times, whole } from '../lib/stats.js';
 
 const CONNECTIONS = 50;
 
@@ -23,7 +18,7 @@ interface Contender {
 }
 
 /** What the profiles of `serve` found, with their dates and machines: measured by hand, not by this run. */
-export const INGEST_PROFILES: readonly string[] = [
+const INGEST_PROFILES: readonly string[] = [
   'Profiles (by hand, 28 Nov, AMD EPYC at 2.6 GHz, the same load): `node --cpu-prof` of `serve --role receiver` found it 28% ' +
     'idle (waiting for its group commits); of the rest, 24% in the `writev` that sends a batch to PostgreSQL (its wall time, ' +
     'which includes the loopback and the woken backend taking the core), 14% garbage collection, 4% the pg driver writing ' +

@@ -215,6 +215,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
        where exists (select 1 from ${queue} b where b.parked and b.owed is null)
     ),
     woken as (
+      -- The conditions again, on the row as it is when locked: another statement may have claimed it meanwhile.
       update ${queue} p
          set parked = false, run_at = now()
        where p.event_id = any(array(select event_id from next_behind)) and p.parked and p.owed is null and p.lease_owner is null
