@@ -61,12 +61,18 @@ function machineSeconds(): { busy: number; total: number } {
   }
 }
 
-/** The counters now, for the server process `serverPid`. */
-export function readCpu(serverPid: number | undefined): CpuReading {
+/**
+ * The counters now; `server` sums the processes `serverPids` (a drain's workers: one or two), NaN when none is given
+ * or one could not be read.
+ */
+export function readCpu(serverPids: readonly (number | undefined)[]): CpuReading {
   const own = process.cpuUsage();
   const machine = machineSeconds();
   return {
-    server: serverPid === undefined ? Number.NaN : processSeconds(serverPid),
+    server:
+      serverPids.length === 0
+        ? Number.NaN
+        : serverPids.reduce<number>((sum, pid) => sum + (pid === undefined ? Number.NaN : processSeconds(pid)), 0),
     postgres: postgresSeconds(),
     loadGenerator: (own.user + own.system) / 1e6,
     machineBusy: machine.busy,

@@ -5,11 +5,12 @@ import { openDatabase } from '../../src/store/database.js';
 import { ensureHistoryPartitions } from '../../src/store/history-partitions.js';
 import { storeEvents } from '../../src/store/inbox.js';
 import { migrate } from '../../src/store/migrate.js';
+import { type CpuPerRequest, cpuPerRequest, readCpu } from '../lib/cpu.js';
 import { benchSchema, checkpoint, databaseUrl, dropSchemas, withClient } from '../lib/database.js';
 import { deliveryBody } from '../lib/load.js';
 import { freePort, payhooksArgs, startServer, tsxArgs } from '../lib/processes.js';
 import type { Section } from '../lib/report.js';
-import { median, rounds, scaled, times, whole } from '../lib/stats.js';
+import { median, percent, rounds, scaled, times, whole } from '../lib/stats.js';
 
 const HISTORY = scaled(1_000_000);
 const BACKLOGS = [scaled(30_000), scaled(100_000)];
@@ -107,17 +108,29 @@ async function whenDrained(countSql: string): Promise<number> {
   });
 }
 
+/** One measured drain: its rate, and the CPU per event of the workers, PostgreSQL and the machine while it ran. */
+export interface DrainRun {
+  rate: number;
+  cpu: CpuPerRequest;
+}
+
 /**
  * Stores the backlog with `enqueue` while workers already run, and measures as the issue does: jobs / (first finished ..
  * last finished), the remaining count read by SQL every 100 ms. The first job can finish no earlier than the commit
  * that makes the backlog visible, so the span starts there (never shorter than the true one) and ends at the first
- * poll that finds nothing left.
+ * poll that finds nothing left. The CPU is read over the same span: `workerPids`' processes, PostgreSQL's, the machine's.
  */
-async function measureDrain(backlog: number, enqueue: () => Promise<void>, countSql: string): Promise<number> {
+async function measureDrain(
+  backlog: number,
+  enqueue: () => Promise<void>,
+  countSql: string,
+  workerPids: readonly (number | undefined)[],
+): Promise<DrainRun> {
   await enqueue();
   const committed = performance.now();
+  const before = readCpu(workerPids);
   const emptied = await whenDrained(countSql);
-  return (backlog / (emptied - committed)) * 1000;
+  return { rate: (backlog / (emptied - committed)) * 1000, cpu: cpuPerRequest(before, readCpu(workerPids), backlog) };
 }
 
 /** Events each run's workers drain first, unmeasured, so that the measured drain runs warm (V8 has optimised the path). */
@@ -131,7 +144,7 @@ export interface DrainHandlers {
 
 /**
  * Drains the backlog with `processes` workers, started and warmed up beforehand; events/s measured by
- * {@link measureDrain}, after checking that every event of the backlog is done. The workers run one no-op handler
+ * {@link measureDrain} (with the CPU it took), after checking that every event of the backlog is done. The workers run one no-op handler
  * unless `handlers` says otherwise; `nodeArgs` go before the CLI's (`--import` of a tracing setup, say); with
  * `oneResource`, the measured backlog is all of that one invoice.
  */
@@ -145,7 +158,7 @@ export async function drainWithWorkers(
     nodeArgs = [],
     oneResource,
   }: { handlers?: DrainHandlers; nodeArgs?: readonly string[]; oneResource?: string } = {},
-): Promise<number> {
+): Promise<DrainRun> {
   const env = { ...handlers.env, DATABASE_URL: databaseUrl, PAYHOOKS_SCHEMA: schema };
   const countSql = `select count(*) as n from "${schema}".inbox_queue`;
   const workers = await Promise.all(
@@ -153,12 +166,17 @@ export async function drainWithWorkers(
       startServer([...nodeArgs, ...payhooksArgs('serve', '--role', 'worker', '--handlers', handlers.module)], env, await freePort()),
     ),
   );
-  let rate: number;
+  let run: DrainRun;
   try {
     await storeBacklog(schema, `${runId}w`, WARM_UP);
     await whenDrained(countSql);
     await checkpoint();
-    rate = await measureDrain(backlog, () => storeBacklog(schema, runId, backlog, { oneResource }), countSql);
+    run = await measureDrain(
+      backlog,
+      () => storeBacklog(schema, runId, backlog, { oneResource }),
+      countSql,
+      workers.map((worker) => worker.child.pid),
+    );
   } finally {
     await Promise.all(workers.map((worker) => worker.stop()));
   }
@@ -170,7 +188,7 @@ export async function drainWithWorkers(
     const { n, done } = rows[0] as { n: string; done: string };
     if (Number(done) !== backlog) throw new Error(`drain: ${done} of ${n} events done, expected ${backlog}`);
   });
-  return rate;
+  return run;
 }
 
 /** A schema for graphile-worker's tables (it makes them when its runner starts). */
@@ -190,7 +208,7 @@ async function addJobs(schema: string, count: number): Promise<void> {
 }
 
 /** graphile-worker drains the same backlog of no-op jobs, measured the same way. */
-async function drainWithGraphile(schema: string, backlog: number): Promise<number> {
+async function drainWithGraphile(schema: string, backlog: number): Promise<DrainRun> {
   const worker = await startServer(
     tsxArgs('bench/servers/graphile-worker.ts'),
     { DATABASE_URL: databaseUrl, BENCH_SCHEMA: schema },
@@ -201,7 +219,7 @@ async function drainWithGraphile(schema: string, backlog: number): Promise<numbe
     await addJobs(schema, WARM_UP);
     await whenDrained(countSql);
     await checkpoint();
-    return await measureDrain(backlog, () => addJobs(schema, backlog), countSql);
+    return await measureDrain(backlog, () => addJobs(schema, backlog), countSql, [worker.child.pid]);
   } finally {
     await worker.stop();
   }
@@ -234,6 +252,19 @@ const BOUNDS: readonly string[] = [
       "2.7 KB, the outcome statement's arrays written out as text 2.2 KB, the parsed body 1.2 KB, the OpenTelemetry " +
       "API's no-op spans 1.7 KB. Those spans are gone since (no API span without a registered tracer provider: 49.7 " +
       'to 46.3 µs per event, A/B of 4 rounds on an AMD EPYC at 2.6 GHz, 27 Nov).',
+    '- **Where the collections come from** (by hand, AMD EPYC at 2.1 GHz, 28 Nov; backlog 30,000, one process). ' +
+      'PostgreSQL spent about as much per event as per graphile-worker job (105 to 118 µs against 94 to 139, the ' +
+      "CPU columns above measure it in every run); the gap is the worker's own CPU (78 to 93 µs against 48 to 53). " +
+      '`--trace-gc-nvp`: 72 young-generation collections in a drain of 35,000, 1.2 s of pauses, 545 MB copied, about ' +
+      "15 KB per event: 45 to 60% of what the worker allocates is still alive when a collection comes. V8's sampling " +
+      'heap profiler, keeping only what no young collection freed: the strings of the claimed rows (86% of them ' +
+      'survive, the body with them) and the parsed bodies. A young generation four times larger ' +
+      '(`--max-semi-space-size=64`) cut the collections to 30 but the copied bytes only to 408 MB, at the same rate ' +
+      '(9,221 and 9,018 against 9,017 and 9,154 events/s); a prefetch of 100 or 250 instead of 1,000, or outcome ' +
+      'batches of 100 instead of 1,000, left the surviving bytes as they were (485 to 530 MB) and cost more claims ' +
+      '(6,335 and 6,558 against 7,822 and 7,820 events/s at 250). The bytes live because each claim brings hundreds ' +
+      'of events at once and runs them in one burst, whose allocation is what triggers the collection mid-burst: ' +
+      'cutting that means claiming and running without the batches that make the database side cheap.',
     '- **Two shared cores.** The workers, PostgreSQL, graphile-worker and the poller share them: read the ratio, ' +
       'measured in the same run, rather than the rates. The ratio moves with the machine: graphile-worker gains more ' +
       'from faster cores than payhooks does (without history: 0.86x to 0.89x on the EPYC at 2.1 GHz, 0.72x to 0.81x ' +
@@ -278,11 +309,34 @@ const BOUNDS: readonly string[] = [
   ].join('\n'),
 ];
 
+/** The medians of some runs, each figure on its own. */
+interface MedianRun {
+  rate: number;
+  workerUs: number;
+  postgresUs: number;
+  machineUs: number;
+  busy: number;
+}
+
+function medianRun(runs: readonly DrainRun[]): MedianRun {
+  return {
+    rate: median(runs.map((r) => r.rate)),
+    workerUs: median(runs.map((r) => r.cpu.serverUs)),
+    postgresUs: median(runs.map((r) => r.cpu.postgresUs)),
+    machineUs: median(runs.map((r) => r.cpu.machineUs)),
+    busy: median(runs.map((r) => r.cpu.machineBusyShare)),
+  };
+}
+
+function cpuColumns(run: MedianRun): string[] {
+  return [whole(run.workerUs), whole(run.postgresUs), whole(run.machineUs), percent(run.busy)];
+}
+
 export async function benchDrain(): Promise<Section> {
   const rows: string[][] = [];
   const schemas: string[] = [];
   /** One payhooks process against graphile-worker, per backlog and history. */
-  const versus: { backlog: number; history: number; ratio: number }[] = [];
+  const versus: { backlog: number; history: number; ratio: number; payhooks: MedianRun; graphile: MedianRun }[] = [];
   const twoBeatOne: boolean[] = [];
   let busy: { one: number; distinct: number };
   try {
@@ -295,40 +349,48 @@ export async function benchDrain(): Promise<Section> {
       const graphile = graphileSchema();
       schemas.push(graphile);
       for (const backlog of BACKLOGS) {
-        const rates = new Map<number, number[]>(PROCESSES.map((p) => [p, []]));
-        const graphileRates: number[] = [];
+        const runs = new Map<number, DrainRun[]>(PROCESSES.map((p) => [p, []]));
+        const graphileRuns: DrainRun[] = [];
         for (let round = 0; round < rounds(); round++) {
           for (const processes of PROCESSES) {
             const schema = sharedPayhooks ?? (await payhooksSchema(0));
             if (!sharedPayhooks) schemas.push(schema);
             const runId = `d${history > 0 ? 'h' : 'n'}${backlog}p${processes}r${round}`;
-            const rate = await drainWithWorkers(schema, runId, backlog, processes);
-            rates.get(processes)!.push(rate);
+            const run = await drainWithWorkers(schema, runId, backlog, processes);
+            runs.get(processes)!.push(run);
             console.info(
-              `  drain round ${round + 1}, backlog ${whole(backlog)}, history ${whole(history)}, payhooks ${processes} process(es): ${whole(rate)} events/s`,
+              `  drain round ${round + 1}, backlog ${whole(backlog)}, history ${whole(history)}, payhooks ${processes} process(es): ${whole(run.rate)} events/s`,
             );
             if (!sharedPayhooks) await dropSchemas([schema]);
           }
-          const graphileRate = await drainWithGraphile(graphile, backlog);
-          graphileRates.push(graphileRate);
+          const graphileRun = await drainWithGraphile(graphile, backlog);
+          graphileRuns.push(graphileRun);
           console.info(
-            `  drain round ${round + 1}, backlog ${whole(backlog)}, history ${whole(history)}, graphile-worker: ${whole(graphileRate)} jobs/s`,
+            `  drain round ${round + 1}, backlog ${whole(backlog)}, history ${whole(history)}, graphile-worker: ${whole(graphileRun.rate)} jobs/s`,
           );
         }
-        const reference = median(graphileRates);
+        const reference = medianRun(graphileRuns);
         for (const processes of PROCESSES) {
-          const rate = median(rates.get(processes)!);
+          const run = medianRun(runs.get(processes)!);
           rows.push([
             whole(backlog),
             whole(history),
             `payhooks serve --role worker, ${processes} process${processes > 1 ? 'es' : ''}`,
-            whole(rate),
-            times(rate / reference),
+            whole(run.rate),
+            times(run.rate / reference.rate),
+            ...cpuColumns(run),
           ]);
-          if (processes === 1) versus.push({ backlog, history, ratio: rate / reference });
+          if (processes === 1) versus.push({ backlog, history, ratio: run.rate / reference.rate, payhooks: run, graphile: reference });
         }
-        rows.push([whole(backlog), whole(history), 'graphile-worker 0.17.3, 1 process', whole(reference), '1.00x']);
-        twoBeatOne.push(median(rates.get(2)!) > median(rates.get(1)!));
+        rows.push([
+          whole(backlog),
+          whole(history),
+          'graphile-worker 0.17.3, 1 process',
+          whole(reference.rate),
+          '1.00x',
+          ...cpuColumns(reference),
+        ]);
+        twoBeatOne.push(medianRun(runs.get(2)!).rate > medianRun(runs.get(1)!).rate);
       }
     }
     busy = await drainOneResource(schemas);
@@ -348,9 +410,30 @@ export async function benchDrain(): Promise<Section> {
       `found none left; medians of ${rounds()} runs. Every worker is started and drains ${whole(WARM_UP)} first, unmeasured (warm processes), then a CHECKPOINT. ` +
       `History: finished events already stored (${whole(HISTORY)} written in bulk before the first run; each run's backlog adds to it). ` +
       'graphile-worker deletes finished jobs, so its history is only what earlier runs in the same schema left behind.',
-    header: ['backlog', 'history', 'worker', 'events (jobs)/s', 'vs graphile-worker'],
+    header: [
+      'backlog',
+      'history',
+      'worker',
+      'events (jobs)/s',
+      'vs graphile-worker',
+      'worker CPU µs/event',
+      'PostgreSQL CPU µs/event',
+      'machine CPU µs/event',
+      'machine busy',
+    ],
     rows,
     notes: [
+      'CPU per event over the measured span, medians of the runs, read from /proc: the worker processes (payhooks, or ' +
+        "graphile-worker's), all of PostgreSQL's processes (background ones included), and the machine as a whole, whose " +
+        'busy share is of both cores (the poller, this process, is part of it).',
+      `What bounds one process against graphile-worker, measured in this run: ${versus
+        .map(
+          (v) =>
+            `backlog ${whole(v.backlog)}, history ${whole(v.history)}: the worker ${whole(v.payhooks.workerUs)} µs per event against ` +
+            `${whole(v.graphile.workerUs)} per job, PostgreSQL ${whole(v.payhooks.postgresUs)} against ${whole(v.graphile.postgresUs)}, ` +
+            `the machine ${whole(v.payhooks.machineUs)} (${percent(v.payhooks.busy)} busy) against ${whole(v.graphile.machineUs)} (${percent(v.graphile.busy)})`,
+        )
+        .join('; ')}.`,
       ...BOUNDS,
       `One busy resource: ${whole(ONE_RESOURCE_BACKLOG)} events of one invoice, which run one at a time, drained by one process at ` +
         `${whole(busy.one)} events/s, against ${whole(busy.distinct)} for as many events of distinct invoices (medians of ${rounds()}, ` +
@@ -382,7 +465,7 @@ async function drainOneResource(schemas: string[]): Promise<{ one: number; disti
       const schema = await payhooksSchema(0);
       schemas.push(schema);
       const runId = `b${busy ? 'o' : 'd'}r${round}`;
-      const rate = await drainWithWorkers(schema, runId, ONE_RESOURCE_BACKLOG, 1, {
+      const { rate } = await drainWithWorkers(schema, runId, ONE_RESOURCE_BACKLOG, 1, {
         oneResource: busy ? `busy_${runId}` : undefined,
       });
       (busy ? one : distinct).push(rate);

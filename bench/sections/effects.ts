@@ -18,7 +18,7 @@ export async function benchEffects(): Promise<Section> {
       for (const steps of STEPS) {
         const schema = await payhooksSchema(0);
         schemas.push(schema);
-        const rate = await drainWithWorkers(schema, `e${steps}r${round}`, BACKLOG, 1, {
+        const { rate } = await drainWithWorkers(schema, `e${steps}r${round}`, BACKLOG, 1, {
           handlers: { module: 'bench/effect-handlers.mjs', env: { BENCH_EFFECT_STEPS: String(steps) } },
         });
         rates.get(steps)!.push(rate);

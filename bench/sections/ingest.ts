@@ -97,7 +97,7 @@ export async function benchIngest(): Promise<Section> {
     for (let round = 0; round < rounds(); round++) {
       for (const [m, mode] of modes.entries()) {
         for (const [c, contender] of contenders.entries()) {
-          const before = readCpu(servers[c]!.child.pid);
+          const before = readCpu([servers[c]!.child.pid]);
           const result = await sendDeliveries({
             url: `${servers[c]!.url}/webhooks`,
             connections: CONNECTIONS,
@@ -107,7 +107,7 @@ export async function benchIngest(): Promise<Section> {
           });
           if (result.non2xx > 0 || result.errors > 0)
             console.warn(`  ${contender.name}, ${mode.name}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
-          const used = cpuPerRequest(before, readCpu(servers[c]!.child.pid), result.requestsPerSecond * result.seconds);
+          const used = cpuPerRequest(before, readCpu([servers[c]!.child.pid]), result.requestsPerSecond * result.seconds);
           results.set(key(c, m), [...(results.get(key(c, m)) ?? []), result]);
           cpu.set(key(c, m), [...(cpu.get(key(c, m)) ?? []), used]);
           console.info(

@@ -58,7 +58,7 @@ export async function benchTracing(): Promise<Section> {
       for (const [v, variant] of VARIANTS.entries()) {
         const schema = await payhooksSchema(0);
         drainSchemas.push(schema);
-        const rate = await drainWithWorkers(schema, `tr${round}${v}`, BACKLOG, 1, { nodeArgs: variant.nodeArgs });
+        const { rate } = await drainWithWorkers(schema, `tr${round}${v}`, BACKLOG, 1, { nodeArgs: variant.nodeArgs });
         drain[v]!.push(rate);
         console.info(`  tracing drain round ${round + 1}, ${variant.name}: ${whole(rate)} events/s`);
         await dropSchemas([schema]);
