@@ -65,7 +65,8 @@ export interface ClaimOptions {
  * already settled it, so a run needs no further query before its handlers start.
  *
  * The due, never-run events of a leased event's key queued behind it are set aside (parked) until its lease runs out,
- * so that later claims do not walk them while it runs; its outcome wakes the next one (recordOutcomes).
+ * so that later claims do not walk them while it runs (a heartbeat that extends the lease extends their wait:
+ * extendLeases); its outcome wakes the next one (recordOutcomes).
  *
  * @example
  * const events = await claimEvents(store, { workerId: 'host:123', limit: 10, leaseMs: 60_000 });

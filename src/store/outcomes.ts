@@ -233,7 +233,9 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
 
 /**
  * Pushes the leases of `eventIds` forward by `leaseMs`, in one statement; resolves to those still held by
- * `workerId` (an event missing from it was taken by another worker after its lease ran out).
+ * `workerId` (an event missing from it was taken by another worker after its lease ran out). The events a claim set
+ * aside behind one of them (claim.ts) stay aside until the new end of its lease: a run longer than its first lease
+ * does not leave them due, for every claim to walk while it runs.
  *
  * @example
  * const held = await extendLeases(store, 'host:1', ['evt_1', 'evt_2'], 60_000);
@@ -245,13 +247,25 @@ export async function extendLeases(
   leaseMs: number,
 ): Promise<Set<string>> {
   if (eventIds.length === 0) return new Set();
-  const rows = await store.db
-    .updateTable('inbox_queue')
-    .set({ run_at: sql`now() + make_interval(secs => ${leaseMs / 1000})` })
-    .where('event_id', '=', sql<string>`any(${[...eventIds]}::text[])`)
-    .where('lease_owner', '=', workerId)
-    .returning('event_id')
-    .execute();
+  const queue = sql.id(store.schema, 'inbox_queue');
+  const { rows } = await sql<{ event_id: string }>`
+    with extended as (
+      update ${queue} q
+         set run_at = now() + make_interval(secs => ${leaseMs / 1000})
+       where q.event_id = any(${[...eventIds]}::text[]) and q.lease_owner = ${workerId}
+      returning q.event_id, q.resource_key, q.seq, q.run_at
+    ),
+    kept_aside as (
+      update ${queue} f
+         set run_at = e.run_at
+        from extended e
+       where f.resource_key = e.resource_key and f.seq > e.seq and f.parked and f.owed is null and f.lease_owner is null
+         and f.run_at < e.run_at
+         -- One look at the (usually empty) index of set-aside events, rather than a probe per held event.
+         and exists (select 1 from ${queue} b where b.parked and b.owed is null)
+    )
+    select event_id from extended
+  `.execute(store.db);
   return new Set(rows.map((row) => row.event_id));
 }
 

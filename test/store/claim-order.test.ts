@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { exampleEvent } from '../../src/events/index.js';
 import { claimEvents } from '../../src/store/claim.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
-import { recordOutcomes } from '../../src/store/outcomes.js';
+import { extendLeases, recordOutcomes } from '../../src/store/outcomes.js';
 import { putEvents, setState } from '../helpers/inbox.js';
 import { backends, dispose } from '../helpers/stores.js';
 
@@ -105,6 +105,25 @@ describe.each(backends)('the claim’s order per resource ($name)', (backend) =>
     await recordOutcomes(db, 'w2', [{ kind: 'finished', eventId: 'evt_1', status: 'done', lastError: null }]);
     expect(await claimIds(db)).toEqual(['evt_2']);
   });
+
+  it.skipIf(!backend.available)(
+    'events set aside behind a lease stay aside while it is extended, and the outcome wakes the next',
+    async () => {
+      const db = await backend.open();
+      store = db;
+      await putEvents(
+        db,
+        ['evt_1', 'evt_2', 'evt_3'].map((id) => ofCustomer(id, 'cus_1')),
+      );
+      expect((await claimEvents(db, { workerId: 'w', limit: 10, leaseMs: 300 })).map((event) => event.eventId)).toEqual(['evt_1']);
+      // The run outlasts its first lease: the heartbeat extends it, and the events behind it with it.
+      expect([...(await extendLeases(db, 'w', ['evt_1'], 60_000))]).toEqual(['evt_1']);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(await dueOf(db, 'cus_1')).toEqual([]);
+      await finish(db, ['evt_1']);
+      expect(await claimIds(db)).toEqual(['evt_2']);
+    },
+  );
 
   it.skipIf(!backend.available)(
     'the first queued event of a resource waits while a later one, committed before it, holds a live lease',
