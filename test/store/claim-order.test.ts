@@ -87,14 +87,20 @@ describe.each(backends)('the claim’s order per resource ($name)', (backend) =>
     },
   );
 
-  it.skipIf(!backend.available)('events set aside behind a lease are due again when it runs out, in order behind it', async () => {
+  /** Three events of customer cus_1 stored, and the first claimed by worker `w` with a lease of `leaseMs`. */
+  const leaseFirstOfThree = async (leaseMs: number) => {
     const db = await backend.open();
     store = db;
     await putEvents(
       db,
       ['evt_1', 'evt_2', 'evt_3'].map((id) => ofCustomer(id, 'cus_1')),
     );
-    expect((await claimEvents(db, { workerId: 'w', limit: 10, leaseMs: 300 })).map((event) => event.eventId)).toEqual(['evt_1']);
+    expect((await claimEvents(db, { workerId: 'w', limit: 10, leaseMs })).map((event) => event.eventId)).toEqual(['evt_1']);
+    return db;
+  };
+
+  it.skipIf(!backend.available)('events set aside behind a lease are due again when it runs out, in order behind it', async () => {
+    const db = await leaseFirstOfThree(300);
     expect(await dueOf(db, 'cus_1')).toEqual([]);
     // Its worker died: no outcome will wake them. They are due with the expired lease, and evt_1 still goes first.
     await new Promise((resolve) => setTimeout(resolve, 400));
@@ -109,13 +115,7 @@ describe.each(backends)('the claim’s order per resource ($name)', (backend) =>
   it.skipIf(!backend.available)(
     'events set aside behind a lease stay aside while it is extended, and the outcome wakes the next',
     async () => {
-      const db = await backend.open();
-      store = db;
-      await putEvents(
-        db,
-        ['evt_1', 'evt_2', 'evt_3'].map((id) => ofCustomer(id, 'cus_1')),
-      );
-      expect((await claimEvents(db, { workerId: 'w', limit: 10, leaseMs: 300 })).map((event) => event.eventId)).toEqual(['evt_1']);
+      const db = await leaseFirstOfThree(300);
       // The run outlasts its first lease: the heartbeat extends it, and the events behind it with it.
       expect([...(await extendLeases(db, 'w', ['evt_1'], 60_000))]).toEqual(['evt_1']);
       await new Promise((resolve) => setTimeout(resolve, 400));
