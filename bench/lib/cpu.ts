@@ -1,6 +1,7 @@
 // Where a run's CPU went, read from /proc (Linux): the server under load, PostgreSQL's processes, this process (the
 // load generator) and the machine as a whole. Elsewhere every reading is NaN and the report says n/a.
 import { readdirSync, readFileSync } from 'node:fs';
+import { median } from './stats.js';
 
 /** Clock ticks per second of /proc's CPU counters (USER_HZ, 100 on Linux). */
 const TICKS = 100;
@@ -97,5 +98,17 @@ export function cpuPerRequest(before: CpuReading, after: CpuReading, requests: n
     loadGeneratorUs: us(after.loadGenerator - before.loadGenerator),
     machineUs: us(after.machineBusy - before.machineBusy),
     machineBusyShare: (after.machineBusy - before.machineBusy) / (after.machineTotal - before.machineTotal),
+  };
+}
+
+/** The median of each figure of some runs' readings, on its own. */
+export function medianCpu(readings: readonly CpuPerRequest[]): CpuPerRequest {
+  const of = (figure: keyof CpuPerRequest) => median(readings.map((reading) => reading[figure]));
+  return {
+    serverUs: of('serverUs'),
+    postgresUs: of('postgresUs'),
+    loadGeneratorUs: of('loadGeneratorUs'),
+    machineUs: of('machineUs'),
+    machineBusyShare: of('machineBusyShare'),
   };
 }

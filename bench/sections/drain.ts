@@ -5,7 +5,7 @@ import { openDatabase } from '../../src/store/database.js';
 import { ensureHistoryPartitions } from '../../src/store/history-partitions.js';
 import { storeEvents } from '../../src/store/inbox.js';
 import { migrate } from '../../src/store/migrate.js';
-import { type CpuPerRequest, cpuPerRequest, readCpu } from '../lib/cpu.js';
+import { type CpuPerRequest, cpuPerRequest, medianCpu, readCpu } from '../lib/cpu.js';
 import { benchSchema, checkpoint, databaseUrl, dropSchemas, withClient } from '../lib/database.js';
 import { deliveryBody } from '../lib/load.js';
 import { freePort, payhooksArgs, startServer, tsxArgs } from '../lib/processes.js';
@@ -315,24 +315,15 @@ const BOUNDS: readonly string[] = [
 /** The medians of some runs, each figure on its own. */
 interface MedianRun {
   rate: number;
-  workerUs: number;
-  postgresUs: number;
-  machineUs: number;
-  busy: number;
+  cpu: CpuPerRequest;
 }
 
 function medianRun(runs: readonly DrainRun[]): MedianRun {
-  return {
-    rate: median(runs.map((r) => r.rate)),
-    workerUs: median(runs.map((r) => r.cpu.serverUs)),
-    postgresUs: median(runs.map((r) => r.cpu.postgresUs)),
-    machineUs: median(runs.map((r) => r.cpu.machineUs)),
-    busy: median(runs.map((r) => r.cpu.machineBusyShare)),
-  };
+  return { rate: median(runs.map((r) => r.rate)), cpu: medianCpu(runs.map((r) => r.cpu)) };
 }
 
-function cpuColumns(run: MedianRun): string[] {
-  return [whole(run.workerUs), whole(run.postgresUs), whole(run.machineUs), percent(run.busy)];
+function cpuColumns({ cpu }: MedianRun): string[] {
+  return [whole(cpu.serverUs), whole(cpu.postgresUs), whole(cpu.machineUs), percent(cpu.machineBusyShare)];
 }
 
 export async function benchDrain(): Promise<Section> {
@@ -432,9 +423,10 @@ export async function benchDrain(): Promise<Section> {
       `What bounds one process against graphile-worker, measured in this run: ${versus
         .map(
           (v) =>
-            `backlog ${whole(v.backlog)}, history ${whole(v.history)}: the worker ${whole(v.payhooks.workerUs)} µs per event against ` +
-            `${whole(v.graphile.workerUs)} per job, PostgreSQL ${whole(v.payhooks.postgresUs)} against ${whole(v.graphile.postgresUs)}, ` +
-            `the machine ${whole(v.payhooks.machineUs)} (${percent(v.payhooks.busy)} busy) against ${whole(v.graphile.machineUs)} (${percent(v.graphile.busy)})`,
+            `backlog ${whole(v.backlog)}, history ${whole(v.history)}: the worker ${whole(v.payhooks.cpu.serverUs)} µs per event against ` +
+            `${whole(v.graphile.cpu.serverUs)} per job, PostgreSQL ${whole(v.payhooks.cpu.postgresUs)} against ${whole(v.graphile.cpu.postgresUs)}, ` +
+            `the machine ${whole(v.payhooks.cpu.machineUs)} (${percent(v.payhooks.cpu.machineBusyShare)} busy) against ` +
+            `${whole(v.graphile.cpu.machineUs)} (${percent(v.graphile.cpu.machineBusyShare)})`,
         )
         .join('; ')}.`,
       ...BOUNDS,

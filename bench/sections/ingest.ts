@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchSchema, databaseUrl, dropSchemas } from '../lib/database.js';
-import { type CpuPerRequest, cpuPerRequest, readCpu } from '../lib/cpu.js';
+import { type CpuPerRequest, cpuPerRequest, medianCpu, readCpu } from '../lib/cpu.js';
 import { type LoadResult, SECRET, sendDeliveries } from '../lib/load.js';
 import { freePort, payhooksArgs, type Server, startServer, tsxArgs } from '../lib/processes.js';
 import type { Section } from '../lib/report.js';
@@ -124,17 +124,14 @@ export async function benchIngest(): Promise<Section> {
 
   const stat = (c: number, m: number) => {
     const runs = results.get(key(c, m)) ?? [];
-    const used = cpu.get(key(c, m)) ?? [];
+    const used = medianCpu(cpu.get(key(c, m)) ?? []);
     return {
       rps: median(runs.map((r) => r.requestsPerSecond)),
       p50: median(runs.map((r) => r.p50Ms)),
       p99: median(runs.map((r) => r.p99Ms)),
       non2xx: runs.reduce((sum, r) => sum + r.non2xx + r.errors, 0),
-      serverUs: median(used.map((u) => u.serverUs)),
-      postgresUs: median(used.map((u) => u.postgresUs)),
-      loadGeneratorUs: median(used.map((u) => u.loadGeneratorUs)),
-      machineUs: median(used.map((u) => u.machineUs)),
-      busy: median(used.map((u) => u.machineBusyShare)),
+      ...used,
+      busy: used.machineBusyShare,
     };
   };
   const BASELINE = 2;

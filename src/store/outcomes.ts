@@ -26,6 +26,20 @@ export async function markHandlerCompleted(
     .execute();
 }
 
+/**
+ * Whether queue row `alias` is set aside behind a lease (claim.ts): parked, owing nothing, not leased. The predicate of
+ * `inbox_queue_behind_idx` (migrations/013), which the outcome's wake and the heartbeat both look rows up by.
+ */
+function setAside(alias: string) {
+  const row = sql.raw(alias);
+  return sql`${row}.parked and ${row}.owed is null and ${row}.lease_owner is null`;
+}
+
+/** Whether any row of `queue` is set aside: one look at the (usually empty) index, rather than a probe per event. */
+function anySetAside(queue: ReturnType<typeof sql.id>) {
+  return sql`exists (select 1 from ${queue} b where b.parked and b.owed is null)`;
+}
+
 /** A final state an event leaves the queue in. */
 export type FinalStatus = 'done' | 'ignored' | 'invalid' | 'dead' | 'needs-review';
 
@@ -208,17 +222,16 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
         from settled s
         cross join lateral (
           select p.event_id from ${queue} p
-           where p.resource_key = s.resource_key and p.seq > s.seq and p.parked and p.owed is null and p.lease_owner is null
+           where p.resource_key = s.resource_key and p.seq > s.seq and ${setAside('p')}
            order by p.seq
            limit 1) n
-       -- One look at the (usually empty) index for the whole batch, rather than one per event.
-       where exists (select 1 from ${queue} b where b.parked and b.owed is null)
+       where ${anySetAside(queue)}
     ),
     woken as (
       -- The conditions again, on the row as it is when locked: another statement may have claimed it meanwhile.
       update ${queue} p
          set parked = false, run_at = now()
-       where p.event_id = any(array(select event_id from next_behind)) and p.parked and p.owed is null and p.lease_owner is null
+       where p.event_id = any(array(select event_id from next_behind)) and ${setAside('p')}
     )
     select event_id, 'finished' as kind from recorded
     union all
@@ -259,10 +272,8 @@ export async function extendLeases(
       update ${queue} f
          set run_at = e.run_at
         from extended e
-       where f.resource_key = e.resource_key and f.seq > e.seq and f.parked and f.owed is null and f.lease_owner is null
-         and f.run_at < e.run_at
-         -- One look at the (usually empty) index of set-aside events, rather than a probe per held event.
-         and exists (select 1 from ${queue} b where b.parked and b.owed is null)
+       where f.resource_key = e.resource_key and f.seq > e.seq and ${setAside('f')} and f.run_at < e.run_at
+         and ${anySetAside(queue)}
     )
     select event_id from extended
   `.execute(store.db);
