@@ -97,6 +97,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/operator-queries.test.ts',
     'test/store/per-handler-claim.test.ts',
     'test/store/prune-replay-race.test.ts',
+    'test/store/long-queue.test.ts',
     'test/store/store.test.ts',
     'test/store/statement-timeout.test.ts',
     'test/store/terminated-connection.test.ts',

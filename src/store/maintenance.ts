@@ -305,11 +305,14 @@ export async function pruneCutoff(store: PayhooksDatabase, olderThanMs: number):
  * claim, lease extensions, its removal), and a claim walks the dead index entries at the front of the queue until
  * vacuum clears them; where autovacuum is off or falls behind, the claim slows as the history grows. The queue
  * holds only the backlog, so this is cheap. SKIP_LOCKED: when another worker is vacuuming it, this one returns.
- * Without ownership of the table Postgres skips it with a warning; nothing fails.
+ * Without ownership of the table Postgres skips it with a warning; nothing fails. TRUNCATE false: giving the queue's
+ * empty end back to the file system takes a lock that stops every claim and outcome, and a vacuum waits up to 5 s for
+ * it (holding a pool connection); a draining queue would grow back at once. Autovacuum still gives the space back once
+ * the queue stays small.
  *
  * @example
  * await vacuumQueue(store); // the worker does this every QUEUE_VACUUM_EVERY outcomes
  */
 export async function vacuumQueue(store: PayhooksDatabase): Promise<void> {
-  await sql`vacuum (analyze, skip_locked) ${sql.id(store.schema, 'inbox_queue')}`.execute(store.db);
+  await sql`vacuum (analyze, skip_locked, truncate false) ${sql.id(store.schema, 'inbox_queue')}`.execute(store.db);
 }
