@@ -276,7 +276,31 @@ const BOUNDS: readonly string[] = [
       'process: 11,127 to 18,734 events/s on the EPYC at 2.6 GHz of 27 Nov; 11,824, 6,579 and 6,013 on the Xeon the ' +
       'same evening): each run writes WAL on top of the backlog, and checkpoints fall inside it. An A/B on fresh ' +
       'schemas with that history gave the build without prepared statements and the build with them the same rates ' +
-      'within the spread (11,090 and 8,743 against 13,385 and 8,942 events/s).',
+      'within the spread (11,090 and 8,743 against 13,385 and 8,942 events/s). On 28 Nov (EPYC at 2.1 GHz) one ' +
+      'schema with that history drained 30,000 at 4,794 to 6,235 events/s in four rounds just after it was made, ' +
+      "and at 7,660 to 9,158 in six rounds an hour later (PostgreSQL's CPU per event 171 to 229 µs, then 104 to " +
+      '131); another, just made, at 9,303 in its first round. Nothing tied the slow rounds to the history: autovacuum ' +
+      'never ran on the schema (pg_stat_user_tables), the kernel had written the bulk load back within 35 s ' +
+      "(/proc/meminfo), and the outcome's new row versions all went to the end of the partition (pages 126,372 to " +
+      "133,735 of 133,736, by ctid), not into free space among old rows. The same statements cost PostgreSQL's " +
+      'processes twice the CPU in some rounds, with nothing else running in it.',
+    '- **Plans** (28 Nov, EPYC at 2.1 GHz). auto_explain (`log_analyze`, `log_buffers`, 3% of statements) in a ' +
+      'draining worker, 1,000,000 of history and 26,000 queued: the claim walks the due index and reaches each row by ' +
+      "key, as intended; the outcome's delete read the whole queue (given 504 ids outright, the planner chose one " +
+      "pass over it: 10 to 15 ms of the statement's 43). Its ids, and the heartbeat's, now travel as an array the " +
+      'planner cannot count, and the delete probes the primary key (1.4 ms). No gain in the drain came of it: ' +
+      'medians of 7,736 events/s with the change and 8,287 without, all rounds within 7,591 to 8,640 (A/B, 4 ' +
+      'rounds each, backlog 30,000, no history), and outcome batches of 500 unloaded at 48 to 57 µs per event ' +
+      'against 54 to 58: while the queue is in shared buffers a pass over it costs little next to the per-row work. ' +
+      'A second A/B, backlog 100,000, 3 rounds each: 8,065 to 8,218 events/s before, 6,935 to 8,152 with the plans ' +
+      'alone, 6,782 to 7,915 with the plans and the change to the vacuum (below); the slow ones all ran together, minutes apart ' +
+      'from the rest, and the worker and PostgreSQL spent the same CPU per event in the quiet rounds of all three ' +
+      '(80 to 84 µs and 138 to 144). Kept for what a deeper queue would cost: the pass grows with the queue, per ' +
+      'batch. ' +
+      "pg_stat_activity sampled every 50 ms showed the worker's VACUUM of the queue waiting in " +
+      'Timeout:VacuumTruncate in most drains (up to 0.8 s, holding one of its connections): it now runs with ' +
+      '`TRUNCATE false`. A CPU profile of the worker draining 60,000: garbage collection 43% of its busy time, ' +
+      'JSON.parse of the bodies 9%, writes to the socket 5%.',
   ].join('\n'),
   'Cut by issue 27, in order:',
   [
