@@ -79,7 +79,7 @@ describe.each(backends)('a worker’s statements in a long queue ($name)', (back
   });
 
   // Giving the empty end of the file back takes a lock that stops every claim and outcome, and the vacuum waits up to
-  // 5 s for it; a queue that drained fills again. Autovacuum still gives the space back (no such option there).
+  // 5 s for it; a queue that drained fills again. Autovacuum, which keeps the table's default, still gives it back.
   it.skipIf(!backend.available)('the worker’s vacuum frees the queue’s emptied pages for reuse without giving them back', async () => {
     const queue = sql.id(store!.schema, 'inbox_queue');
     const size = async () =>
