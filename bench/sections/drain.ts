@@ -337,16 +337,11 @@ const BOUNDS: readonly string[] = [
 ];
 
 /** The medians of some runs, each figure on its own. */
-interface MedianRun {
-  rate: number;
-  cpu: CpuPerRequest;
-}
-
-function medianRun(runs: readonly DrainRun[]): MedianRun {
+function medianRun(runs: readonly DrainRun[]): DrainRun {
   return { rate: median(runs.map((r) => r.rate)), cpu: medianCpu(runs.map((r) => r.cpu)) };
 }
 
-function cpuColumns({ cpu }: MedianRun): string[] {
+function cpuColumns({ cpu }: DrainRun): string[] {
   return [whole(cpu.serverUs), whole(cpu.postgresUs), whole(cpu.machineUs), percent(cpu.machineBusyShare)];
 }
 
@@ -354,7 +349,7 @@ export async function benchDrain(): Promise<Section> {
   const rows: string[][] = [];
   const schemas: string[] = [];
   /** One payhooks process against graphile-worker, per backlog and history. */
-  const versus: { backlog: number; history: number; ratio: number; payhooks: MedianRun; graphile: MedianRun }[] = [];
+  const versus: { backlog: number; history: number; ratio: number; payhooks: DrainRun; graphile: DrainRun }[] = [];
   const twoBeatOne: boolean[] = [];
   let busy: { one: number; distinct: number };
   try {

@@ -131,7 +131,6 @@ export async function benchIngest(): Promise<Section> {
       p99: median(runs.map((r) => r.p99Ms)),
       non2xx: runs.reduce((sum, r) => sum + r.non2xx + r.errors, 0),
       ...used,
-      busy: used.machineBusyShare,
     };
   };
   const BASELINE = 2;
@@ -154,7 +153,7 @@ export async function benchIngest(): Promise<Section> {
         whole(s.serverUs),
         whole(s.postgresUs),
         whole(s.machineUs),
-        percent(s.busy),
+        percent(s.machineBusyShare),
       ]);
     }
   }
@@ -194,10 +193,10 @@ export async function benchIngest(): Promise<Section> {
         `and ${whole(ceiling.loadGeneratorUs)} on the ceiling.`,
       `What bounds \`serve\` against the ceiling, measured in this run: the CPU of the machine's two cores, which the server, ` +
         `PostgreSQL and the load generator share. The machine spent ${whole(node.machineUs)} µs per stored delivery ` +
-        `(${percent(node.busy)} busy) against ${whole(ceiling.machineUs)} per ceiling request (${percent(ceiling.busy)} busy): ` +
+        `(${percent(node.machineBusyShare)} busy) against ${whole(ceiling.machineUs)} per ceiling request (${percent(ceiling.machineBusyShare)} busy): ` +
         `the server ${whole(node.serverUs)} µs (the ceiling's ${whole(ceiling.serverUs)}), PostgreSQL ${whole(node.postgresUs)} ` +
         `(${times(node.postgresUs / ceiling.machineUs)} a whole ceiling request). For 0.5x the ceiling at that load the machine ` +
-        `could spend about ${whole((2 * ceiling.machineUs * node.busy) / ceiling.busy)} µs per delivery; PostgreSQL and the load ` +
+        `could spend about ${whole((2 * ceiling.machineUs * node.machineBusyShare) / ceiling.machineBusyShare)} µs per delivery; PostgreSQL and the load ` +
         `generator alone spent ${whole(node.postgresUs + node.loadGeneratorUs)}.`,
       ...INGEST_PROFILES,
     ],
