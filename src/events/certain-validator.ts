@@ -163,3 +163,35 @@ function stringValidator(def: Def): CertainValidator | undefined {
 function isPlainPattern(pattern: RegExp | undefined): pattern is RegExp {
   return pattern instanceof RegExp && !pattern.global && !pattern.sticky;
 }
+
+/**
+ * What {@link certainValidator} reads of a schema, as plain JSON: two schemas with the same outline get validators that
+ * give the same answers. A fingerprint of it tells whether data found certainly valid by one build of payhooks is
+ * still certainly valid to another (the receiver's mark on a stored body, which the worker trusts only when equal).
+ *
+ * @example
+ * JSON.stringify(validatorOutline(z.string().min(1))) // '{"type":"string","checks":[{"check":"min_length","minimum":1}]}'
+ */
+export function validatorOutline(schema: z.ZodType): unknown {
+  const def = defOf(schema);
+  const outline = (inner: z.ZodType | undefined) => (inner ? validatorOutline(inner) : undefined);
+  const pattern = (p: RegExp | undefined) => (p instanceof RegExp ? `/${p.source}/${p.flags}` : undefined);
+  return {
+    type: def.type,
+    coerce: def.coerce,
+    format: def.format,
+    pattern: pattern(def.pattern),
+    checks: def.checks?.map(({ _zod: { def: c } }) => ({
+      check: c.check,
+      format: c.format,
+      minimum: c.minimum,
+      pattern: pattern(c.pattern),
+    })),
+    shape: def.shape ? Object.fromEntries(Object.entries(def.shape).map(([key, value]) => [key, validatorOutline(value)])) : undefined,
+    catchall: outline(def.catchall),
+    innerType: outline(def.innerType),
+    element: outline(def.element),
+    keyType: outline(def.keyType),
+    valueType: outline(def.valueType),
+  };
+}

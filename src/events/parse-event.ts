@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import { PayhooksError } from '../errors.js';
-import { envelopeSchema, isIdentifier } from './envelope.js';
+import { envelopeSchema, isIdentifier, parseBodyJson } from './envelope.js';
 import type { z } from 'zod';
-import { type CertainValidator, certainValidator, isJsonObject } from './certain-validator.js';
+import { type CertainValidator, certainValidator, isJsonObject, validatorOutline } from './certain-validator.js';
 import { EVENT_DATA_SCHEMAS, type EventType, isEventType, type UnknownEvent, type WebhookEvent } from './event-types.js';
 import { describeIssues, issuesOf, type FieldIssue } from './issues.js';
 
@@ -108,6 +109,76 @@ function plainEnvelope(json: unknown): { eventId: string; eventType: string; dat
   if (!isIdentifier(eventId) || !isIdentifier(eventType)) return undefined;
   if (!isJsonObject(data) || Object.hasOwn(data, '__proto__')) return undefined;
   return { eventId, eventType, data };
+}
+
+/**
+ * Whether a parsed delivery body certainly reads as a valid event: a plain envelope whose `data` certainly passes its
+ * type's schema, or of a type outside the catalog (whose data no schema checks). The receiver marks such a body with
+ * {@link dataCheckFingerprint} when it stores it; false means "not certain" (the worker then parses it in full).
+ *
+ * @example
+ * certainlyValidEvent(JSON.parse(body)) // true for what the service sends
+ */
+export function certainlyValidEvent(json: unknown): boolean {
+  const envelope = plainEnvelope(json);
+  if (!envelope) return false;
+  if (!isEventType(envelope.eventType)) return true;
+  return validatorFor(envelope.eventType)?.(envelope.data) === true;
+}
+
+let fingerprint: string | undefined;
+
+/**
+ * A fingerprint of what {@link certainlyValidEvent} accepts: the catalog's types and the outline of each schema. The
+ * receiver stores it with a body it found certainly valid; the worker trusts the mark only when it equals its own, so a
+ * build whose schemas differ (an upgrade that tightened one, or added a type) reads such bodies in full again.
+ *
+ * @example
+ * dataCheckFingerprint() // '3f1c…' (32 hex digits)
+ */
+export function dataCheckFingerprint(schemas: Readonly<Record<string, z.ZodType>> = EVENT_DATA_SCHEMAS): string {
+  if (schemas === EVENT_DATA_SCHEMAS && fingerprint) return fingerprint;
+  const outline = Object.keys(schemas)
+    .sort()
+    .map((type) => [type, validatorOutline(schemas[type]!)]);
+  const made = createHash('sha256').update(JSON.stringify(outline)).digest('hex').slice(0, 32);
+  if (schemas === EVENT_DATA_SCHEMAS) fingerprint = made;
+  return made;
+}
+
+/**
+ * The event of a stored body that the receiver found certainly valid ({@link certainlyValidEvent}): `eventId` and
+ * `eventType` as stored beside it, `data` read from the body when a handler first reads it (then, for a catalog type,
+ * parsed by its schema, as {@link parseJsonEvent} gives it). A handler that never reads `data` (a no-op, one that reads
+ * the current state by id) costs no JSON.parse of the body.
+ *
+ * @example
+ * const event = storedValidEvent('evt_1', 'INVOICE_PAID', row.raw_body);
+ * event.data.invoiceId; // parsed now
+ */
+export function storedValidEvent(eventId: string, eventType: string, rawBody: string): WebhookEvent | UnknownEvent {
+  let data: unknown;
+  let read = false;
+  const readData = (): unknown => {
+    const json = (parseBodyJson(rawBody) as { data: Record<string, unknown> }).data;
+    return isEventType(eventType) ? EVENT_DATA_SCHEMAS[eventType].parse(json) : { ...json };
+  };
+  const event = {
+    eventId,
+    eventType,
+    get data() {
+      if (!read) {
+        data = readData();
+        read = true;
+      }
+      return data;
+    },
+    set data(value: unknown) {
+      data = value;
+      read = true;
+    },
+  };
+  return (isEventType(eventType) ? event : Object.assign(event, { unknown: true as const })) as WebhookEvent | UnknownEvent;
 }
 
 /** {@link parseEvent} that throws the {@link EventParseError}. */

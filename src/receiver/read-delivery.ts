@@ -1,5 +1,6 @@
 import { envelopeSchema, MAX_IDENTIFIER_LENGTH, parseBodyJson, resourceKeyOf } from '../events/index.js';
 import { describeIssues, issuesOf } from '../events/issues.js';
+import { certainlyValidEvent, dataCheckFingerprint } from '../events/parse-event.js';
 import type { IncomingEvent } from '../store/inbox.js';
 import { unstorableReason } from '../store/inbox.js';
 import type { QuarantineKind } from '../store/quarantine.js';
@@ -67,7 +68,9 @@ export function readDelivery(rawBody: Uint8Array, headers: Record<string, string
       eventType,
     };
   }
-  const event: IncomingEvent = { eventId, eventType, resourceKey, rawBody: text, headers };
+  // Checked here, where the body is parsed anyway: a worker of the same schemas then need not parse it before its handlers run.
+  const dataValidUnder = certainlyValidEvent(json) ? dataCheckFingerprint() : null;
+  const event: IncomingEvent = { eventId, eventType, resourceKey, rawBody: text, headers, dataValidUnder };
   const reason = unstorableReason(event);
   if (reason !== undefined) return unstorableEvent(`This event cannot be stored: ${reason}.`, eventId, eventType);
   return { ok: true, event };

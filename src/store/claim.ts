@@ -21,6 +21,11 @@ export interface ClaimedEvent {
   receivedAt: Date;
   /** The `traceparent` it was received under (migrations/012), which each attempt's span links to; null: none. */
   traceParent: string | null;
+  /**
+   * The receiver found its data certainly valid under the schemas the claim was asked about ({@link ClaimOptions}'s
+   * `dataCheck`): its handlers may run without the body being parsed first.
+   */
+  dataChecked: boolean;
   /** Handlers already completed for this event (an earlier attempt, or before a replay): they do not run again. */
   completedHandlers: string[];
   /** Handlers that gave up on this event on an earlier attempt: they do not run again either; the event ends `dead`. */
@@ -43,6 +48,8 @@ export interface ClaimOptions {
    * `maxAttempts`-th claim is not claimed again but buried as `dead`. Default: no limit.
    */
   maxAttempts?: number | undefined;
+  /** The fingerprint of the worker's schemas (`dataCheckFingerprint`): events stored under it come `dataChecked`. */
+  dataCheck?: string | undefined;
   /** Told about each event buried that way (for a log line). */
   onBuried?: ((event: { eventId: string; eventType: string; attempts: number }) => void) | undefined;
 }
@@ -87,6 +94,7 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
     attempts: number;
     received_at: Date | null;
     trace_parent: string | null;
+    data_checked: boolean | null;
     seq: string | number | bigint;
     buried: boolean;
     runs: [handler: string, outcome: HandlerOutcome, error: string | null][] | null;
@@ -154,7 +162,8 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
        where e.event_id = u.event_id and e.received_at = u.received_at
       returning e.event_id, e.event_type, e.attempts, e.seq
     )
-    select e.event_id, e.event_type, e.resource_key, e.raw_body, l.attempts, e.received_at, e.trace_parent, l.seq, false as buried,
+    select e.event_id, e.event_type, e.resource_key, e.raw_body, l.attempts, e.received_at, e.trace_parent,
+           e.data_valid_under = ${options.dataCheck ?? null}::text as data_checked, l.seq, false as buried,
            -- Null for most events, which no handler has settled yet: one probe of the primary key.
            (select json_agg(json_build_array(r.handler, r.outcome, r.error)) from ${runs} r
              where r.event_id = e.event_id and r.received_at = e.received_at) as runs,
@@ -165,7 +174,7 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
       -- By the whole key, receipt time included: one partition's index is probed, not each partition's.
       from leased l join ${events} e on e.event_id = l.event_id and e.received_at = l.received_at
     union all
-    select event_id, event_type, null, null, attempts, null, null, seq, true, null, null from buried
+    select event_id, event_type, null, null, attempts, null, null, null, seq, true, null, null from buried
     -- RETURNING follows no particular order: events are handed out in the order received.
     order by seq
   `.execute(store.db);
@@ -181,6 +190,7 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
         attempt: row.attempts,
         receivedAt: row.received_at ?? new Date(0),
         traceParent: row.trace_parent,
+        dataChecked: row.data_checked === true,
         // Most events have no settled handler: no arrays to filter for them.
         completedHandlers: row.runs ? row.runs.filter(([, outcome]) => outcome === 'done').map(([handler]) => handler) : [],
         givenUp: row.runs

@@ -21,6 +21,11 @@ export interface IncomingEvent {
    * processing attempt links to it. Undefined or null: none.
    */
   traceParent?: string | null | undefined;
+  /**
+   * The fingerprint of the schemas under which the receiver found the data certainly valid (`dataCheckFingerprint`):
+   * a worker with the same one runs the handlers without parsing the body first. Undefined or null: not checked.
+   */
+  dataValidUnder?: string | null | undefined;
 }
 
 /** The outcome of {@link storeEvent}. */
@@ -125,8 +130,8 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
                            ${texts(rows.map((e) => e.resourceKey))}, ${texts(rows.map((e) => e.rawBody))},
                            ${texts(rows.map((e) => JSON.stringify(e.headers)))}, ${texts(rows.map((e) => bodySha256(e.rawBody)))},
                            ${sql`${rows.map((e) => repeats.get(e.eventId)!)}::int[]`},
-                           ${texts(rows.map((e) => e.traceParent ?? null))})
-             as i(event_id, event_type, resource_key, raw_body, headers, body_sha256, deliveries, trace_parent)
+                           ${texts(rows.map((e) => e.traceParent ?? null))}, ${texts(rows.map((e) => e.dataValidUnder ?? null))})
+             as i(event_id, event_type, resource_key, raw_body, headers, body_sha256, deliveries, trace_parent, data_valid_under)
     ),
     ledger as (
       insert into ${ledger} as t (event_id, body_sha256, deliveries)
@@ -138,8 +143,10 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
     added as (
       -- received_at is the ledger's first_received_at (both now() of this statement): the history's partition key, which
       -- anything holding only an eventId finds in the ledger.
-      insert into ${inbox} (event_id, event_type, resource_key, raw_body, payload, headers, deliveries, received_at, trace_parent)
-      select i.event_id, i.event_type, i.resource_key, i.raw_body, null, i.headers::jsonb, i.deliveries, l.first_received_at, i.trace_parent
+      insert into ${inbox} (event_id, event_type, resource_key, raw_body, payload, headers, deliveries, received_at, trace_parent,
+                            data_valid_under)
+      select i.event_id, i.event_type, i.resource_key, i.raw_body, null, i.headers::jsonb, i.deliveries, l.first_received_at, i.trace_parent,
+             i.data_valid_under
         from incoming i join ledger l on l.event_id = i.event_id
        where l.inserted
        order by i.event_id

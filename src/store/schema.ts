@@ -26,6 +26,8 @@ export interface InboxEventTable {
   seq: ColumnType<string, never, never>;
   /** migrations/012: the W3C traceparent it was received under; null: none. */
   trace_parent: ColumnType<string | null, string | null | undefined, string | null>;
+  /** migrations/014: the fingerprint of the schemas the receiver found the data certainly valid under; null: not checked. */
+  data_valid_under: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** The `inbox_queue` table of migrations/004: one row per unfinished event. */
