@@ -165,6 +165,12 @@ function isPlainPattern(pattern: RegExp | undefined): pattern is RegExp {
 }
 
 /**
+ * The revision of {@link certainValidator}'s rules: raise it with any change to what they accept, so that marks the
+ * receiver made under the old rules (`dataCheckFingerprint`) are no longer trusted by workers with the new ones.
+ */
+export const CERTAIN_VALIDATOR_REVISION = 1;
+
+/**
  * What {@link certainValidator} reads of a schema, as plain JSON: two schemas with the same outline get validators that
  * give the same answers. A fingerprint of it tells whether data found certainly valid by one build of payhooks is
  * still certainly valid to another (the receiver's mark on a stored body, which the worker trusts only when equal).

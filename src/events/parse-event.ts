@@ -2,7 +2,13 @@ import { createHash } from 'node:crypto';
 import { PayhooksError } from '../errors.js';
 import { envelopeSchema, isIdentifier, parseBodyJson } from './envelope.js';
 import type { z } from 'zod';
-import { type CertainValidator, certainValidator, isJsonObject, validatorOutline } from './certain-validator.js';
+import {
+  CERTAIN_VALIDATOR_REVISION,
+  type CertainValidator,
+  certainValidator,
+  isJsonObject,
+  validatorOutline,
+} from './certain-validator.js';
 import { EVENT_DATA_SCHEMAS, type EventType, isEventType, type UnknownEvent, type WebhookEvent } from './event-types.js';
 import { describeIssues, issuesOf, type FieldIssue } from './issues.js';
 
@@ -129,9 +135,10 @@ export function certainlyValidEvent(json: unknown): boolean {
 let fingerprint: string | undefined;
 
 /**
- * A fingerprint of what {@link certainlyValidEvent} accepts: the catalog's types and the outline of each schema. The
- * receiver stores it with a body it found certainly valid; the worker trusts the mark only when it equals its own, so a
- * build whose schemas differ (an upgrade that tightened one, or added a type) reads such bodies in full again.
+ * A fingerprint of what {@link certainlyValidEvent} accepts: the validator's rules, the catalog's types and the outline
+ * of each schema. The receiver stores it with a body it found certainly valid; the worker trusts the mark only when it
+ * equals its own, so a build whose schemas or rules differ (an upgrade that tightened a schema, or added a type) reads
+ * such bodies in full again.
  *
  * @example
  * dataCheckFingerprint() // '3f1c…' (32 hex digits)
@@ -141,7 +148,10 @@ export function dataCheckFingerprint(schemas: Readonly<Record<string, z.ZodType>
   const outline = Object.keys(schemas)
     .sort()
     .map((type) => [type, validatorOutline(schemas[type]!)]);
-  const made = createHash('sha256').update(JSON.stringify(outline)).digest('hex').slice(0, 32);
+  const made = createHash('sha256')
+    .update(JSON.stringify({ rules: CERTAIN_VALIDATOR_REVISION, outline }))
+    .digest('hex')
+    .slice(0, 32);
   if (schemas === EVENT_DATA_SCHEMAS) fingerprint = made;
   return made;
 }
