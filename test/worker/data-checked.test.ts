@@ -84,7 +84,7 @@ describe.each(backends)('the data check at receipt on $name', (backend) => {
         store.db,
       );
       hooks.on('CUSTOMER_CREATED', (event) => {
-        if (event.eventId === 'evt_read') return void event.data.customerId;
+        if (event.eventId === 'evt_read') return void event.data.id;
       });
       await hooks.start();
       await waitFor(status(store, 'evt_unread', 'done'), 'evt_unread done');
