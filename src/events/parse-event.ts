@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { PayhooksError } from '../errors.js';
-import { envelopeSchema, isIdentifier, parseBodyJson } from './envelope.js';
+import { type Envelope, envelopeSchema, isIdentifier, parseBodyJson } from './envelope.js';
 import type { z } from 'zod';
 import {
   CERTAIN_VALIDATOR_REVISION,
@@ -62,7 +62,7 @@ export function parseJsonEvent(json: unknown): ParseEventResult {
   // A copy, as the envelope's schema gave: the caller's value is not handed on.
   if (!isEventType(eventType)) return { ok: true, event: { eventId, eventType, data: { ...data }, unknown: true } };
   const schema = EVENT_DATA_SCHEMAS[eventType];
-  if (validatorFor(eventType)?.(data)) return { ok: true, event: lazyDataEvent(eventId, eventType, data, schema) };
+  if (validatorFor(eventType)?.(data)) return { ok: true, event: lazyEvent(eventId, eventType, () => schema.parse(data)) as WebhookEvent };
   const parsed = schema.safeParse(data);
   if (!parsed.success) return { ok: false, error: new EventParseError(issuesOf(parsed.error, 'data')) };
   return { ok: true, event: { eventId, eventType, data: parsed.data } as WebhookEvent };
@@ -81,27 +81,27 @@ function validatorFor(eventType: EventType): CertainValidator | null {
 }
 
 /**
- * An event whose data is known to pass its schema, parsed by it when first read: the same value as an eager parse,
- * without its cost for handlers that never read `data` (a no-op, a handler that reads the current state by id).
+ * An event whose data is known to be valid, made by `read` when first read: the same value as an eager parse, without
+ * its cost for handlers that never read `data` (a no-op, a handler that reads the current state by id).
  */
-function lazyDataEvent(eventId: string, eventType: EventType, json: Record<string, unknown>, schema: z.ZodType): WebhookEvent {
+function lazyEvent(eventId: string, eventType: string, read: () => unknown): { eventId: string; eventType: string; data: unknown } {
   let data: unknown;
-  let parsed = false;
+  let done = false;
   return {
     eventId,
     eventType,
     get data() {
-      if (!parsed) {
-        data = schema.parse(json);
-        parsed = true;
+      if (!done) {
+        data = read();
+        done = true;
       }
       return data;
     },
     set data(value: unknown) {
       data = value;
-      parsed = true;
+      done = true;
     },
-  } as WebhookEvent;
+  };
 }
 
 /**
@@ -109,7 +109,7 @@ function lazyDataEvent(eventId: string, eventType: EventType, json: Record<strin
  * arrays and primitives), else undefined (then the schema decides). An own `__proto__` key, which a copy would not
  * keep as a key, is left to the schema.
  */
-function plainEnvelope(json: unknown): { eventId: string; eventType: string; data: Record<string, unknown> } | undefined {
+function plainEnvelope(json: unknown): Envelope | undefined {
   if (!isJsonObject(json) || Object.hasOwn(json, '__proto__')) return undefined;
   const { eventId, eventType, data } = json;
   if (!isIdentifier(eventId) || !isIdentifier(eventType)) return undefined;
@@ -117,78 +117,82 @@ function plainEnvelope(json: unknown): { eventId: string; eventType: string; dat
   return { eventId, eventType, data };
 }
 
+/** Whether a plain envelope's `data` certainly passes its type's schema; a type outside the catalog has none to fail. */
+function dataCertainlyValid({ eventType, data }: Envelope): boolean {
+  return !isEventType(eventType) || validatorFor(eventType)?.(data) === true;
+}
+
 /**
  * Whether a parsed delivery body certainly reads as a valid event: a plain envelope whose `data` certainly passes its
- * type's schema, or of a type outside the catalog (whose data no schema checks). The receiver marks such a body with
- * {@link dataCheckFingerprint} when it stores it; false means "not certain" (the worker then parses it in full).
+ * type's schema, or of a type outside the catalog (whose data no schema checks). False means "not certain".
  *
  * @example
  * certainlyValidEvent(JSON.parse(body)) // true for what the service sends
  */
 export function certainlyValidEvent(json: unknown): boolean {
   const envelope = plainEnvelope(json);
-  if (!envelope) return false;
-  if (!isEventType(envelope.eventType)) return true;
-  return validatorFor(envelope.eventType)?.(envelope.data) === true;
+  return envelope !== undefined && dataCertainlyValid(envelope);
+}
+
+/**
+ * What the receiver reads of a parsed body without the envelope's schema: the envelope's fields when the body is
+ * certainly a valid envelope, and the mark to store with it (`dataValidUnder`: {@link dataCheckFingerprint} when its
+ * data is certainly valid too, else null). Undefined: not certain, and the envelope's schema decides (and explains).
+ *
+ * @example
+ * const read = receivedEnvelope(JSON.parse(body)) ?? fromTheSchema(body);
+ */
+export function receivedEnvelope(json: unknown): (Envelope & { dataValidUnder: string | null }) | undefined {
+  const envelope = plainEnvelope(json);
+  if (!envelope) return undefined;
+  return { ...envelope, dataValidUnder: dataCertainlyValid(envelope) ? dataCheckFingerprint() : null };
+}
+
+/**
+ * A fingerprint of what {@link certainlyValidEvent} accepts under `schemas`: the validator's rules, the types and the
+ * outline of each schema. Equal fingerprints mean equal answers.
+ *
+ * @example
+ * schemasFingerprint(EVENT_DATA_SCHEMAS) // '3f1c…' (32 hex digits)
+ */
+export function schemasFingerprint(schemas: Readonly<Record<string, z.ZodType>>): string {
+  const outline = Object.keys(schemas)
+    .sort()
+    .map((type) => [type, validatorOutline(schemas[type]!)]);
+  return createHash('sha256')
+    .update(JSON.stringify({ rules: CERTAIN_VALIDATOR_REVISION, outline }))
+    .digest('hex')
+    .slice(0, 32);
 }
 
 let fingerprint: string | undefined;
 
 /**
- * A fingerprint of what {@link certainlyValidEvent} accepts: the validator's rules, the catalog's types and the outline
- * of each schema. The receiver stores it with a body it found certainly valid; the worker trusts the mark only when it
- * equals its own, so a build whose schemas or rules differ (an upgrade that tightened a schema, or added a type) reads
- * such bodies in full again.
- *
- * @example
- * dataCheckFingerprint() // '3f1c…' (32 hex digits)
+ * The fingerprint of this build's catalog ({@link schemasFingerprint}). The receiver stores it with a body it found
+ * certainly valid; the worker trusts the mark only when it equals its own, so a build whose schemas or rules differ (an
+ * upgrade that tightened a schema, or added a type) reads such bodies in full again.
  */
-export function dataCheckFingerprint(schemas: Readonly<Record<string, z.ZodType>> = EVENT_DATA_SCHEMAS): string {
-  if (schemas === EVENT_DATA_SCHEMAS && fingerprint) return fingerprint;
-  const outline = Object.keys(schemas)
-    .sort()
-    .map((type) => [type, validatorOutline(schemas[type]!)]);
-  const made = createHash('sha256')
-    .update(JSON.stringify({ rules: CERTAIN_VALIDATOR_REVISION, outline }))
-    .digest('hex')
-    .slice(0, 32);
-  if (schemas === EVENT_DATA_SCHEMAS) fingerprint = made;
-  return made;
+export function dataCheckFingerprint(): string {
+  fingerprint ??= schemasFingerprint(EVENT_DATA_SCHEMAS);
+  return fingerprint;
 }
 
 /**
- * The event of a stored body that the receiver found certainly valid ({@link certainlyValidEvent}): `eventId` and
+ * The event of a stored body that the receiver found certainly valid ({@link receivedEnvelope}): `eventId` and
  * `eventType` as stored beside it, `data` read from the body when a handler first reads it (then, for a catalog type,
- * parsed by its schema, as {@link parseJsonEvent} gives it). A handler that never reads `data` (a no-op, one that reads
- * the current state by id) costs no JSON.parse of the body.
+ * parsed by its schema, as {@link parseJsonEvent} gives it). A handler that never reads `data` costs no JSON.parse.
  *
  * @example
  * const event = storedValidEvent('evt_1', 'INVOICE_PAID', row.raw_body);
  * event.data.invoiceId; // parsed now
  */
 export function storedValidEvent(eventId: string, eventType: string, rawBody: string): WebhookEvent | UnknownEvent {
-  let data: unknown;
-  let read = false;
-  const readData = (): unknown => {
-    const json = (parseBodyJson(rawBody) as { data: Record<string, unknown> }).data;
-    return isEventType(eventType) ? EVENT_DATA_SCHEMAS[eventType].parse(json) : { ...json };
-  };
-  const event = {
-    eventId,
-    eventType,
-    get data() {
-      if (!read) {
-        data = readData();
-        read = true;
-      }
-      return data;
-    },
-    set data(value: unknown) {
-      data = value;
-      read = true;
-    },
-  };
-  return (isEventType(eventType) ? event : Object.assign(event, { unknown: true as const })) as WebhookEvent | UnknownEvent;
+  const dataOfBody = () => (parseBodyJson(rawBody) as Envelope).data;
+  if (isEventType(eventType)) return lazyEvent(eventId, eventType, () => EVENT_DATA_SCHEMAS[eventType].parse(dataOfBody())) as WebhookEvent;
+  return Object.assign(
+    lazyEvent(eventId, eventType, () => ({ ...dataOfBody() })),
+    { unknown: true as const },
+  ) as UnknownEvent;
 }
 
 /** {@link parseEvent} that throws the {@link EventParseError}. */

@@ -4,7 +4,7 @@ import type { PayhooksDatabase } from '../../src/store/database.js';
 import type { EventStatus } from '../../src/store/schema.js';
 import { storeEvent, storeEvents } from '../../src/store/inbox.js';
 import { resourceKeyOf } from '../../src/events/index.js';
-import { certainlyValidEvent, dataCheckFingerprint } from '../../src/events/parse-event.js';
+import { receivedEnvelope } from '../../src/events/parse-event.js';
 
 type Envelope = { eventId: string; eventType: string; data: unknown };
 
@@ -17,7 +17,7 @@ function incoming(envelope: Envelope) {
     rawBody,
     headers: {},
     // Marked as the receiver marks it (read-delivery.ts), so that workers take the path they take in production.
-    dataValidUnder: certainlyValidEvent(JSON.parse(rawBody)) ? dataCheckFingerprint() : null,
+    dataValidUnder: receivedEnvelope(JSON.parse(rawBody))?.dataValidUnder ?? null,
   };
 }
 
