@@ -131,87 +131,10 @@ export function claimStatement(store: PayhooksDatabase, options: ClaimOptions): 
   const maxAttempts = options.maxAttempts ?? 2_147_483_647;
   if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1)
     throw new RangeError(`maxAttempts must be a whole number of at least 1, not ${maxAttempts}.`);
-  const queue = sql.id(store.schema, 'inbox_queue');
-  const events = sql.id(store.schema, 'inbox_events');
-  const runs = sql.id(store.schema, 'handler_runs');
+  // The statement is a function of the schema (migrations/015 says why): its plan may not depend on the queue's
+  // statistics.
   return sql<ClaimRow>`${PREPARED}
-    with due as (
-      select q.event_id, (q.lease_owner is not null and q.attempts >= ${maxAttempts}) as buried
-        from ${queue} q
-       where q.run_at <= now()
-         and (q.resource_key is null or not exists (
-               select 1 from ${queue} other
-                where other.resource_key = q.resource_key
-                  and other.event_id <> q.event_id
-                  and ((other.lease_owner is not null and other.run_at > now())
-                       or (other.seq < q.seq and (other.run_at <= now() or other.owed is null)))))
-       order by q.run_at, q.seq
-       limit ${options.limit}
-       for update skip locked
-    ),
-    leased as (
-      update ${queue} q
-         set lease_owner = ${options.workerId},
-             attempts = q.attempts + 1,
-             parked = false,
-             run_at = now() + make_interval(secs => ${options.leaseMs / 1000})
-       -- The ids as an index condition, not a join with the CTE: the planner guesses the CTE's size from the queue's
-       -- statistics, and statistics taken while the queue was empty made it rescan the CTE for each row (a claim of
-       -- 1,000 took 160 ms instead of 20) or scan the whole queue.
-       where q.event_id = any(array(select event_id from due where not buried))
-      returning q.event_id, q.attempts, q.seq, q.resource_key, q.received_at, q.run_at
-    ),
-    -- The due, never-run events queued behind each leased one: they could not run before it finishes, and left due every
-    -- claim would walk them again (a backlog of one resource cost each claim a probe per waiting event). Parked until
-    -- the lease runs out; the leased event's outcome makes the next one due at once (outcomes.ts). A row another
-    -- statement holds is left. Only when the claim found fewer events than it asked for, the sign that what is due ran
-    -- out or waits behind others: a full claim (a drain in bulk) spends no probe of the resource index per event on it.
-    behind as (
-      select f.event_id
-        from leased l
-        cross join lateral (
-          select f.event_id from ${queue} f
-           where f.resource_key = l.resource_key and f.seq > l.seq and f.lease_owner is null and f.owed is null
-             and f.run_at <= now()
-             for update skip locked) f
-       where (select count(*) from due) < ${options.limit}
-    ),
-    set_aside as (
-      -- Until the end of the leases just taken (the same for the whole claim).
-      update ${queue} f
-         set parked = true, run_at = now() + make_interval(secs => ${options.leaseMs / 1000})
-       where f.event_id = any(array(select event_id from behind))
-    ),
-    unqueued as (
-      delete from ${queue} q
-       where q.event_id = any(array(select event_id from due where buried))
-      returning q.event_id, q.attempts, q.received_at
-    ),
-    buried as (
-      update ${events} e
-         set status = 'dead',
-             attempts = u.attempts,
-             processed_at = now(),
-             last_error = 'Its last allowed attempt never recorded an outcome: the process running it died (or lost its lease) after '
-                          || u.attempts || ' claims of ${sql.raw(String(maxAttempts))} allowed. Replay it once the handler is fixed.'
-        from unqueued u
-       where e.event_id = u.event_id and e.received_at = u.received_at
-      returning e.event_id, e.event_type, e.attempts, e.seq
-    )
-    select e.event_id, e.event_type, e.resource_key, e.raw_body, l.attempts, e.received_at, e.trace_parent,
-           e.data_valid_under = ${options.dataCheck ?? null}::text as data_checked, l.seq, false as buried,
-           -- Null for most events, which no handler has settled yet: one probe of the primary key.
-           (select json_agg(json_build_array(r.handler, r.outcome, r.error)) from ${runs} r
-             where r.event_id = e.event_id and r.received_at = e.received_at) as runs,
-           -- Earlier queued events of the key are all waiting (the claim's condition): what they owe waits for them.
-           case when l.resource_key is not null then
-             array(select distinct h from ${queue} o cross join unnest(o.owed) h
-                    where o.resource_key = l.resource_key and o.seq < l.seq and o.owed is not null) end as blocked
-      -- By the whole key, receipt time included: one partition's index is probed, not each partition's.
-      from leased l join ${events} e on e.event_id = l.event_id and e.received_at = l.received_at
-    union all
-    select event_id, event_type, null, null, attempts, null, null, null, seq, true, null, null from buried
-    -- RETURNING follows no particular order: events are handed out in the order received.
-    order by seq
+    select * from ${sql.id(store.schema, 'claim_events')}(${options.workerId}::text, ${options.limit}::int,
+      ${options.leaseMs / 1000}::float8, ${maxAttempts}::int, ${options.dataCheck ?? null}::text)
   `;
 }

@@ -223,6 +223,12 @@ const PREFETCH_HORIZON_MS = 1000;
  * versions per event, the claim never walks more than a few tens of thousands of dead entries, autovacuum or not.
  */
 const QUEUE_VACUUM_EVERY = 10_000;
+/**
+ * Outcomes since the last vacuum after which a worker that finds the queue empty, with nothing of its own in hand,
+ * vacuums it then: the dead entries a drained burst left at the front of the queue would otherwise be walked by the
+ * first claims of the next one.
+ */
+const QUEUE_VACUUM_WHEN_IDLE = 1000;
 /** Pause before writing an outcome again after the database failed to take it. */
 const OUTCOME_RETRY_MS = 1000;
 
@@ -290,14 +296,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       // A finished event lets the next event of its resource be claimed.
       void pump();
       outcomesSinceVacuum += batch.length;
-      if (outcomesSinceVacuum >= QUEUE_VACUUM_EVERY && !vacuuming) {
-        outcomesSinceVacuum = 0;
-        vacuuming = vacuumQueue(store)
-          .catch((err: unknown) => logger.warn({ err }, 'vacuuming the work queue failed; claims may slow until autovacuum reaches it'))
-          .finally(() => {
-            vacuuming = undefined;
-          });
-      }
+      vacuumAfter(QUEUE_VACUUM_EVERY);
       const answers: boolean[][] = [];
       let at = 0;
       for (const group of groups) {
@@ -307,6 +306,18 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       return answers;
     },
   });
+
+  /** Vacuums the queue in the background once `outcomes` have been written since the last vacuum. */
+  function vacuumAfter(outcomes: number): void {
+    if (outcomesSinceVacuum < outcomes || vacuuming) return;
+    outcomesSinceVacuum = 0;
+    vacuuming = vacuumQueue(store)
+      .catch((err: unknown) => logger.warn({ err }, 'vacuuming the work queue failed; claims may slow until autovacuum reaches it'))
+      .finally(() => {
+        vacuuming = undefined;
+      });
+  }
+
   let running = false;
   let pumping = false;
   let pumpAgain = false;
@@ -354,6 +365,8 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           queue.add(() => runEvent(entry));
         }
         if (claimed.length === room) pumpAgain = true;
+        // Idle (a mere pause between claims mid-drain still holds events awaiting their outcome).
+        if (claimed.length === 0 && held.size === 0) vacuumAfter(QUEUE_VACUUM_WHEN_IDLE);
       } while (pumpAgain && running);
     } catch (err) {
       logger.warn({ err }, 'claiming events failed; will retry at the next poll');
