@@ -311,7 +311,7 @@ export async function pruneCutoff(store: PayhooksDatabase, olderThanMs: number):
  * the queue stays small.
  *
  * @example
- * await vacuumQueue(store); // the worker does this every QUEUE_VACUUM_EVERY outcomes
+ * await vacuumQueue(store); // the worker does this every QUEUE_VACUUM_EVERY outcomes, and when idle
  */
 export async function vacuumQueue(store: PayhooksDatabase): Promise<void> {
   await sql`vacuum (analyze, skip_locked, truncate false) ${sql.id(store.schema, 'inbox_queue')}`.execute(store.db);
