@@ -302,16 +302,19 @@ const BOUNDS: readonly string[] = [
       'Timeout:VacuumTruncate in most drains (up to 0.8 s, holding one of its connections): it now runs with ' +
       '`TRUNCATE false`. A CPU profile of the worker draining 60,000: garbage collection 43% of its busy time, ' +
       'JSON.parse of the bodies 9%, writes to the socket 5%.',
-    '- **History, one process** (28 Nov, EPYC at 2.6 GHz). Without history one process drains as fast as ' +
-      'graphile-worker now; with 1,000,000 finished events it reaches 0.64x to 0.73x, while two processes reach ' +
-      '0.92x. The machine is 79 to 82% busy with one process against 93 to 97% with two: one worker is bound by the ' +
-      "latency of its statements there, not by the cores. PostgreSQL's CPU per event rises from 48 to 53 µs to 60 to " +
-      "71: each outcome rewrites the event's history row (a new row version of about 2 KB at the end of a partition " +
-      'of a million rows, and three entries into indexes of a million), and each claim reads the body from it. Not ' +
-      'taken: the final state in a table of its own, which without history saved about 4 µs of PostgreSQL per event ' +
-      'and no measurable rate (56 to 59 µs against 50 to 53, 18,962 against 19,144 events/s; A/B of 3 rounds, no ' +
-      "history); outcome batches written two at a time, which would need a run's marks kept ahead of its finish per " +
-      'event rather than by writing one batch at a time.',
+    '- **History, one process** (28 Nov, EPYC at 2.6 GHz). Until e6b429e one process reached 0.64x to 0.73x of ' +
+      'graphile-worker with 1,000,000 finished events. The history was not the cause: on one history schema the ' +
+      'rounds were either about 21,700 events/s or about 16,600, with PostgreSQL at 45 to 48 µs per event or 62 to 65, ' +
+      'the same WAL, buffers written and checkpoints in both (pg_stat_wal, pg_stat_bgwriter), and slow rounds on ' +
+      'both builds of an A/B. auto_explain (a sample of the statements, 5 rounds) found the claim read the whole queue ' +
+      "and sorted it in the slow rounds. The queue's statistics come from the worker's vacuum, taken at whatever size " +
+      'the queue had then; near the end of a drain that was a few hundred events, fewer than a claim asks for, so the ' +
+      'planner chose that plan for the next burst until the next analyze (a claim of 1,000 from 20,000: 80,000 buffers ' +
+      'and 50 ms against 5,000 and 15). The claim is now a function that can only read the queue in order (migration ' +
+      '015). Left as it was: each outcome rewrites the history row (a 2 KB row version in a partition of a million ' +
+      'rows, and three index entries), which the final state in a table of its own would avoid; without history that ' +
+      'saved about 4 µs of PostgreSQL per event and no measurable rate (A/B of 3 rounds), and every reader of an ' +
+      "event's state would change.",
   ].join('\n'),
   'Cut by issue 27, in order:',
   [
@@ -335,7 +338,15 @@ const BOUNDS: readonly string[] = [
       'row and planned that join as a loop reading the list of picked events once per row (a claim of 1,004: 131 to ' +
       "143 ms, then 40 ms per 500 until the queue was analyzed again; found by timing the worker's claims after the " +
       "backlog's commit): 18,901 to 21,791 events/s, PostgreSQL's CPU per event 57 to 46 µs (medians of 3 rounds in " +
-      'turn, backlog 30,000, no history; graphile-worker 23,897; AMD EPYC at 2.6 GHz, 28 Nov).',
+      'turn, backlog 30,000, no history; graphile-worker 23,897; AMD EPYC at 2.6 GHz, 28 Nov);',
+    "- the claim as a function whose plan reads the queue in its order whatever the queue's statistics (migration 015, " +
+      'above), and a vacuum of the queue by a worker that finds it drained: with 1,000,000 events of history, ' +
+      '17,780 to 21,846 events/s (medians of 5 rounds in turn, backlog 30,000; AMD EPYC at 2.6 GHz, 28 Nov); without ' +
+      'history, with a first form of it (only the choice of due events in the function), 21,960 before and 21,590 ' +
+      'after (4 rounds, within the spread);',
+    "- the worker's periodic vacuum of the queue every 50,000 outcomes instead of 10,000 (each reads the whole queue " +
+      'and its indexes, so a deep queue paid for it many times): backlog 100,000, no history, 20,868 to 21,908 events/s ' +
+      "(medians of 3 rounds in turn), PostgreSQL's CPU per event 55 to 49 µs.",
   ].join('\n'),
   'Measured and not made:',
   [
