@@ -96,11 +96,13 @@ describe.each(backends)('a worker’s statements in a long queue ($name)', (back
       // A vacuum frees only rows no snapshot can still see: other test files run beside this one on the same server,
       // and one of their transactions begun before the delete would keep the rows (and the file would grow below).
       const deleted = rows[0]!.xid;
-      await waitFor(async () => {
-        const { rows: older } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
-          where datname = current_database() and pid <> pg_backend_pid() and backend_xmin is not null and backend_xmin::text::bigint <= ${deleted}::bigint`.execute(store!.db);
-        return older[0]!.n === 0;
-      }, 'transactions older than the delete to end', 30_000);
+      const olderTransactions = async () =>
+        (
+          await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+            where datname = current_database() and pid <> pg_backend_pid() and backend_xmin is not null
+              and backend_xmin::text::bigint <= ${deleted}::bigint`.execute(store!.db)
+        ).rows[0]!.n;
+      await waitFor(async () => (await olderTransactions()) === 0, 'transactions older than the delete to end', 30_000);
     }
     await vacuumQueue(store!);
     expect(await size()).toBe(emptied);
