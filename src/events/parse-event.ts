@@ -117,21 +117,12 @@ function plainEnvelope(json: unknown): Envelope | undefined {
   return { eventId, eventType, data };
 }
 
-/** Whether a plain envelope's `data` certainly passes its type's schema; a type outside the catalog has none to fail. */
+/**
+ * Whether a plain envelope's `data` certainly passes its type's schema; a type outside the catalog has none to fail.
+ * False means "not certain": the worker then parses and checks the body in full.
+ */
 function dataCertainlyValid({ eventType, data }: Envelope): boolean {
   return !isEventType(eventType) || validatorFor(eventType)?.(data) === true;
-}
-
-/**
- * Whether a parsed delivery body certainly reads as a valid event: a plain envelope whose `data` certainly passes its
- * type's schema, or of a type outside the catalog (whose data no schema checks). False means "not certain".
- *
- * @example
- * certainlyValidEvent(JSON.parse(body)) // true for what the service sends
- */
-export function certainlyValidEvent(json: unknown): boolean {
-  const envelope = plainEnvelope(json);
-  return envelope !== undefined && dataCertainlyValid(envelope);
 }
 
 /**
@@ -149,7 +140,7 @@ export function receivedEnvelope(json: unknown): (Envelope & { dataValidUnder: s
 }
 
 /**
- * A fingerprint of what {@link certainlyValidEvent} accepts under `schemas`: the validator's rules, the types and the
+ * A fingerprint of what the receiver's check ({@link receivedEnvelope}) accepts under `schemas`: the validator's rules, the types and the
  * outline of each schema. Equal fingerprints mean equal answers.
  *
  * @example

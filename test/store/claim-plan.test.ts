@@ -5,6 +5,7 @@ import { claimStatement } from '../../src/store/claim.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { vacuumQueue } from '../../src/store/maintenance.js';
 import { putEvents } from '../helpers/inbox.js';
+import { withOwnResource } from '../helpers/own-resource.js';
 import { backends, dispose } from '../helpers/stores.js';
 
 interface PlanNode {
@@ -18,11 +19,10 @@ async function storeMany(store: PayhooksDatabase, prefix: string, count: number)
   for (let start = 0; start < count; start += 1000)
     await putEvents(
       store,
-      Array.from({ length: Math.min(1000, count - start) }, (_, n) => {
+      Array.from({ length: Math.min(1000, count - start) }, (_, n) =>
         // Each of its own customer: events of one resource are claimed one at a time.
-        const event = exampleEvent('CUSTOMER_UPDATED', { eventId: `${prefix}_${start + n}` });
-        return { ...event, data: { ...event.data, id: `cus_${prefix}_${start + n}` } };
-      }),
+        withOwnResource(exampleEvent('CUSTOMER_UPDATED', { eventId: `${prefix}_${start + n}` }), `${prefix}_${start + n}`),
+      ),
     );
 }
 

@@ -8,6 +8,7 @@ import { getEvent } from '../../src/store/inbox.js';
 import { backends, dispose, emptyStore } from '../helpers/stores.js';
 import { putEvent, putEvents } from '../helpers/inbox.js';
 import { waitFor } from '../helpers/wait.js';
+import { withOwnResource } from '../helpers/own-resource.js';
 
 const logger = pino({ level: 'silent' });
 const fast = { pollIntervalMs: 50, backoff: { baseMs: 10, maxMs: 50 } };
@@ -332,80 +333,68 @@ describe.each(backends)('worker on $name', (backend) => {
   });
 
   describe.skipIf(!backend.available)('queue upkeep', () => {
+    /** The worker's vacuums of the queue so far: manual ones only (autovacuum has a counter of its own). */
+    const vacuums = async (store: PayhooksDatabase) => {
+      const { rows } = await sql<{ n: number }>`select vacuum_count::int as n from pg_stat_user_tables
+        where schemaname = ${store.schema} and relname = 'inbox_queue'`.execute(store.db);
+      return rows[0]?.n ?? 0;
+    };
+    const queued = async (store: PayhooksDatabase) =>
+      (await store.db.selectFrom('inbox_queue').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow()).n;
+    /** `count` events, each of a customer of its own, so that they run side by side. */
+    const burst = (prefix: string, count: number) =>
+      Array.from({ length: count }, (_, i) =>
+        withOwnResource(exampleEvent('CUSTOMER_UPDATED', { eventId: `evt_${prefix}_${i}` }), `${prefix}_${i}`),
+      );
+
     it('vacuums the work queue itself every 50,000 outcomes, mid-drain, so claims stay fast where autovacuum is off or behind', {
       timeout: 180_000,
     }, async () => {
       const { logger: log, lines } = capturingLogger();
       const { store, hooks } = await setup({ concurrency: 8 }, log);
-      const vacuums = async () => {
-        // Manual vacuums only (autovacuum has a counter of its own): these are the worker's.
-        const { rows } = await sql<{ n: number }>`select vacuum_count::int as n from pg_stat_user_tables
-          where schemaname = ${store.schema} and relname = 'inbox_queue'`.execute(store.db);
-        return rows[0]?.n ?? 0;
-      };
       // The store is shared by this file's tests, and the counter outlives their truncation.
-      const before = await vacuums();
+      const before = await vacuums(store);
       // 25,100 events, two outcomes each (the completion and the final state). The last 10 wait until released: the
       // worker holds them, so the vacuum it runs meanwhile is the periodic one, not the one of an idle worker.
-      const count = 25_100;
-      const gated = new Set(Array.from({ length: 10 }, (_, i) => `evt_vac_${count - 1 - i}`));
+      const events = burst('vac', 25_100);
+      const gated = new Set(events.slice(-10).map((event) => event.eventId));
       let release!: () => void;
       const released = new Promise<void>((resolve) => (release = resolve));
       hooks.onAny(async (event) => {
         if (gated.has(event.eventId)) await released;
       });
-      const events = Array.from({ length: count }, (_, i) => {
-        const event = exampleEvent('CUSTOMER_UPDATED', { eventId: `evt_vac_${i}` });
-        return { ...event, data: { ...event.data, id: `cus_vac_${i}` } }; // many resources, so they run side by side
-      });
       for (let i = 0; i < events.length; i += 1000) await putEvents(store, events.slice(i, i + 1000));
       await hooks.start();
-      const queued = async () =>
-        (await store.db.selectFrom('inbox_queue').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow()).n;
       try {
-        await waitFor(async () => (await queued()) === gated.size, 'all but the held events drained', 120_000);
-        if (backend.name === 'postgres') await waitFor(async () => (await vacuums()) > before, 'a vacuum of inbox_queue');
+        await waitFor(async () => (await queued(store)) === gated.size, 'all but the held events drained', 120_000);
+        if (backend.name === 'postgres') await waitFor(async () => (await vacuums(store)) > before, 'a vacuum of inbox_queue');
       } finally {
         release();
       }
-      await waitFor(async () => (await queued()) === 0, 'the backlog drained');
+      await waitFor(async () => (await queued(store)) === 0, 'the backlog drained');
       expect(lines.filter((line) => String(line.msg).startsWith('vacuuming the work queue failed'))).toEqual([]);
     });
-  });
 
-  describe.skipIf(!backend.available)('queue upkeep when idle', () => {
     // The dead entries a drained burst leaves at the front of the queue would otherwise be walked by the next burst's
     // first claims (60 to 70 ms each instead of 8, issue 27).
-    it.skipIf(!backend.available || backend.name !== 'postgres')(
+    it.skipIf(backend.name !== 'postgres')(
       'vacuums the queue once it finds it drained after 1,000 outcomes, and not before',
       { timeout: 60_000 },
       async () => {
         const { store, hooks } = await setup({ concurrency: 8, pollIntervalMs: 50 });
         hooks.onAny(() => {});
-        const vacuums = async () => {
-          const { rows } = await sql<{ n: number }>`select vacuum_count::int as n from pg_stat_user_tables
-            where schemaname = ${store.schema} and relname = 'inbox_queue'`.execute(store.db);
-          return rows[0]?.n ?? 0;
-        };
-        const burst = (prefix: string, count: number) =>
-          Array.from({ length: count }, (_, i) => {
-            const event = exampleEvent('CUSTOMER_UPDATED', { eventId: `evt_${prefix}_${i}` });
-            return { ...event, data: { ...event.data, id: `cus_${prefix}_${i}` } };
-          });
-        const drained = async () =>
-          (await store.db.selectFrom('inbox_queue').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow()).n === 0;
-        // The store is shared by this file's tests, and the counter outlives their truncation.
-        const before = await vacuums();
+        const drained = async () => (await queued(store)) === 0;
+        const before = await vacuums(store);
         await hooks.start();
         // 400 events: 800 outcomes (a completion and a final state each), short of 1,000.
         await putEvents(store, burst('few', 400));
         await waitFor(drained, 'the first burst drained', 30_000);
         // Polls find it empty meanwhile; statistics reach pg_stat_user_tables within a second or so.
         await new Promise((resolve) => setTimeout(resolve, 1500));
-        expect(await vacuums()).toBe(before);
+        expect(await vacuums(store)).toBe(before);
         await putEvents(store, burst('more', 400));
         await waitFor(drained, 'the second burst drained', 30_000);
-        await waitFor(async () => (await vacuums()) > before, 'a vacuum of the drained queue', 10_000);
+        await waitFor(async () => (await vacuums(store)) > before, 'a vacuum of the drained queue', 10_000);
       },
     );
   });
