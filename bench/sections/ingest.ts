@@ -26,7 +26,13 @@ const INGEST_PROFILES: readonly string[] = [
     'each for zod and Kysely. `EXPLAIN (ANALYZE, BUFFERS)` of the store statement for a batch of 50: 0.6 to 1.0 ms to ' +
     'plan (it is planned for each batch: `plan_cache_mode = force_custom_plan`) and 4 to 5 ms to run, 80 to 100 µs per ' +
     'event with the instrumentation (ledger row, history row with its body compressed by pglz, queue row from the ' +
-    'trigger, seven index entries). lz4 instead of pglz for the body made no difference beyond the spread (two runs of six batches each).',
+    'trigger, seven index entries; the body compressed with lz4 since migration 016).',
+  "The body's compression (by hand, 28 Nov, AMD EPYC at 2.6 GHz): 1,000 of the bench's 2,048-byte bodies inserted " +
+    'into a table of their own cost 97 to 99 µs a row with pglz against 78 to 83 with lz4 (50 batches each, in turn; ' +
+    'reading them back: 7.1 against 6.0 to 6.4 µs a row), at 838 against 889 bytes a body, so since migration 016 the ' +
+    "history's bodies are lz4. Through `serve` (7 rounds of 10 s in turn, a schema each, on a machine slower and noisier " +
+    "that day) the rate moved within the spread (medians 4,340 against 4,294 req/s) while PostgreSQL's CPU per delivery " +
+    'fell from 115 to 100 µs. An earlier try, timing the store statement with EXPLAIN ANALYZE, could not tell them apart.',
   'Earlier (Intel Xeon, 25 to 27 Nov): the process half idle under this load, PostgreSQL about 35 µs per stored event ' +
     'unloaded; more batches at once (8 instead of 4) or a shorter batch wait (0 or 1 ms instead of 2) did not raise the ' +
     'rate in an A/B run (8 at once: 6,500 req/s with a 2 ms wait, 6,391 with 1 ms, 6,109 with none; 4 with none: 5,964; ' +

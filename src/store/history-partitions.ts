@@ -286,7 +286,8 @@ async function keepOnlyUnfinished(trx: Queryable, schema: string, partition: His
   for (const table of HISTORY_TABLES) {
     const old = sql.id(schema, twinName(partition, table));
     const fresh = sql.id(schema, `${twinName(partition, table)}_kept`);
-    await sql`create table ${fresh} (like ${old} including defaults including constraints)`.execute(trx);
+    // With its columns' compression: a partition's own setting, which a table attached later does not take from the parent.
+    await sql`create table ${fresh} (like ${old} including defaults including constraints including compression)`.execute(trx);
     const copied = await sql`
       insert into ${fresh} select t.* from ${old} t
        where t.event_id in (select e.event_id from ${inbox} e where e.status not in ('done', 'ignored')

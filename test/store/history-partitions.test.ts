@@ -12,6 +12,7 @@ import {
   listHistoryPartitions,
 } from '../../src/store/history-partitions.js';
 import { getEvent, storeEvent } from '../../src/store/inbox.js';
+import { migrate, readMigrations } from '../../src/store/migrate.js';
 import { setState } from '../helpers/inbox.js';
 import { backends, dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
@@ -130,6 +131,60 @@ describe.each(backends)('history partitions on $name', (backend) => {
       expect(JSON.parse(again.body)).toEqual({ received: true, duplicate: true });
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(runs).toEqual(['evt_dead', 'evt_done']);
+    },
+  );
+
+  it.skipIf(!backend.available)(
+    'bodies are compressed with lz4 where the server has it: in partitions made before 016 and after, and in one retention rebuilt',
+    async () => {
+      store = await backend.open({ migrated: false });
+      const s = store;
+      const expected = backend.name === 'postgres' ? 'lz4' : 'pglz'; // PGlite is built without lz4
+      // Past the row size at which PostgreSQL compresses (about 2 KB), as a delivery's body is.
+      const storeLarge = async (eventId: string) => {
+        const event = { ...exampleEvent('INVOICE_PAID', { eventId }), note: 'paid in full '.repeat(250) };
+        await storeEvent(s, { eventId, eventType: event.eventType, resourceKey: null, rawBody: JSON.stringify(event), headers: {} });
+      };
+      const compressionOf = async (eventId: string) =>
+        (
+          await sql<{ method: string | null }>`select pg_column_compression(raw_body) as method
+            from ${sql.id(s.schema, 'inbox_events')} where event_id = ${eventId}`.execute(s.db)
+        ).rows[0]?.method;
+      const partitionSettings = async () =>
+        (
+          await sql<{ setting: string }>`select a.attcompression as setting from pg_inherits i
+            join pg_attribute a on a.attrelid = i.inhrelid and a.attname = 'raw_body'
+           where i.inhparent = ${`"${s.schema}".inbox_events`}::regclass`.execute(s.db)
+        ).rows.map((row) => row.setting);
+
+      await migrate(
+        s,
+        readMigrations().filter((file) => file.name < '016'),
+      );
+      await storeLarge('before_016');
+      await setState(s, 'before_016', 'dead', { received_at: sql`now() - interval '40 days'` });
+      await storeLarge('old_done');
+      await setState(s, 'old_done', 'done', { received_at: sql`now() - interval '40 days'` });
+      expect(await compressionOf('before_016')).toBe('pglz');
+      const made = (await partitionSettings()).length;
+      expect(made).toBeGreaterThanOrEqual(2);
+
+      await migrate(s);
+      expect(await partitionSettings()).toEqual(Array(made).fill(expected === 'lz4' ? 'l' : ''));
+      await storeLarge('after_016');
+      expect(await compressionOf('after_016')).toBe(expected);
+      // A partition made after the migration takes the partitioned table's setting.
+      await ensureHistoryPartitions(s, { span: 'day', ahead: 1, now: new Date(Date.now() + 10 * DAY_MS) });
+      expect((await partitionSettings()).length).toBeGreaterThan(made);
+      expect(new Set(await partitionSettings())).toEqual(new Set([expected === 'lz4' ? 'l' : '']));
+      // Retention rebuilds the old partition with its dead event alone: the new table keeps the setting too.
+      const report = await dropHistoryPartitions(s, { before: new Date(Date.now() - 30 * DAY_MS) });
+      expect(report.kept.map((p) => p.compacted)).toEqual([1]);
+      expect(new Set(await partitionSettings())).toEqual(new Set([expected === 'lz4' ? 'l' : '']));
+      // What was stored before stays readable as it was written.
+      expect((await getEvent(s, 'before_016'))?.status).toBe('dead');
+      expect(await compressionOf('before_016')).toBe('pglz');
+      expect(JSON.parse((await getEvent(s, 'after_016'))!.rawBody).eventId).toBe('after_016');
     },
   );
 });
