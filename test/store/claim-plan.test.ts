@@ -1,10 +1,12 @@
 import { CompiledQuery, sql } from 'kysely';
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exampleEvent } from '../../src/events/index.js';
 import { claimStatement } from '../../src/store/claim.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { vacuumQueue } from '../../src/store/maintenance.js';
 import { putEvents } from '../helpers/inbox.js';
+import { pgUrl } from '../helpers/pg.js';
 import { withOwnResource } from '../helpers/own-resource.js';
 import { backends, dispose } from '../helpers/stores.js';
 
@@ -97,4 +99,46 @@ describe.each(backends)('the claim’s plan under statistics taken at another si
       expect(buffers(large) / buffers(small)).toBeLessThan(1.5);
     },
   );
+});
+
+// PGlite has no JIT, and auto_explain is the server's: the real server only.
+const postgres = backends[0]!;
+
+describe.skipIf(!postgres.available)('the claim on a connection with JIT on (postgres)', () => {
+  let store: PayhooksDatabase | undefined;
+  afterEach(async () => {
+    if (store) await dispose(store);
+    store = undefined;
+  });
+
+  // The disabled plan nodes of migration 015 put the claim's estimated cost above every JIT threshold: on a connection
+  // that had not turned JIT off itself (behind a pooler in transaction mode, say), each claim was compiled first
+  // (about 860 ms for a claim of 500 that runs in 10). The function turns JIT off for its own statement (migration 017).
+  it('plans the statement inside the function without JIT', { timeout: 60_000 }, async () => {
+    store = await postgres.open();
+    await storeMany(store, 'evt_jit', 600);
+    // A connection of its own, as a pooler's server connection would be: JIT on (at every threshold), nothing set.
+    const client = new pg.Client({ connectionString: pgUrl! });
+    const plans: string[] = [];
+    client.on('notice', (notice) => plans.push(notice.message ?? ''));
+    await client.connect();
+    try {
+      await client.query('set jit = on; set jit_above_cost = 0');
+      await client.query("load 'auto_explain'");
+      await client.query(
+        'set auto_explain.log_min_duration = 0; set auto_explain.log_nested_statements = on; set auto_explain.log_level = notice',
+      );
+      const claim = claimStatement(store, { workerId: 'w', limit: 500, leaseMs: 60_000 }).compile(store.db);
+      await client.query('begin');
+      const { rows } = await client.query(claim.sql, [...claim.parameters]);
+      await client.query('rollback');
+      expect(rows).toHaveLength(500);
+    } finally {
+      await client.end();
+    }
+    const inner = plans.filter((plan) => plan.includes('WITH due AS'));
+    expect(inner).toHaveLength(1);
+    expect(inner[0]).toContain('LockRows');
+    expect(inner[0]).not.toContain('JIT:');
+  });
 });
