@@ -274,8 +274,9 @@ const BOUNDS: readonly string[] = [
       'from faster cores than payhooks does (without history: 0.86x to 0.89x on the EPYC at 2.1 GHz, 0.72x to 0.81x ' +
       'on an EPYC at 2.6 GHz, both 27 Nov; 0.89x to 0.90x on the Xeon). A second process helps only where one leaves ' +
       "the cores idle: on 28 Nov, on a host 40% slower per operation than that afternoon's, one process kept the " +
-      'machine 85 to 90% busy and two 94 to 98%; with history, two were then no faster than one (15,946 and 16,874 ' +
-      'against 16,051 and 17,279 events/s, the two-process rounds spreading over 14,390 to 19,172), where the ' +
+      'machine 83 to 90% busy and two 94 to 98%. Two were then no faster than one in one or two cases of four, ' +
+      "never the same ones: in the evening's first run both cases with history (15,946 and 16,874 against 16,051 " +
+      'and 17,279 events/s), in its second only backlog 100,000 with history (16,390 against 17,051); the ' +
       "afternoon's run had them faster in 4 cases of 4.",
     '- **History.** With 1,000,000 finished events the database is the larger part and the rounds vary most (one ' +
       'process: 11,127 to 18,734 events/s on the EPYC at 2.6 GHz of 27 Nov; 11,824, 6,579 and 6,013 on the Xeon the ' +
