@@ -118,6 +118,8 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
   }
   rows.sort((a, b) => compareText(a.eventId, b.eventId));
   const texts = (values: (string | null)[]) => sql`${values}::text[]`;
+  const ints = (values: number[]) => sql`${values}::int[]`;
+  const bodies = packTexts(rows.map((e) => e.rawBody));
   const ledger = sql.id(store.schema, 'event_ledger');
   const inbox = sql.id(store.schema, 'inbox_events');
   // One statement, one round trip per batch: the ledger row first (new, or a repeat counted), then the inbox row of
@@ -127,11 +129,12 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
   const statement = sql<{ event_id: string; deliveries: number; inserted: boolean }>`${PREPARED}
     with incoming as (
       select * from unnest(${texts(rows.map((e) => e.eventId))}, ${texts(rows.map((e) => e.eventType))},
-                           ${texts(rows.map((e) => e.resourceKey))}, ${texts(rows.map((e) => e.rawBody))},
+                           ${texts(rows.map((e) => e.resourceKey))}, ${ints(bodies.starts)}, ${ints(bodies.lengths)},
                            ${texts(rows.map((e) => JSON.stringify(e.headers)))}, ${texts(rows.map((e) => bodySha256(e.rawBody)))},
-                           ${sql`${rows.map((e) => repeats.get(e.eventId)!)}::int[]`},
+                           ${ints(rows.map((e) => repeats.get(e.eventId)!))},
                            ${texts(rows.map((e) => e.traceParent ?? null))}, ${texts(rows.map((e) => e.dataValidUnder ?? null))})
-             as i(event_id, event_type, resource_key, raw_body, headers, body_sha256, deliveries, trace_parent, data_valid_under)
+             as i(event_id, event_type, resource_key, body_start, body_length, headers, body_sha256, deliveries, trace_parent,
+                  data_valid_under)
     ),
     ledger as (
       insert into ${ledger} as t (event_id, body_sha256, deliveries)
@@ -145,7 +148,8 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
       -- anything holding only an eventId finds in the ledger.
       insert into ${inbox} (event_id, event_type, resource_key, raw_body, payload, headers, deliveries, received_at, trace_parent,
                             data_valid_under)
-      select i.event_id, i.event_type, i.resource_key, i.raw_body, null, i.headers::jsonb, i.deliveries, l.first_received_at, i.trace_parent,
+      select i.event_id, i.event_type, i.resource_key,
+             convert_from(substring(${bodies.bytes}::bytea from i.body_start for i.body_length), 'UTF8'), null, i.headers::jsonb, i.deliveries, l.first_received_at, i.trace_parent,
              i.data_valid_under
         from incoming i join ledger l on l.event_id = i.event_id
        where l.inserted
@@ -176,6 +180,27 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
 /** Postgres' answer to a row whose receipt time no partition of the history covers. */
 function isMissingPartition(error: unknown): boolean {
   return (error as { code?: unknown }).code === '23514' && /no partition of relation/.test(String((error as Error).message));
+}
+
+/**
+ * `texts` as one run of UTF-8 bytes, with the 1-based start and the length in bytes of each: how a batch sends its
+ * bodies. A Buffer goes to PostgreSQL as a binary parameter, byte for byte, where a text[] of 2 KB bodies is written
+ * out by the driver with every quote and backslash escaped and read back by the server a character at a time (the
+ * driver's escaping alone was 6% of the receiver's CPU).
+ *
+ * @example
+ * packTexts(['ab', 'é']) // { bytes: <61 62 c3 a9>, starts: [1, 3], lengths: [2, 2] }
+ */
+function packTexts(texts: readonly string[]): { bytes: Buffer; starts: number[]; lengths: number[] } {
+  const lengths = texts.map((text) => Buffer.byteLength(text, 'utf8'));
+  const bytes = Buffer.allocUnsafe(lengths.reduce((sum, length) => sum + length, 0));
+  const starts: number[] = [];
+  let offset = 0;
+  for (const text of texts) {
+    starts.push(offset + 1);
+    offset += bytes.write(text, offset, 'utf8');
+  }
+  return { bytes, starts, lengths };
 }
 
 /** The SHA-256 of a body's UTF-8 bytes, in hex: what the ledger keeps of it. */

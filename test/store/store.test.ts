@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { PayhooksDatabase } from '../../src/store/database.js';
-import { getEvent, listEvents, storeEvent, type IncomingEvent } from '../../src/store/inbox.js';
+import { getEvent, listEvents, storeEvent, storeEvents, type IncomingEvent } from '../../src/store/inbox.js';
 import { pruneEvents, replayEvents, SENDER_RETRY_HORIZON_MS } from '../../src/store/maintenance.js';
 import { dropHistoryPartitions } from '../../src/store/history-partitions.js';
 import { markHandlerCompleted } from '../../src/store/outcomes.js';
@@ -64,6 +64,18 @@ describe.each(backends)('store on $name', (backend) => {
       expect(row.status).toBe('pending');
       expect(row.attempts).toBe(0);
       expect(row.resource_key).toBeNull();
+    });
+
+    it('keeps each body of a batch byte for byte, whatever its characters (the batch sends them as one run of bytes)', async () => {
+      store = await openShared();
+      // Multi-byte characters before a body shift every later one's start in bytes, not in characters; quotes,
+      // backslashes and braces are what an array literal would have to escape; one body repeats in the batch.
+      const texts = ['{"s":"é"}', '{"s":"日本語 \\" \\\\ {a,b}"}', '{"s":"🙂🙂"}', '{}', '{"s":"\\u00e9 plain"}'];
+      const events = texts.map((rawBody, i) => incoming(`evt_bytes_${i}`, { rawBody, resourceKey: null }));
+      const outcomes = await storeEvents(store, [...events, { ...events[1]!, rawBody: 'a repeat is not stored' }]);
+      expect(outcomes.map((outcome) => outcome.inserted)).toEqual([true, true, true, true, true, false]);
+      const rows = await store.db.selectFrom('inbox_events').select(['event_id', 'raw_body']).orderBy('event_id').execute();
+      expect(rows).toEqual(texts.map((rawBody, i) => ({ event_id: `evt_bytes_${i}`, raw_body: rawBody })));
     });
 
     it('keeps a body with a \\u0000 escape as raw text, which jsonb could not hold', async () => {
