@@ -49,6 +49,16 @@ export interface PayhooksDatabase {
    * A no-op on PGlite.
    */
   discardConnections(): void;
+  /**
+   * This database with a deadline (a `performance.now()` time) on every connection its `db` takes and every
+   * statement it sends: waiting for a connection stops at the deadline, a statement is not sent past it, and one
+   * still unanswered then fails (its connection is destroyed). Closing it closes nothing; close this one. PGlite,
+   * which has no connections to wait for, ignores the deadline.
+   *
+   * @example
+   * await storeEvents(store.withDeadline(performance.now() + 5000), events);
+   */
+  withDeadline(deadline: number): PayhooksDatabase;
   /** Runs `onNotify` for each NOTIFY on `channel`; resolves to an unsubscribe function. */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
@@ -150,11 +160,15 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
   const evicting = new EvictingPool(pool);
   const base = new Kysely<PayhooksTables>({ dialect: new PostgresDialect({ pool: evicting }) });
   const listeners = new Set<pg.Client>();
-  return {
+  const handle: PayhooksDatabase = {
     kind: 'postgres',
     schema,
     db: base.withSchema(schema),
     discardConnections: () => evicting.discardAll(),
+    withDeadline(deadline) {
+      const bounded = new Kysely<PayhooksTables>({ dialect: new PostgresDialect({ pool: evicting.until(deadline) }) });
+      return { ...handle, db: bounded.withSchema(schema), close: async () => undefined };
+    },
     async listen(channel, onNotify) {
       // A dedicated connection: LISTEN belongs to a session, and pooled clients change hands.
       const client = new pg.Client({
@@ -182,6 +196,7 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
       await endWithin(base.destroy(), [...clients, ...listeners]);
     },
   };
+  return handle;
 }
 
 /**
@@ -227,11 +242,12 @@ async function openPGlite(dataDir: string, schema: string): Promise<PayhooksData
     throw err;
   }
   const base = new Kysely<PayhooksTables>({ dialect: new PGliteDialect(pglite) });
-  return {
+  const handle: PayhooksDatabase = {
     kind: 'pglite',
     schema,
     db: base.withSchema(schema),
     discardConnections: () => undefined,
+    withDeadline: () => handle,
     async listen(channel, onNotify) {
       const unlisten = await pglite.listen(channel, onNotify);
       return async () => {
@@ -243,4 +259,5 @@ async function openPGlite(dataDir: string, schema: string): Promise<PayhooksData
       await unlock();
     },
   };
+  return handle;
 }

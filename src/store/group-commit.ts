@@ -1,7 +1,7 @@
 import { PayhooksError } from '../errors.js';
 import { Batcher, BatchItemExpiredError } from '../internal/batcher.js';
 import type { PayhooksDatabase } from './database.js';
-import { DeadlineExceededError, withDeadline } from './evicting-pool.js';
+import { DeadlineExceededError } from './evicting-pool.js';
 import { type IncomingEvent, type StoreOutcome, storeEvents } from './inbox.js';
 
 /** How deliveries are grouped into one INSERT; see {@link GROUP_COMMIT_DEFAULTS}. */
@@ -79,8 +79,7 @@ export function createGroupCommit(store: PayhooksDatabase, options: GroupCommitO
     maxConcurrentFlushes: settings.maxConcurrentBatches,
     // A delivery past the ack budget has been answered 503 already; writing it must not hold back the next ones.
     itemTimeoutMs: ackBudgetMs,
-    flush: (events, deadline) =>
-      deadline === undefined ? writeBatch(store, events) : withDeadline(deadline, () => writeBatch(store, events)),
+    flush: (events, deadline) => writeBatch(deadline === undefined ? store : store.withDeadline(deadline), events),
   });
   return {
     async store(event) {

@@ -2,10 +2,9 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import { PayhooksError } from '../errors.js';
 import { assertSchemaName, type PayhooksDatabase } from './database.js';
-import { withDeadline } from './evicting-pool.js';
 import { quoteIdent } from './quote-ident.js';
 
 /** The migrations shipped with payhooks (`migrations/` at the package root). */
@@ -112,7 +111,7 @@ export function readMigrations(directory: string | URL = MIGRATIONS_DIR): Migrat
  */
 export async function migrate(store: PayhooksDatabase, files: readonly MigrationFile[] = readMigrations()): Promise<MigrationReport> {
   const schema = store.schema;
-  return applyMigrations(store.db.withoutPlugins(), files, {
+  return applyMigrations(store, files, {
     schema,
     searchPath: [schema],
     table: { schema, name: 'schema_migrations' },
@@ -140,7 +139,7 @@ export async function migrateMirror(
   files: readonly MigrationFile[] = readMigrations(MIRROR_MIGRATIONS_DIR),
 ): Promise<MigrationReport> {
   assertSchemaName(mirrorSchema);
-  return applyMigrations(store.db.withoutPlugins(), files, {
+  return applyMigrations(store, files, {
     schema: mirrorSchema,
     searchPath: [mirrorSchema],
     table: { schema: mirrorSchema, name: 'mirror_migrations' },
@@ -175,7 +174,7 @@ export async function migrateApp(
 ): Promise<MigrationReport> {
   const appSchema = options.appSchema ?? DEFAULT_APP_SCHEMA;
   assertSchemaName(appSchema);
-  return applyMigrations(store.db.withoutPlugins(), files, {
+  return applyMigrations(store, files, {
     schema: appSchema,
     searchPath: appSearchPath(appSchema),
     table: { schema: appSchema, name: APP_MIGRATIONS_TABLE },
@@ -227,11 +226,12 @@ interface MigrationTarget {
  */
 export const MIGRATION_TIMEOUT_MS = 60 * 60 * 1000;
 
-async function applyMigrations<DB>(db: Kysely<DB>, files: readonly MigrationFile[], target: MigrationTarget): Promise<MigrationReport> {
-  return withDeadline(performance.now() + MIGRATION_TIMEOUT_MS, () => applyMigrationsNow(db, files, target));
-}
-
-async function applyMigrationsNow<DB>(db: Kysely<DB>, files: readonly MigrationFile[], target: MigrationTarget): Promise<MigrationReport> {
+async function applyMigrations(
+  store: PayhooksDatabase,
+  files: readonly MigrationFile[],
+  target: MigrationTarget,
+): Promise<MigrationReport> {
+  const db = store.withDeadline(performance.now() + MIGRATION_TIMEOUT_MS).db.withoutPlugins();
   const table = sql.raw(`${quoteIdent(target.table.schema)}.${quoteIdent(target.table.name)}`);
   return db.transaction().execute(async (trx) => {
     // payhooks' connections have the server stop a statement a moment after the pool's query timeout (database.ts);

@@ -1,15 +1,16 @@
+import type { PostgresPool } from 'kysely';
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { EvictingPool, withDeadline } from '../../src/store/evicting-pool.js';
+import { EvictingPool } from '../../src/store/evicting-pool.js';
 
 /** One query through a connection of `pool`, as Kysely sends it (text first). */
-async function sendQuery(pool: EvictingPool): Promise<unknown> {
+async function sendQuery(pool: PostgresPool): Promise<unknown> {
   const connection = (await pool.connect()) as unknown as { query: (text: string) => Promise<unknown> };
   return connection.query('select 1');
 }
 
-/** A pg pool stand-in whose connections record the arguments of each query. */
-function recordingPool(): { pool: EvictingPool; queries: unknown[][] } {
+/** A pg pool stand-in whose connections record the arguments of each query; `connect` waits for `gate` when given. */
+function recordingPool(gate?: Promise<void>): { pool: EvictingPool; queries: unknown[][] } {
   const queries: unknown[][] = [];
   const client = {
     query: async (...args: unknown[]) => {
@@ -18,47 +19,52 @@ function recordingPool(): { pool: EvictingPool; queries: unknown[][] } {
     },
     release: () => undefined,
   };
-  const fake = { on: () => undefined, connect: async () => client, end: async () => undefined };
+  const fake = {
+    on: () => undefined,
+    connect: async () => {
+      await gate;
+      return client;
+    },
+    end: async () => undefined,
+  };
   return { pool: new EvictingPool(fake as unknown as pg.Pool), queries };
 }
 
-const timeoutOf = (args: unknown[] | undefined) => (args?.[0] as { query_timeout?: number } | string | undefined) ?? undefined;
+const timeoutOf = (args: unknown[] | undefined) => (args?.[0] as { query_timeout?: number } | undefined)?.query_timeout;
 
-describe('withDeadline', () => {
-  it('keeps each deadline to its own work while others start and end around it, and none past them', async () => {
+describe('EvictingPool.until', () => {
+  it('bounds each query sent through a view by its own deadline, and leaves the pool itself without one', async () => {
     const { pool, queries } = recordingPool();
-    let releaseFirst!: () => void;
-    const firstGate = new Promise<void>((resolve) => (releaseFirst = resolve));
-    let releaseSecond!: () => void;
-    const secondGate = new Promise<void>((resolve) => (releaseSecond = resolve));
-    const query = () => sendQuery(pool);
-    const first = withDeadline(performance.now() + 60_000, async () => {
-      await firstGate;
-      await query();
-    });
-    const second = withDeadline(performance.now() + 30_000, async () => {
-      await secondGate;
-      await query();
-    });
-    releaseFirst();
-    await first;
-    // The first has ended: the second still runs under its own deadline.
-    releaseSecond();
-    await second;
-    expect(timeoutOf(queries[0])).toMatchObject({ query_timeout: expect.any(Number) });
-    expect((timeoutOf(queries[0]) as { query_timeout: number }).query_timeout).toBeGreaterThan(30_000);
-    expect((timeoutOf(queries[1]) as { query_timeout: number }).query_timeout).toBeLessThanOrEqual(30_000);
-    // Outside any deadline (and after the storage was switched off): sent as it is, with no timeout.
-    await query();
+    const later = pool.until(performance.now() + 60_000);
+    const sooner = pool.until(performance.now() + 30_000);
+    // Interleaved: each connection keeps the deadline of the view it came from.
+    const [laterConnection, soonerConnection] = await Promise.all([later.connect(), sooner.connect()]);
+    await (soonerConnection as unknown as { query: (text: string) => Promise<unknown> }).query('select 1');
+    await (laterConnection as unknown as { query: (text: string) => Promise<unknown> }).query('select 1');
+    expect(timeoutOf(queries[0])).toBeLessThanOrEqual(30_000);
+    expect(timeoutOf(queries[1])).toBeGreaterThan(30_000);
+    expect(timeoutOf(queries[1])).toBeLessThanOrEqual(60_000);
+    // Straight from the pool: sent as it is, with no timeout of its own.
+    await sendQuery(pool);
     expect(queries[2]).toEqual(['select 1']);
-    // And on again for the next one.
-    await withDeadline(performance.now() + 10_000, query);
-    expect((timeoutOf(queries[3]) as { query_timeout: number }).query_timeout).toBeLessThanOrEqual(10_000);
   });
 
-  it('passes a rejection on, and a deadline already passed refuses the query', async () => {
-    const { pool } = recordingPool();
-    await expect(withDeadline(performance.now() + 1000, async () => Promise.reject(new Error('no')))).rejects.toThrow('no');
-    await expect(withDeadline(performance.now() - 1, () => sendQuery(pool))).rejects.toThrow(/deadline passed/);
+  it('refuses a query past the deadline, stops waiting for a connection at it, and ends nothing when ended', async () => {
+    const { pool, queries } = recordingPool();
+    await expect(sendQuery(pool.until(performance.now() - 1))).rejects.toThrow(/waiting for a database connection: the deadline passed/);
+    // A connection taken in time, a query sent too late: refused, not sent.
+    const connection = (await pool.until(performance.now() + 20).connect()) as unknown as { query: (text: string) => Promise<unknown> };
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await expect(connection.query('select 1')).rejects.toThrow(/sending a query: the deadline passed/);
+    expect(queries).toEqual([]);
+    let open!: () => void;
+    const slow = recordingPool(new Promise<void>((resolve) => (open = resolve)));
+    await expect(sendQuery(slow.pool.until(performance.now() + 50))).rejects.toThrow(
+      /waiting for a database connection: the deadline passed/,
+    );
+    open();
+    const view = pool.until(performance.now() + 60_000);
+    await view.end();
+    await expect(sendQuery(pool)).resolves.toEqual({ rows: [] });
   });
 });

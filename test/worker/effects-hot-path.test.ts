@@ -37,6 +37,7 @@ function logged(store: PayhooksDatabase, log: string[]): PayhooksDatabase {
     schema: store.schema,
     db: store.db.withPlugin(plugin),
     discardConnections: () => store.discardConnections(),
+    withDeadline: (deadline) => logged(store.withDeadline(deadline), log),
     listen: (channel, onNotify) => store.listen(channel, onNotify),
     close: () => store.close(),
   };
