@@ -19,7 +19,18 @@ interface Contender {
 
 /** What the profiles of `serve` found, with their dates and machines: measured by hand, not by this run. */
 const INGEST_PROFILES: readonly string[] = [
-  'Profiles (by hand, 28 Nov, AMD EPYC at 2.6 GHz, the same load): `node --cpu-prof` of `serve --role receiver` found it 28% ' +
+  'Profiles (by hand, 28 Nov, late evening, Intel Xeon at 2.1 GHz, the same load, after the two cuts below): ' +
+    "`serve --role receiver`'s own CPU per delivery is user time (133 to 178 µs against 10 to 19 µs of system time, " +
+    'read from /proc), so its profile is the place to look. `node --cpu-prof`: 22% idle, 15% in the `writev` that sends ' +
+    'a batch (wall time: the woken backend takes the core), 6% `JSON.parse` of the body, 5% garbage collection, 5% the ' +
+    "HMAC and the body's SHA-256, 3% Kysely, 3% the pg driver; nothing else above 1%. The two cuts, each an A/B of " +
+    "rounds of 10 s in turn on that machine: the batch's bodies sent as one binary `bytea` with each one's start and " +
+    "length instead of a `text[]` (the driver's escaping of every quote in them had been 5.6% of the profile): 3,253 to " +
+    '3,526 req/s before, 3,495 to 3,967 after, 4 rounds of 4, the server 30 µs and PostgreSQL about 10 µs less per ' +
+    "delivery; the ack budget's deadline carried by a view of the pool instead of an AsyncLocalStorage (whose promise " +
+    "hooks every request paid while any batch was under way): the server's CPU per delivery 153 to 220 µs before, 146 " +
+    'to 167 after, lower in 5 rounds of 5, the rate within the spread.',
+  'Earlier profiles (by hand, 28 Nov, AMD EPYC at 2.6 GHz, the same load): `node --cpu-prof` of `serve --role receiver` found it 28% ' +
     'idle (waiting for its group commits); of the rest, 24% in the `writev` that sends a batch to PostgreSQL (its wall time, ' +
     'which includes the loopback and the woken backend taking the core), 14% garbage collection, 4% the pg driver writing ' +
     "the batch's arrays as text, 6% the HMAC and the body's SHA-256 (the ledger's), 5% `JSON.parse` of the body, 2 to 3% " +
