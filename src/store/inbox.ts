@@ -149,8 +149,8 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
       insert into ${inbox} (event_id, event_type, resource_key, raw_body, payload, headers, deliveries, received_at, trace_parent,
                             data_valid_under)
       select i.event_id, i.event_type, i.resource_key,
-             convert_from(substring(${bodies.bytes}::bytea from i.body_start for i.body_length), 'UTF8'), null, i.headers::jsonb, i.deliveries, l.first_received_at, i.trace_parent,
-             i.data_valid_under
+             convert_from(substring(${bodies.bytes}::bytea from i.body_start for i.body_length), 'UTF8'),
+             null, i.headers::jsonb, i.deliveries, l.first_received_at, i.trace_parent, i.data_valid_under
         from incoming i join ledger l on l.event_id = i.event_id
        where l.inserted
        order by i.event_id
