@@ -3,15 +3,26 @@ import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { EvictingPool } from '../../src/store/evicting-pool.js';
 
-/** One query through a connection of `pool`, as Kysely sends it (text first). */
-async function sendQuery(pool: PostgresPool): Promise<unknown> {
-  const connection = (await pool.connect()) as unknown as { query: (text: string) => Promise<unknown> };
-  return connection.query('select 1');
+/** A connection as Kysely uses it: queries sent text first. */
+type Connection = { query: (text: string) => Promise<unknown> };
+
+/** A connection of `pool`. */
+async function connectionOf(pool: PostgresPool): Promise<Connection> {
+  return (await pool.connect()) as unknown as Connection;
 }
 
-/** A pg pool stand-in whose connections record the arguments of each query; `connect` waits for `gate` when given. */
-function recordingPool(gate?: Promise<void>): { pool: EvictingPool; queries: unknown[][] } {
+/** One query through a connection of `pool`. */
+async function sendQuery(pool: PostgresPool): Promise<unknown> {
+  return (await connectionOf(pool)).query('select 1');
+}
+
+/**
+ * A pg pool stand-in whose connections record the arguments of each query; `connect` waits for `gate` when given, and
+ * `ended` says whether the pool was ended.
+ */
+function recordingPool(gate?: Promise<void>): { pool: EvictingPool; queries: unknown[][]; ended: () => boolean } {
   const queries: unknown[][] = [];
+  let ended = false;
   const client = {
     query: async (...args: unknown[]) => {
       queries.push(args);
@@ -25,9 +36,11 @@ function recordingPool(gate?: Promise<void>): { pool: EvictingPool; queries: unk
       await gate;
       return client;
     },
-    end: async () => undefined,
+    end: async () => {
+      ended = true;
+    },
   };
-  return { pool: new EvictingPool(fake as unknown as pg.Pool), queries };
+  return { pool: new EvictingPool(fake as unknown as pg.Pool), queries, ended: () => ended };
 }
 
 const timeoutOf = (args: unknown[] | undefined) => (args?.[0] as { query_timeout?: number } | undefined)?.query_timeout;
@@ -38,9 +51,9 @@ describe('EvictingPool.until', () => {
     const later = pool.until(performance.now() + 60_000);
     const sooner = pool.until(performance.now() + 30_000);
     // Interleaved: each connection keeps the deadline of the view it came from.
-    const [laterConnection, soonerConnection] = await Promise.all([later.connect(), sooner.connect()]);
-    await (soonerConnection as unknown as { query: (text: string) => Promise<unknown> }).query('select 1');
-    await (laterConnection as unknown as { query: (text: string) => Promise<unknown> }).query('select 1');
+    const [laterConnection, soonerConnection] = await Promise.all([connectionOf(later), connectionOf(sooner)]);
+    await soonerConnection.query('select 1');
+    await laterConnection.query('select 1');
     expect(timeoutOf(queries[0])).toBeLessThanOrEqual(30_000);
     expect(timeoutOf(queries[1])).toBeGreaterThan(30_000);
     expect(timeoutOf(queries[1])).toBeLessThanOrEqual(60_000);
@@ -50,11 +63,11 @@ describe('EvictingPool.until', () => {
   });
 
   it('refuses a query past the deadline, stops waiting for a connection at it, and ends nothing when ended', async () => {
-    const { pool, queries } = recordingPool();
+    const { pool, queries, ended } = recordingPool();
     await expect(sendQuery(pool.until(performance.now() - 1))).rejects.toThrow(/waiting for a database connection: the deadline passed/);
     // A connection taken in time, a query sent too late: refused, not sent.
-    const connection = (await pool.until(performance.now() + 20).connect()) as unknown as { query: (text: string) => Promise<unknown> };
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    const connection = await connectionOf(pool.until(performance.now() + 200));
+    await new Promise((resolve) => setTimeout(resolve, 250));
     await expect(connection.query('select 1')).rejects.toThrow(/sending a query: the deadline passed/);
     expect(queries).toEqual([]);
     let open!: () => void;
@@ -63,8 +76,9 @@ describe('EvictingPool.until', () => {
       /waiting for a database connection: the deadline passed/,
     );
     open();
-    const view = pool.until(performance.now() + 60_000);
-    await view.end();
-    await expect(sendQuery(pool)).resolves.toEqual({ rows: [] });
+    await pool.until(performance.now() + 60_000).end();
+    expect(ended()).toBe(false);
+    await pool.end();
+    expect(ended()).toBe(true);
   });
 });
