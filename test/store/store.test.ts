@@ -69,7 +69,7 @@ describe.each(backends)('store on $name', (backend) => {
     it('keeps each body of a batch byte for byte, whatever its characters (the batch sends them as one run of bytes)', async () => {
       store = await openShared();
       // Multi-byte characters before a body shift every later one's start in bytes, not in characters; quotes,
-      // backslashes and braces are what an array literal would have to escape; one body repeats in the batch.
+      // backslashes and braces are what an array literal would have to escape; one id comes twice, its second body unstored.
       const texts = ['{"s":"é"}', '{"s":"日本語 \\" \\\\ {a,b}"}', '{"s":"🙂🙂"}', '{}', '{"s":"\\u00e9 plain"}'];
       const events = texts.map((rawBody, i) => incoming(`evt_bytes_${i}`, { rawBody, resourceKey: null }));
       const outcomes = await storeEvents(store, [...events, { ...events[1]!, rawBody: 'a repeat is not stored' }]);
