@@ -130,7 +130,7 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
     with incoming as (
       select * from unnest(${texts(rows.map((e) => e.eventId))}, ${texts(rows.map((e) => e.eventType))},
                            ${texts(rows.map((e) => e.resourceKey))}, ${ints(bodies.starts)}, ${ints(bodies.lengths)},
-                           ${texts(rows.map((e) => JSON.stringify(e.headers)))}, ${texts(rows.map((e) => bodySha256(e.rawBody)))},
+                           ${texts(rows.map((e) => JSON.stringify(e.headers)))}, ${texts(rows.map((_, i) => bodySha256(bodyBytes(bodies, i))))},
                            ${ints(rows.map((e) => repeats.get(e.eventId)!))},
                            ${texts(rows.map((e) => e.traceParent ?? null))}, ${texts(rows.map((e) => e.dataValidUnder ?? null))})
              as i(event_id, event_type, resource_key, body_start, body_length, headers, body_sha256, deliveries, trace_parent,
@@ -203,9 +203,15 @@ function packTexts(texts: readonly string[]): { bytes: Buffer; starts: number[];
   return { bytes, starts, lengths };
 }
 
+/** The bytes of text `i` of {@link packTexts}' run. */
+function bodyBytes(packed: { bytes: Buffer; starts: number[]; lengths: number[] }, i: number): Buffer {
+  const start = packed.starts[i]! - 1;
+  return packed.bytes.subarray(start, start + packed.lengths[i]!);
+}
+
 /** The SHA-256 of a body's UTF-8 bytes, in hex: what the ledger keeps of it. */
-function bodySha256(rawBody: string): string {
-  return createHash('sha256').update(rawBody, 'utf8').digest('hex');
+function bodySha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
 }
 
 /** An inbox row as operators and the CLI see it. */

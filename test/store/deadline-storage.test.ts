@@ -1,6 +1,7 @@
 import type { PostgresPool } from 'kysely';
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { sleep } from '../../src/internal/sleep.js';
 import { EvictingPool } from '../../src/store/evicting-pool.js';
 
 /** A connection as Kysely uses it: queries sent text first. */
@@ -67,7 +68,7 @@ describe('EvictingPool.until', () => {
     await expect(sendQuery(pool.until(performance.now() - 1))).rejects.toThrow(/waiting for a database connection: the deadline passed/);
     // A connection taken in time, a query sent too late: refused, not sent.
     const connection = await connectionOf(pool.until(performance.now() + 200));
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await sleep(250);
     await expect(connection.query('select 1')).rejects.toThrow(/sending a query: the deadline passed/);
     expect(queries).toEqual([]);
     let open!: () => void;

@@ -76,6 +76,11 @@ describe.each(backends)('store on $name', (backend) => {
       expect(outcomes.map((outcome) => outcome.inserted)).toEqual([true, true, true, true, true, false]);
       const rows = await store.db.selectFrom('inbox_events').select(['event_id', 'raw_body']).orderBy('event_id').execute();
       expect(rows).toEqual(texts.map((rawBody, i) => ({ event_id: `evt_bytes_${i}`, raw_body: rawBody })));
+      // The ledger hashes each body's own bytes, cut from the same run.
+      const { rows: hashes } = await sql<{ matches: boolean }>`
+        select l.body_sha256 = sha256(convert_to(e.raw_body, 'UTF8')) as matches
+          from ${sql.id(store.schema, 'event_ledger')} l join ${sql.id(store.schema, 'inbox_events')} e using (event_id)`.execute(store.db);
+      expect(hashes).toEqual(texts.map(() => ({ matches: true })));
     });
 
     it('keeps a body with a \\u0000 escape as raw text, which jsonb could not hold', async () => {
