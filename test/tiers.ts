@@ -104,6 +104,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/statement-timeout.test.ts',
     'test/store/terminated-connection.test.ts',
     'test/store/prepared-statements.test.ts',
+    'test/store/schema-dump.test.ts',
     'test/sync/backfill-repeated-page.test.ts',
     'test/sync/backfill.test.ts',
     'test/sync/broker-trace-context.test.ts',
