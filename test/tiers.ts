@@ -66,6 +66,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/sync/verify-compare.test.ts',
     'test/tiers.test.ts',
     'test/worker/history-settings.test.ts',
+    'test/worker/backoff.test.ts',
     'test/worker/task-queue.test.ts',
   ],
   db: [

@@ -18,6 +18,7 @@ import { pageSchema } from './pagination.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { parseRetryAfter } from './retry-after.js';
 import { sleep } from '../internal/sleep.js';
+import { backoffDelay } from '../internal/backoff.js';
 import { nextEffectKey } from '../internal/effect-scope.js';
 import { endHttpClientSpan, failSpan, inHttpClientSpan } from '../internal/tracing.js';
 
@@ -249,8 +250,7 @@ export class HttpTransport {
 
 /** Exponential backoff from 500 ms, doubling, capped at 8 s, each delay drawn from its upper half (jitter). */
 export function requestRetryDelay(attempt: number): number {
-  const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (attempt - 1));
-  return ceiling * (0.5 + Math.random() / 2);
+  return backoffDelay(attempt, { baseMs: BACKOFF_BASE_MS, maxMs: BACKOFF_CAP_MS });
 }
 
 function check(checked: Checked, prefix: 'input' | 'query', method: string, path: string): unknown {

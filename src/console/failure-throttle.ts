@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { backoffDelay } from '../internal/backoff.js';
 
 /** How a {@link FailureThrottle} slows failed authentications. */
 export interface FailureLimits {
@@ -68,7 +69,7 @@ export class FailureThrottle {
     while (this.#byAddress.size > maxAddresses) this.#byAddress.delete(this.#byAddress.keys().next().value!);
 
     const over = failures.count - freeFailures;
-    const delayMs = over <= 0 ? 0 : Math.min(firstDelayMs * 2 ** Math.min(over - 1, 30), maxDelayMs);
+    const delayMs = backoffDelay(over, { baseMs: firstDelayMs, maxMs: maxDelayMs, jitter: false });
     // The first slowed failure, then at 8, 16, 32…: a log line per doubling, not per guess.
     if (over === 1 || (over > 1 && isPowerOfTwo(failures.count))) {
       this.#logger?.warn(

@@ -180,8 +180,7 @@ function workerOf(file: ServiceWorkerOptions, env: Partial<ServiceEnv>, problems
   if (env.PAYHOOKS_MAX_ATTEMPTS !== undefined) options.maxAttempts = env.PAYHOOKS_MAX_ATTEMPTS;
   if (env.PAYHOOKS_HANDLER_TIMEOUT_MS !== undefined) options.handlerTimeoutMs = env.PAYHOOKS_HANDLER_TIMEOUT_MS;
   if (env.PAYHOOKS_STOP_TIMEOUT_MS !== undefined) options.stopTimeoutMs = env.PAYHOOKS_STOP_TIMEOUT_MS;
-  const { backoff: _backoff, ...checked } = options;
-  const problem = workerOptionProblem(checked);
+  const problem = workerOptionProblem(options);
   if (problem) {
     problems.push({
       key: 'worker',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { PayhooksWorkerOptions } from '../payhooks.js';
-import { workerSettings } from '../worker/worker.js';
+import { WorkerOptionError, workerSettings } from '../worker/worker.js';
 
 /** The worker's options `payhooks serve` takes from the configuration file's `worker` key: names of `WORKER_DEFAULTS`. */
 export type ServiceWorkerOptions = Pick<
@@ -8,45 +8,22 @@ export type ServiceWorkerOptions = Pick<
   'concurrency' | 'maxPrefetch' | 'maxAttempts' | 'handlerTimeoutMs' | 'leaseMs' | 'pollIntervalMs' | 'stopTimeoutMs' | 'backoff'
 >;
 
-/** The options whose range {@link workerSettings} checks (everything but `backoff`, which it does not). */
-type CheckedOption = Exclude<keyof ServiceWorkerOptions, 'backoff'>;
-
 /**
- * Why `options` would be refused by the worker, with the option it names: {@link workerSettings}' own rule and
- * words, so that the file, the variables and `createPayhooks` refuse the same values. Undefined when they pass.
+ * Why `options` would be refused by the worker, with the option it names (`backoff.baseMs` for a nested one):
+ * {@link workerSettings}' own rule and words, so that the file, the variables and `createPayhooks` refuse the same
+ * values. Undefined when they pass.
  *
  * @example
  * workerOptionProblem({ concurrency: 0 }) // { option: 'concurrency', message: 'must be a whole number of at least 1, not 0.' }
  */
-export function workerOptionProblem(options: Pick<ServiceWorkerOptions, CheckedOption>): { option: string; message: string } | undefined {
+export function workerOptionProblem(options: ServiceWorkerOptions): { option: string; message: string } | undefined {
   try {
     workerSettings(options);
     return undefined;
   } catch (err) {
-    if (!(err instanceof RangeError)) throw err;
-    // Its messages start with the option's name (`leaseMs (…) must be longer than handlerTimeoutMs …` included).
-    const option = /^[A-Za-z]+/.exec(err.message)?.[0] ?? '';
-    const message = err.message.startsWith(`${option} must `) ? err.message.slice(option.length + 1) : err.message;
-    return { option, message };
+    if (!(err instanceof WorkerOptionError)) throw err;
+    return { option: err.option, message: err.reason };
   }
-}
-
-/** The backoff's rule, which the worker leaves to its caller: two positive numbers of milliseconds, the cap not below the base. */
-function backoffProblems(backoff: NonNullable<ServiceWorkerOptions['backoff']>): { option: 'baseMs' | 'maxMs'; message: string }[] {
-  const problems: { option: 'baseMs' | 'maxMs'; message: string }[] = [];
-  for (const option of ['baseMs', 'maxMs'] as const) {
-    const value = backoff[option];
-    if (value !== undefined && (!Number.isFinite(value) || value <= 0)) {
-      problems.push({ option, message: `must be a positive number of milliseconds, not ${value}.` });
-    }
-  }
-  if (problems.length === 0 && backoff.baseMs !== undefined && backoff.maxMs !== undefined && backoff.maxMs < backoff.baseMs) {
-    problems.push({
-      option: 'maxMs',
-      message: `(${backoff.maxMs}) must not be shorter than baseMs (${backoff.baseMs}): it caps every delay.`,
-    });
-  }
-  return problems;
 }
 
 /**
@@ -66,10 +43,6 @@ export const workerConfigSchema = z
     backoff: z.strictObject({ baseMs: z.number().optional(), maxMs: z.number().optional() }).optional(),
   })
   .superRefine((worker, ctx) => {
-    const { backoff, ...checked } = worker;
-    const problem = workerOptionProblem(checked);
-    if (problem) ctx.addIssue({ code: 'custom', path: [problem.option], message: problem.message });
-    for (const { option, message } of backoff ? backoffProblems(backoff) : []) {
-      ctx.addIssue({ code: 'custom', path: ['backoff', option], message });
-    }
+    const problem = workerOptionProblem(worker);
+    if (problem) ctx.addIssue({ code: 'custom', path: problem.option.split('.'), message: problem.message });
   });

@@ -1,3 +1,5 @@
+import { PayhooksError } from '../errors.js';
+
 /**
  * Thrown by a handler when retrying cannot help (the target refused the request as malformed, say): this handler
  * gives up on the event and is not run for it again, while the event's other handlers go on (and are retried if
@@ -28,6 +30,16 @@ export class RetryLaterError extends Error {
     super(message, options);
     this.name = 'RetryLaterError';
     this.afterMs = Math.max(0, options.afterMs);
+  }
+}
+
+/** A handler that ran past `handlerTimeoutMs`: its run fails with this, and its signal aborts with it. */
+export class HandlerTimeoutError extends PayhooksError {
+  constructor(
+    readonly handler: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`handler ${handler} timed out after ${timeoutMs} ms`);
   }
 }
 

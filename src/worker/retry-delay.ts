@@ -1,3 +1,4 @@
+import { backoffDelay } from '../internal/backoff.js';
 import { WORKER_DEFAULTS } from './defaults.js';
 
 /** How retries are spaced: exponential from `baseMs`, capped at `maxMs`, with jitter. */
@@ -9,15 +10,15 @@ export interface BackoffOptions {
 }
 
 /**
- * The delay before attempt `failedAttempt + 1`: base · 2^(failedAttempt − 1), capped, then scaled by a
- * random factor in [0.5, 1) so that events failing together do not all come back at the same instant.
+ * The delay before attempt `failedAttempt + 1`, by the worker's backoff (`WORKER_DEFAULTS.backoff` unless given):
+ * payhooks' one backoff ({@link backoffDelay}), jittered so that events failing together do not all come back at the
+ * same instant.
  *
  * @example
  * eventRetryDelay(3) // between 2000 and 4000 ms
  */
 export function eventRetryDelay(failedAttempt: number, options: BackoffOptions = {}, random: () => number = Math.random): number {
-  const base = options.baseMs ?? WORKER_DEFAULTS.backoff.baseMs;
-  const max = options.maxMs ?? WORKER_DEFAULTS.backoff.maxMs;
-  const exponential = Math.min(max, base * 2 ** Math.max(0, failedAttempt - 1));
-  return Math.round(exponential * (0.5 + random() / 2));
+  const rule = { baseMs: options.baseMs ?? WORKER_DEFAULTS.backoff.baseMs, maxMs: options.maxMs ?? WORKER_DEFAULTS.backoff.maxMs };
+  // An attempt numbered 0 or less (none failed yet) waits as the first retry does.
+  return Math.round(backoffDelay(Math.max(1, failedAttempt), rule, random));
 }

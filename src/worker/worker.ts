@@ -13,12 +13,14 @@ import { appSearchPath, setLocalSearchPath } from '../store/migrate.js';
 import { Batcher } from '../internal/batcher.js';
 import { TaskQueue } from '../internal/task-queue.js';
 import { within } from '../internal/within.js';
+import { sleep } from '../internal/sleep.js';
+import { backoffProblems } from '../internal/backoff.js';
 import { extendLeases, type FinalStatus, markHandlerCompleted, type Outcome, recordOutcomes, releaseLeases } from '../store/outcomes.js';
 import type { PayhooksTables } from '../store/schema.js';
 import { WORKER_DEFAULTS } from './defaults.js';
 import { eventRetryDelay, type BackoffOptions } from './retry-delay.js';
 import { vacuumQueue } from '../store/maintenance.js';
-import { DeadLetterError, type FailureVerdict, failureVerdict, type HandlerFailure } from './handler-errors.js';
+import { DeadLetterError, type FailureVerdict, failureVerdict, type HandlerFailure, HandlerTimeoutError } from './handler-errors.js';
 import type { GivenUpHandler } from '../store/claim.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
 import { createEffectRunner, EffectNeedsReviewError, type EffectRunner } from './effects.js';
@@ -48,7 +50,7 @@ export interface WorkerOptions<Api = unknown> {
   concurrency?: number | undefined;
   /**
    * Events claimed ahead of those running, at most (0: claim only for free slots). The worker holds about one second
-   * of work ahead, by the handlers' recent speed, up to this many. Default 200.
+   * of work ahead, by the handlers' recent speed, up to this many. Default `WORKER_DEFAULTS.maxPrefetch`.
    */
   maxPrefetch?: number | undefined;
   /**
@@ -161,10 +163,17 @@ function readStoredEvent({ eventId, eventType, rawBody, dataChecked }: ClaimedEv
   return { ok: false, lastError: capText(parsed.error.message), issues: parsed.error.issues.map((i) => i.path) };
 }
 
-class HandlerTimeoutError extends Error {
-  constructor(handler: string, ms: number) {
-    super(`handler ${handler} timed out after ${ms} ms`);
-    this.name = 'HandlerTimeoutError';
+/**
+ * A worker option refused by {@link workerSettings}: a RangeError whose message names the option, with the option
+ * (`backoff.baseMs` for a nested one) and the reason apart, for callers that report them under their own keys.
+ */
+export class WorkerOptionError extends RangeError {
+  constructor(
+    readonly option: string,
+    /** Why, as a sentence that follows the option's name (or that names it itself, as the lease's rule does). */
+    readonly reason: string,
+  ) {
+    super(reason.startsWith(option) ? reason : `${option} ${reason}`);
   }
 }
 
@@ -174,17 +183,26 @@ class HandlerTimeoutError extends Error {
  *
  * @example
  * workerSettings({ maxAttempts: 0 }); // throws RangeError: maxAttempts must be a whole number of at least 1, not 0.
+ * workerSettings({ backoff: { baseMs: -1 } }); // throws RangeError: backoff.baseMs must be a positive number of milliseconds, not -1.
  */
 export function workerSettings(
   options: Pick<
     WorkerOptions,
-    'concurrency' | 'maxPrefetch' | 'handlerTimeoutMs' | 'leaseMs' | 'maxAttempts' | 'pollIntervalMs' | 'stopTimeoutMs' | 'appSchema'
+    | 'concurrency'
+    | 'maxPrefetch'
+    | 'handlerTimeoutMs'
+    | 'leaseMs'
+    | 'maxAttempts'
+    | 'pollIntervalMs'
+    | 'stopTimeoutMs'
+    | 'appSchema'
+    | 'backoff'
   >,
 ) {
   const concurrency = options.concurrency ?? WORKER_DEFAULTS.concurrency;
   const maxPrefetch = options.maxPrefetch ?? WORKER_DEFAULTS.maxPrefetch;
   if (!Number.isSafeInteger(maxPrefetch) || maxPrefetch < 0) {
-    throw new RangeError(`maxPrefetch must be a whole number of at least 0, not ${maxPrefetch}.`);
+    throw new WorkerOptionError('maxPrefetch', `must be a whole number of at least 0, not ${maxPrefetch}.`);
   }
   const handlerTimeoutMs = options.handlerTimeoutMs ?? WORKER_DEFAULTS.handlerTimeoutMs;
   const leaseMs = options.leaseMs ?? Math.max(WORKER_DEFAULTS.leaseMs, handlerTimeoutMs * 2);
@@ -194,20 +212,28 @@ export function workerSettings(
   const appSchema = options.appSchema ?? WORKER_DEFAULTS.appSchema;
   const wholeAtLeastOne = { concurrency, maxAttempts };
   for (const [name, value] of Object.entries(wholeAtLeastOne)) {
-    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a whole number of at least 1, not ${value}.`);
+    if (!Number.isSafeInteger(value) || value < 1) throw new WorkerOptionError(name, `must be a whole number of at least 1, not ${value}.`);
   }
   for (const [name, value] of Object.entries({ handlerTimeoutMs, leaseMs, pollIntervalMs, stopTimeoutMs })) {
     if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-      throw new RangeError(`${name} must be a positive number of milliseconds, not ${value}.`);
+      throw new WorkerOptionError(name, `must be a positive number of milliseconds, not ${value}.`);
     }
   }
   if (leaseMs <= handlerTimeoutMs) {
-    throw new RangeError(
+    throw new WorkerOptionError(
+      'leaseMs',
       `leaseMs (${leaseMs}) must be longer than handlerTimeoutMs (${handlerTimeoutMs}), or another worker could take an event while its handler still runs.`,
     );
   }
+  // Checked as given: a cap below the default base is no mistake while the base is set below it too.
+  const [backoffProblem] = backoffProblems(options.backoff ?? {});
+  if (backoffProblem) throw new WorkerOptionError(`backoff.${backoffProblem.option}`, backoffProblem.message);
+  const backoff = {
+    baseMs: options.backoff?.baseMs ?? WORKER_DEFAULTS.backoff.baseMs,
+    maxMs: options.backoff?.maxMs ?? WORKER_DEFAULTS.backoff.maxMs,
+  };
   assertSchemaName(appSchema);
-  return { concurrency, maxPrefetch, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, stopTimeoutMs, appSchema };
+  return { concurrency, maxPrefetch, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, stopTimeoutMs, appSchema, backoff };
 }
 
 /**
@@ -274,7 +300,7 @@ function describeFailures(failures: readonly HandlerFailure[], givenUpBefore: re
 export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker {
   const { store, registry, logger } = options;
   const workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  const { concurrency, maxPrefetch, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, stopTimeoutMs, appSchema } =
+  const { concurrency, maxPrefetch, handlerTimeoutMs, leaseMs, maxAttempts, pollIntervalMs, stopTimeoutMs, appSchema, backoff } =
     workerSettings(options);
   const searchPath = setLocalSearchPath(appSearchPath(appSchema));
   // A run does not start this close to the end of its lease: another worker may be about to take the event.
@@ -419,7 +445,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
         const retryAt = Date.now() + OUTCOME_RETRY_MS;
         if (retryAt >= Math.min(entry.leaseUntil - leaseSafetyMs, giveUpAt)) throw err;
         logger.warn({ err, eventId: entry.event.eventId, tries }, 'could not record the outcome of an event; trying again');
-        await new Promise((resolve) => setTimeout(resolve, OUTCOME_RETRY_MS));
+        await sleep(OUTCOME_RETRY_MS);
       }
     }
   }
@@ -755,13 +781,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     const verdict =
       failures.length === 0
         ? NO_FAILURES
-        : failureVerdict(
-            failures,
-            attempt,
-            maxAttempts,
-            eventRetryDelay(attempt, options.backoff),
-            options.backoff?.maxMs ?? WORKER_DEFAULTS.backoff.maxMs,
-          );
+        : failureVerdict(failures, attempt, maxAttempts, eventRetryDelay(attempt, backoff), backoff.maxMs);
     for (const { handler, error } of verdict.givenUp) {
       note(entry, { kind: 'gaveUp', eventId, handler, error: describeThrown(error) });
       attemptRun.log.error(
@@ -826,7 +846,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
       );
       return;
     }
-    const delayMs = eventRetryDelay(attempt, options.backoff);
+    const delayMs = eventRetryDelay(attempt, backoff);
     record(entry, { kind: 'retry', eventId, delayMs, lastError, owed: null });
     attemptRun.log.warn({ err, retryInMs: delayMs }, 'running the event failed; will retry');
   }

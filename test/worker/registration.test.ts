@@ -115,6 +115,9 @@ describe('worker options are checked when createPayhooks is called', () => {
     [{ concurrency: 1.5 }, /concurrency must be a whole number of at least 1, not 1.5/],
     [{ pollIntervalMs: -1 }, /pollIntervalMs must be a positive number of milliseconds, not -1/],
     [{ handlerTimeoutMs: 70_000, leaseMs: 60_000 }, /leaseMs \(60000\) must be longer than handlerTimeoutMs \(70000\)/],
+    // The worker checks its backoff itself: a library user is refused as the configuration file is.
+    [{ backoff: { baseMs: -5 } }, /backoff\.baseMs must be a positive number of milliseconds, not -5/],
+    [{ backoff: { baseMs: 1000, maxMs: 500 } }, /backoff\.maxMs \(500\) must not be shorter than baseMs \(1000\)/],
   ])('%j is a RangeError at construction, before any database is opened', (worker, message) => {
     expect(() => createPayhooks({ secret: 's', database: { dataDir: 'memory://' }, worker })).toThrow(RangeError);
     expect(() => createPayhooks({ secret: 's', database: { dataDir: 'memory://' }, worker })).toThrow(message);
