@@ -39,6 +39,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/events/parse-json-event.test.ts',
     'test/events/stored-valid-event.test.ts',
     'test/logger.test.ts',
+    'test/long-functions.test.ts',
     'test/public-surface.test.ts',
     'test/receiver/node-body-reader.test.ts',
     'test/service/tracing-config.test.ts',
