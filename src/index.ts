@@ -133,6 +133,7 @@ export {
 } from './worker/effects.js';
 export { WORKER_DEFAULTS } from './worker/defaults.js';
 export type { HandlerRunObservation, Worker } from './worker/worker.js';
+export { WorkerEvents, type WorkerEventListener, type WorkerEventMap, type WorkerEventName } from './worker/worker-events.js';
 export type { BackoffOptions } from './worker/retry-delay.js';
 export { createPayhooksMetrics, type PayhooksMetrics } from './metrics/payhooks-metrics.js';
 export type { AdminApi, AdminHandlers, AdminRequest } from './console/admin-api.js';

@@ -45,6 +45,7 @@ import {
 import type { WorkerTunable } from './worker/defaults.js';
 import { type HistoryOptions, historySettings, startHistoryUpkeep } from './worker/history-upkeep.js';
 import { createWorker, type HandlerRunObservation, type Worker, type WorkerOptions, workerSettings } from './worker/worker.js';
+import { WorkerEvents } from './worker/worker-events.js';
 import { type AdminHandlers, createAdminApi } from './console/admin-api.js';
 
 /** Worker settings of {@link PayhooksOptions}; see {@link WorkerOptions} for each default. */
@@ -115,6 +116,7 @@ export interface PayhooksOptions<Api = unknown> {
 /** Callbacks for metrics: one per answered delivery, one per handler run. */
 export interface PayhooksObserver {
   delivery?: ((delivery: DeliveryObservation) => void) | undefined;
+  /** One per handler run: a subscriber of the worker's `run:ended` ({@link Payhooks.events}). */
   handlerRun?: ((run: HandlerRunObservation) => void) | undefined;
 }
 
@@ -174,6 +176,13 @@ export interface Payhooks<Api = unknown> {
   appDb<DB>(): Promise<Kysely<DB>>;
   /** Starts the worker in this process (handlers run as events arrive). */
   start(): Promise<Worker>;
+  /**
+   * What the worker tells as it works, whenever it runs: subscribe before or after {@link Payhooks.start}.
+   *
+   * @example
+   * hooks.events.on('event:dead', ({ eventId, lastError }) => pageOnCall(eventId, lastError));
+   */
+  readonly events: WorkerEvents;
   /**
    * Stops the worker (running handlers finish, up to `timeoutMs`, default `worker.stopTimeoutMs`) and closes the
    * database if payhooks opened it.
@@ -276,6 +285,9 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
   }
 
   const registry = new HandlerRegistry<Api>();
+  const events = new WorkerEvents(logger);
+  const handlerRun = options.observe?.handlerRun;
+  if (handlerRun) events.on('run:ended', ({ handler, eventType, failed, seconds }) => handlerRun({ handler, eventType, failed, seconds }));
   let worker: Worker | undefined;
   let upkeep: { stop(): Promise<void> } | undefined;
 
@@ -357,7 +369,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
         logger,
         api: options.api,
         appSchema,
-        onHandlerRun: options.observe?.handlerRun,
+        events,
       });
       await worker.start();
       upkeep = startHistoryUpkeep(await ready(), history, logger);
@@ -384,6 +396,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
       return store.db.withoutPlugins().withSchema(appSchema) as unknown as Kysely<DB>;
     },
     close,
+    events,
   };
   return hooks;
 }

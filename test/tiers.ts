@@ -68,6 +68,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/tiers.test.ts',
     'test/worker/history-settings.test.ts',
     'test/worker/backoff.test.ts',
+    'test/worker/settle-policy.test.ts',
     'test/worker/task-queue.test.ts',
   ],
   db: [
@@ -125,6 +126,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/worker/effects.test.ts',
     'test/worker/per-handler-order.test.ts',
     'test/worker/registration.test.ts',
+    'test/worker/worker-events.test.ts',
     'test/worker/worker.test.ts',
   ],
   e2e: [

@@ -1,0 +1,108 @@
+import type { Logger } from 'pino';
+import type { ClaimedEvent } from '../store/claim.js';
+import type { PayhooksDatabase } from '../store/database.js';
+import { extendLeases, releaseLeases } from '../store/outcomes.js';
+import type { AttemptRun, InFlight } from './in-flight.js';
+import type { WorkerEvents } from './worker-events.js';
+
+/** What a {@link LeaseKeeper} needs. */
+export interface LeaseKeeperOptions {
+  store: PayhooksDatabase;
+  workerId: string;
+  leaseMs: number;
+  logger: Logger;
+  events: WorkerEvents;
+}
+
+/**
+ * Holds the leases of the events this worker claimed: extends them all in one statement every quarter lease
+ * (heartbeats), tells a run whether its lease still holds far enough from running out, notices the leases another
+ * worker took over, and gives back on stop those it could not record.
+ */
+export class LeaseKeeper {
+  /** Claimed and not yet recorded, by eventId: running, waiting to run, or having its outcome written. */
+  readonly #held = new Map<string, InFlight>();
+  readonly #options: LeaseKeeperOptions;
+  /** A run does not start this close to the end of its lease: another worker may be about to take the event. */
+  readonly safetyMs: number;
+  #heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(options: LeaseKeeperOptions) {
+    this.#options = options;
+    this.safetyMs = Math.min(options.leaseMs / 4, 5000);
+  }
+
+  /** How many events are held. */
+  get size(): number {
+    return this.#held.size;
+  }
+
+  /** The held events. */
+  entries(): InFlight[] {
+    return [...this.#held.values()];
+  }
+
+  /** Takes a claimed event in hand, its lease counted from `claimedAt`. */
+  add(event: ClaimedEvent, claimedAt: number): InFlight {
+    const entry: InFlight = { event, started: false, leaseUntil: claimedAt + this.#options.leaseMs, lost: false };
+    this.#held.set(event.eventId, entry);
+    return entry;
+  }
+
+  /** Lets go of an event whose outcome was written (or given up on). */
+  forget(eventId: string): void {
+    this.#held.delete(eventId);
+  }
+
+  /** Whether the run may go on: not shut down, and the lease is held and far enough from running out. */
+  holds(attemptRun: AttemptRun): boolean {
+    const { entry } = attemptRun;
+    // Shutdown: stop() gives the lease back; a run it abandoned ends here, and records no outcome.
+    if (entry.shutdown) return false;
+    if (!entry.lost && Date.now() < entry.leaseUntil - this.safetyMs) return true;
+    entry.lost = true;
+    attemptRun.log.warn('lost the lease (it ran out, or another worker took the event); stopping this run');
+    this.#options.events.emit('lease:lost', { eventId: entry.event.eventId });
+    this.forget(entry.event.eventId);
+    return false;
+  }
+
+  /** Starts the heartbeats. */
+  start(): void {
+    this.#heartbeat ??= setInterval(() => void this.heartbeat(), this.#options.leaseMs / 4);
+    this.#heartbeat.unref();
+  }
+
+  /** Extends the leases of every held event in one statement; an event no longer held is marked lost. */
+  async heartbeat(): Promise<void> {
+    const entries = this.entries();
+    if (entries.length === 0) return;
+    const { store, workerId, leaseMs, logger, events } = this.#options;
+    const sentAt = Date.now();
+    try {
+      const still = await extendLeases(
+        store,
+        workerId,
+        entries.map((entry) => entry.event.eventId),
+        leaseMs,
+      );
+      for (const entry of entries) {
+        if (still.has(entry.event.eventId)) entry.leaseUntil = sentAt + leaseMs;
+        else if (!entry.lost) {
+          entry.lost = true;
+          events.emit('lease:lost', { eventId: entry.event.eventId });
+        }
+      }
+    } catch (err) {
+      logger.warn({ err }, 'extending leases failed; runs stop before their leases run out unless the next attempt succeeds');
+    }
+  }
+
+  /** Stops the heartbeats and gives back the leases of the events still held; resolves to how many were given back. */
+  async release(): Promise<number> {
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
+    const unrecorded = this.entries().map((entry) => ({ eventId: entry.event.eventId, started: entry.started }));
+    return releaseLeases(this.#options.store, this.#options.workerId, unrecorded).catch(() => 0);
+  }
+}
