@@ -84,6 +84,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/receiver/failures.test.ts',
     'test/receiver/group-commit.test.ts',
     'test/receiver/poison.test.ts',
+    'test/receiver/quarantine-race.test.ts',
     'test/receiver/quarantine.test.ts',
     'test/service/alarms.test.ts',
     'test/service/service-library.test.ts',
