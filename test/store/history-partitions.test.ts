@@ -31,7 +31,7 @@ async function partitionsOf(store: PayhooksDatabase, table: string): Promise<str
 
 /**
  * What a partition holds of its parent, in the catalog: each column (type, NOT NULL, default, compression, storage), its
- * checks, its indexes (with the table's own name taken out of theirs, and the parent index each is attached to) and its
+ * checks (inherited, so that a migration dropping the parent's drops them too), its indexes (with the table's own name taken out of theirs, and the parent index each is attached to) and its
  * triggers.
  */
 async function partitionShape(store: PayhooksDatabase, name: string) {
@@ -42,7 +42,7 @@ async function partitionShape(store: PayhooksDatabase, name: string) {
       from pg_attribute a left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
      where a.attrelid = ${table}::regclass and a.attnum > 0 and not a.attisdropped order by a.attname`.execute(store.db);
   const checks = await sql<Record<string, unknown>>`
-    select conname, pg_get_constraintdef(oid) as definition from pg_constraint
+    select conname, pg_get_constraintdef(oid) as definition, conislocal, coninhcount from pg_constraint
      where conrelid = ${table}::regclass and contype = 'c' order by conname`.execute(store.db);
   const indexes = await sql<Record<string, unknown>>`
     select replace(pg_get_indexdef(i.indexrelid), ${name}, 'T') as definition, h.inhparent::regclass::text as parent, x.indisvalid
