@@ -1,12 +1,12 @@
 import { Option, type Command } from 'commander';
 import { createLogger } from '../logger.js';
 import { receiveServiceConfig } from '../service/config-transfer.js';
+import { loadHandlers } from '../service/load-handlers.js';
 import { resolveServiceConfig } from '../service/resolve-service-config.js';
 import { runService } from '../service/run-service.js';
 import type { ServiceRole } from '../service/service-config.js';
 import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
-import { loadHandlers } from './load-handlers.js';
 import { untilSignal } from './until-signal.js';
 
 /** `payhooks serve`: resolves the service's configuration and runs it (payhooks/service) until a signal. */

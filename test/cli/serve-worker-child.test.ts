@@ -1,38 +1,18 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { exampleEvent } from '../../src/events/index.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import { openDatabase } from '../../src/store/database.js';
-import { collect, spawnCli } from '../helpers/cli.js';
+import { collect, logLines, spawnCli } from '../helpers/cli.js';
 import { post, signedDelivery } from '../helpers/deliveries.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
 const scheme = createDefaultScheme({ secrets: 'split-secret' });
-
-/** Every JSON log line a process (and the children sharing its stdout) has written so far. */
-function logLines(child: ChildProcess): Record<string, unknown>[] {
-  const lines: Record<string, unknown>[] = [];
-  let partial = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    const text = partial + chunk.toString();
-    const complete = text.split('\n');
-    partial = complete.pop() ?? '';
-    for (const line of complete) {
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        // not a log line
-      }
-    }
-  });
-  return lines;
-}
 
 describe.skipIf(!pgUrl)('payhooks serve on PostgreSQL without --handlers', () => {
   const schema = uniqueSchema('split');
