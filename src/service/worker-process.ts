@@ -54,6 +54,9 @@ export function workerNodeArgs(execArgv: readonly string[]): string[] {
  * The child gets this process's resolved `config` (in an environment variable, never in its arguments, which `ps`
  * shows), listens on a free loopback port for its own /healthz and /metrics, inherits stdout and stderr, and
  * is restarted with a growing delay (1 s doubling, at most 30 s) whenever it exits without being asked to.
+ * It is connected to this process by an IPC channel, which closes when this process ends however it ends (SIGKILL
+ * included): the child then stops as on SIGTERM ({@link whenParentGone}), so it never outlives this process. The
+ * channel is Node's (`child.send`, `process.send` in the child) and carries nothing else yet.
  *
  * @example
  * const worker = startWorkerProcess(config, ['--handlers', '/srv/app/handlers.js'], logger);
@@ -77,9 +80,11 @@ export function startWorkerProcess(config: ServiceConfig, extraArgs: readonly st
     const started = Date.now();
     child = spawn(process.execPath, args, {
       env: { ...process.env, PORT: '0', HOST: '127.0.0.1', [SERVICE_CONFIG_VARIABLE]: handed },
-      stdio: ['ignore', 'inherit', 'inherit'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     logger.info({ pid: child.pid }, 'worker process started');
+    // Unheard, a failure to signal the child or to use its channel would throw in the process that acknowledges.
+    child.on('error', (err) => logger.error({ err }, 'the worker process could not be started or signalled'));
     child.once('exit', (code, signal) => {
       child = undefined;
       if (stopping) return;
@@ -111,4 +116,23 @@ export function startWorkerProcess(config: ServiceConfig, extraArgs: readonly st
       clearTimeout(killer);
     },
   };
+}
+
+/**
+ * In a worker child started by {@link startWorkerProcess}: resolves when the serve process that started it is gone
+ * (its IPC channel closed: the parent exited, crashed or was killed, even by SIGKILL or the OOM killer, which run
+ * none of its shutdown). Undefined in a process started without a channel. Listen from the start: a parent that died
+ * while this process was still starting is seen too.
+ *
+ * @example
+ * const parentGone = whenParentGone();
+ * await untilSignal(logger, () => running.close(), { until: parentGone });
+ */
+export function whenParentGone(): Promise<string> | undefined {
+  if (typeof process.send !== 'function') return undefined;
+  return new Promise((resolve) => {
+    const gone = () => resolve('the serve process that started this worker is gone');
+    if (!process.connected) gone();
+    else process.once('disconnect', gone);
+  });
 }
