@@ -174,4 +174,28 @@ describe.skipIf(!pgUrl)('payhooks serve on PostgreSQL, its worker in a child pro
       await store.close();
     }
   });
+
+  it('stops a worker child whose serve was SIGKILLed while the child was still starting', { timeout: 120_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-split-early-kill-'));
+    const env = { PAYHOOKS_WEBHOOK_SECRET: 'split-secret', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: pgUrl!, PAYHOOKS_SCHEMA: schema };
+    const serve = spawnCli(['serve'], env, dir);
+    const done = collect(serve, 110_000);
+    const lines = logLines(serve);
+    let childPid: number | undefined;
+    try {
+      await waitFor(() => lines.some((l) => l.msg === 'worker process started'), 'serve to start its worker child', 60_000);
+      childPid = Number(lines.find((l) => l.msg === 'worker process started')?.pid);
+      // At once: the child is still loading its modules, before it could listen for its parent's end.
+      serve.kill('SIGKILL');
+      expect(childPid).toBeGreaterThan(0);
+      expect(isRunning(childPid)).toBe(true);
+      await waitFor(() => !isRunning(childPid!), 'the worker child to be gone after serve was SIGKILLed', 60_000);
+      const stopping = lines.find((l) => l.pid === childPid && l.msg === 'shutting down');
+      expect(stopping?.reason).toBe('the serve process that started this worker is gone');
+      expect((await done).code).toBeNull();
+    } finally {
+      serve.kill('SIGKILL');
+      if (childPid !== undefined && isRunning(childPid)) process.kill(childPid, 'SIGKILL');
+    }
+  });
 });
