@@ -23,6 +23,8 @@ const TIER_ORDER = ['db', 'e2e', 'unit', 'soak'];
 export const MEASURED_SECONDS: Readonly<Record<string, number>> = {
   'test/worker/effects-chaos.test.ts': 60,
   'test/cli/init.test.ts': 44,
+  // Measured alone (29 Nov 2026): 35 s of deliveries and the drain after them.
+  'test/store/partition-upkeep-beside-outcomes.test.ts': 38,
   'test/cli/piped-output.test.ts': 42,
   'test/cli/serve-broker-faults.test.ts': 35,
   'test/console/admin-mount.test.ts': 31,

@@ -1,12 +1,13 @@
 import { Option, type Command } from 'commander';
 import { createLogger } from '../logger.js';
-import { receiveServiceConfig } from '../service/config-transfer.js';
+import { receiveServiceConfig, SERVICE_CONFIG_VARIABLE } from '../service/config-transfer.js';
+import { loadHandlers } from '../service/load-handlers.js';
 import { resolveServiceConfig } from '../service/resolve-service-config.js';
 import { runService } from '../service/run-service.js';
 import type { ServiceRole } from '../service/service-config.js';
+import { whenParentGone } from '../service/worker-process.js';
 import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
-import { loadHandlers } from './load-handlers.js';
 import { untilSignal } from './until-signal.js';
 
 /** `payhooks serve`: resolves the service's configuration and runs it (payhooks/service) until a signal. */
@@ -26,13 +27,16 @@ export function addServeCommand(program: Command, ctx: CommandContext): void {
     )
     .action(async (opts: { role: ServiceRole; handlers?: string; singleProcess?: boolean }) => {
       const logger = createLogger({ level: ctx.env('serve').PAYHOOKS_LOG_LEVEL });
+      // A worker child of serve (handed its configuration) watches that serve from the start, before anything is
+      // awaited: one whose serve dies while it starts still stops once started. It must not run beside the next serve.
+      const parentGone = opts.role === 'worker' && process.env[SERVICE_CONFIG_VARIABLE] !== undefined ? whenParentGone() : undefined;
       // A worker child runs with what its parent resolved, instead of reading the environment and the file again.
       const handed = opts.role === 'worker' ? await receiveServiceConfig() : undefined;
       const config = handed ?? (await resolveServiceConfig({ env: process.env, flags: { role: opts.role }, logger }));
       const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
       const running = await runService(config, { logger, register, handlersModule: opts.handlers, singleProcess: opts.singleProcess });
       // Running handlers get the worker's stop timeout; past it (and a little for the rest), exit regardless.
-      const clean = await untilSignal(logger, () => running.close(), { deadlineMs: config.worker.stopTimeoutMs + 1500 });
+      const clean = await untilSignal(logger, () => running.close(), { deadlineMs: config.worker.stopTimeoutMs + 1500, until: parentGone });
       if (!clean) throw new SilentFailure();
     });
 }

@@ -1,25 +1,33 @@
 import type { Logger } from 'pino';
 
+/** Options of {@link untilSignal}. */
+export interface UntilSignalOptions {
+  /** How long `close` may take before it is given up on. Default: no limit. */
+  deadlineMs?: number | undefined;
+  /** Stops as a signal does when this resolves, with the reason it resolves to (a worker child's parent gone). */
+  until?: Promise<string> | undefined;
+}
+
 /**
- * Resolves once SIGTERM or SIGINT has arrived and `close` has finished (a failed close is logged, not
- * thrown), so a long-running command exits 0 after a clean stop. With `deadlineMs`, a close that takes
+ * Resolves once SIGTERM or SIGINT has arrived (or `until` has resolved) and `close` has finished (a failed close is
+ * logged, not thrown), so a long-running command exits 0 after a clean stop. With `deadlineMs`, a close that takes
  * longer (a database that stopped answering mid-shutdown) is given up on: logged, and the promise resolves to
  * false, so that the command exits non-zero instead of hanging until a supervisor's SIGKILL.
  *
  * @example
  * const clean = await untilSignal(logger, () => service.close(), { deadlineMs: 32_000 });
  */
-export function untilSignal(logger: Logger, close: () => Promise<void>, options: { deadlineMs?: number } = {}): Promise<boolean> {
+export function untilSignal(logger: Logger, close: () => Promise<void>, options: UntilSignalOptions = {}): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     let stopping = false;
-    const stop = (signal: string) => {
+    const stop = (why: { signal: string } | { reason: string }) => {
       // Ctrl-C in a terminal and a supervisor's SIGTERM can both arrive: one close, the second signal only noted.
       if (stopping) {
-        logger.info({ signal }, 'already shutting down');
+        logger.info(why, 'already shutting down');
         return;
       }
       stopping = true;
-      logger.info({ signal }, 'shutting down');
+      logger.info(why, 'shutting down');
       let timer: NodeJS.Timeout | undefined;
       if (options.deadlineMs !== undefined) {
         timer = setTimeout(() => {
@@ -43,7 +51,8 @@ export function untilSignal(logger: Logger, close: () => Promise<void>, options:
         },
       );
     };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    process.once('SIGTERM', (signal) => stop({ signal }));
+    process.once('SIGINT', (signal) => stop({ signal }));
+    options.until?.then((reason) => stop({ reason }));
   });
 }

@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
+import { PayhooksError } from '../errors.js';
 import type { RegisterHandlers } from '../payhooks.js';
+import { handlersModulePath, loadHandlers } from './load-handlers.js';
 import type { ServiceConfig } from './service-config.js';
 import { startService } from './start-service.js';
 import { startWorkerProcess } from './worker-process.js';
@@ -11,10 +13,18 @@ const CHILD_STOP_MARGIN_MS = 1000;
 /** Options of {@link runService}. */
 export interface RunServiceOptions {
   logger: Logger;
-  /** Registers handlers on the instance before the worker starts (what `--handlers <module>` loads). */
+  /**
+   * The module that registers the handlers (its default export, or `register`): a path relative to the working
+   * directory, or a file URL (`new URL('./handlers.js', import.meta.url)`). A worker child imports it (code cannot
+   * cross a process boundary); this process too, unless `register` is given.
+   */
+  handlersModule?: string | URL | undefined;
+  /**
+   * Registers handlers on the instance before the worker starts: `handlersModule`'s export, already loaded (serve
+   * loads it first to fail early). A function alone cannot reach a worker child: with role `all`, give
+   * `handlersModule` too, or `singleProcess`.
+   */
   register?: RegisterHandlers | undefined;
-  /** The module `register` came from: a worker child imports it again (code cannot cross a process boundary). */
-  handlersModule?: string | undefined;
   /** Keep the worker in this process even where it would run in a child (`serve --single-process`). */
   singleProcess?: boolean | undefined;
 }
@@ -39,15 +49,26 @@ export function splitsWorker(config: Pick<ServiceConfig, 'role' | 'database'>, s
 
 /**
  * Runs the standalone service as `payhooks serve` does: {@link startService} in this process, and on a server its
- * worker in a child process that gets this resolved configuration ({@link splitsWorker}). With `config.tracing` on,
- * each process starts the OpenTelemetry SDK first (docs/tracing.md).
+ * worker in a child process of payhooks' own command line that gets this resolved configuration and imports
+ * `handlersModule` ({@link splitsWorker}); the child stops when this process ends, however it ends. With
+ * `config.tracing` on, each process starts the OpenTelemetry SDK first (docs/tracing.md).
  *
  * @example
- * const running = await runService(await resolveServiceConfig({ env: process.env }), { logger });
+ * const running = await runService(await resolveServiceConfig({ env: process.env }), {
+ *   logger,
+ *   handlersModule: new URL('./handlers.js', import.meta.url),
+ * });
  * process.once('SIGTERM', () => void running.close());
  */
 export async function runService(config: ServiceConfig, options: RunServiceOptions): Promise<RunningServiceProcesses> {
-  const { logger, register } = options;
+  const { logger, handlersModule } = options;
+  // Refused on the embedded database too, where nothing splits: an app tried there must not fail first in production.
+  if (options.register && handlersModule === undefined && config.role === 'all' && !options.singleProcess) {
+    throw new PayhooksError(
+      'runService got handlers as a function (register) without handlersModule: on PostgreSQL its worker runs in a child process, which cannot be handed a function. Give handlersModule, the module whose default export registers them (the child imports it), or singleProcess: true to run them in this process.',
+    );
+  }
+  const register = options.register ?? (handlersModule !== undefined ? await loadHandlers(handlersModule) : undefined);
   const split = splitsWorker(config, options.singleProcess);
   const role = split ? 'receiver' : config.role;
   // Before anything that makes spans; a worker child starts its own from the configuration it is handed.
@@ -59,7 +80,8 @@ export async function runService(config: ServiceConfig, options: RunServiceOptio
     await tracing?.shutdown();
     throw err;
   }
-  const handlersArgs = options.handlersModule ? ['--handlers', options.handlersModule] : [];
+  // As an absolute path: the child resolves a relative one against its own working directory.
+  const handlersArgs = handlersModule !== undefined ? ['--handlers', handlersModulePath(handlersModule)] : [];
   const worker = split ? startWorkerProcess(config, handlersArgs, logger) : undefined;
   return {
     url: service.url,

@@ -92,12 +92,24 @@ export interface EnsurePartitionsOptions {
    * receipt time, such as tests and imports); nothing is made before a partition that starts at the beginning of time.
    */
   from?: Date | undefined;
+  /**
+   * How long to try for the partitioned tables' locks (in short waits, as a drop does) before giving up with an error.
+   * Default 10,000 ms. Nothing the receiver or the worker runs holds a lock that these wait for: only a drop, a
+   * migration or an operator's maintenance of the history does.
+   */
+  lockTimeoutMs?: number | undefined;
 }
 
 /**
  * Creates the partitions the history will need: from the end of the newest one (or the one holding `now`, when none
  * reaches it) until `ahead` partitions past `now`, in each history table. Runs under an advisory lock, so workers
- * started together create each partition once. Resolves to the partitions created (usually none).
+ * started together create each partition once. Resolves to the partitions created (usually none); rejects when the
+ * partitioned tables' locks were not had within `lockTimeoutMs`.
+ *
+ * Each partition is made as a table of its own and then attached, which holds the partitioned tables in share update
+ * exclusive mode: receipt, claims and outcomes go on beside it and never wait for it, nor it for them.
+ * `create table … partition of` held each in access exclusive mode, one after the other, so a statement writing two
+ * of them in another order (the worker's outcomes) could hold one while waiting for the other, and deadlock with it.
  *
  * @example
  * await ensureHistoryPartitions(store, { span: 'day', ahead: 3 }); // the worker does this at start and then periodically
@@ -108,16 +120,23 @@ export async function ensureHistoryPartitions(store: PayhooksDatabase, options: 
   if (!Number.isSafeInteger(size) || size < 1000)
     throw new RangeError(`A history partition must span at least one second, not ${size} ms.`);
   const ahead = options.ahead ?? HISTORY_DEFAULTS.ahead;
-  return store.db.transaction().execute(async (trx) => {
-    await sql`select pg_advisory_xact_lock(hashtext(${`payhooks:partitions:${store.schema}`}))`.execute(trx);
+  const lockTimeoutMs = options.lockTimeoutMs ?? 10_000;
+  let created: HistoryPartition[] = [];
+  const locked = await withHistoryLocked(store, CREATE_LOCK, lockTimeoutMs, async (trx) => {
+    created = [];
     const now = options.now ?? (await sql<{ now: Date }>`select now() as now`.execute(trx)).rows[0]!.now;
     const existing = await readPartitions(trx, store.schema);
-    const created: HistoryPartition[] = [];
     const create = async (range: { from: Date; to: Date }) => {
       const suffix = partitionSuffix(range.from);
+      const bounds = sql`for values from (${sql.lit(range.from.toISOString())}) to (${sql.lit(range.to.toISOString())})`;
       for (const table of HISTORY_TABLES) {
-        await sql`create table ${sql.id(store.schema, `${table}_${suffix}`)} partition of ${sql.id(store.schema, table)}
-                    for values from (${sql.lit(range.from.toISOString())}) to (${sql.lit(range.to.toISOString())})`.execute(trx);
+        const parent = sql.id(store.schema, table);
+        const partition = sql.id(store.schema, `${table}_${suffix}`);
+        // What attaching requires of the table (the parent's columns, NOT NULLs and checks), and what a partition made
+        // by `partition of` would take from the parent besides (defaults, lz4 bodies); attaching builds the indexes.
+        await sql`create table ${partition} (like ${parent} including defaults including constraints
+                    including compression including storage)`.execute(trx);
+        await sql`alter table ${parent} attach partition ${partition} ${bounds}`.execute(trx);
       }
       created.push({ name: `inbox_events_${suffix}`, ...range });
     };
@@ -137,8 +156,12 @@ export async function ensureHistoryPartitions(store: PayhooksDatabase, options: 
       await create({ from: new Date(from), to: new Date(to) });
       from = to;
     }
-    return created.sort((a, b) => a.to.getTime() - b.to.getTime());
   });
+  if (!locked)
+    throw new Error(
+      `The history's partitions could not be made: its tables were held by another statement for ${lockTimeoutMs} ms (a migration, or an operator's maintenance of the history?).`,
+    );
+  return created.sort((a, b) => a.to.getTime() - b.to.getTime());
 }
 
 /** A partition {@link dropHistoryPartitions} left in place, and why. */
@@ -209,7 +232,7 @@ export async function dropHistoryPartitions(store: PayhooksDatabase, options: Dr
       report.dropped.push({ ...partition, events });
       continue;
     }
-    const locked = await withHistoryLocked(store, lockTimeoutMs, async (trx) => {
+    const locked = await withHistoryLocked(store, DROP_LOCK, lockTimeoutMs, async (trx) => {
       const unresolved = await unresolvedIn(trx, store.schema, partition);
       const total = await count(trx);
       if (Object.keys(unresolved).length === 0) {
@@ -226,32 +249,59 @@ export async function dropHistoryPartitions(store: PayhooksDatabase, options: Dr
   return report;
 }
 
+/** How {@link withHistoryLocked} holds the history's partitioned tables. */
+interface HistoryLock {
+  mode: 'access exclusive' | 'share update exclusive';
+  /** The partitioned tables alone (`lock table only`), not each partition as well. */
+  only: boolean;
+  /** An advisory lock waited for first, with no time limit: it serializes those who take it, holding nothing else. */
+  advisory?: (schema: string) => string;
+}
+
 /**
- * Runs `work` in a transaction that holds the history's partitioned tables (and so every partition) in access
- * exclusive mode, taken in one statement and always in {@link HISTORY_TABLES}' order, so that nothing can slip in
- * between a check and a drop. Resolves to false when the locks were not had within `budgetMs`.
+ * A drop: every partition, so that nothing can slip in between its check and the drop, and nothing reads a partition
+ * being dropped.
+ */
+const DROP_LOCK: HistoryLock = { mode: 'access exclusive', only: false };
+
+/**
+ * A creation: the partitioned tables alone, in the mode `attach partition` takes them in, which the receiver's,
+ * the worker's and readers' statements (row exclusive and below) do not conflict with; two creations do, and a drop.
+ * The advisory lock lets the creations of workers started together wait for one another rather than use up their
+ * budgets, and the second find the partitions made.
+ */
+const CREATE_LOCK: HistoryLock = { mode: 'share update exclusive', only: true, advisory: (schema) => `payhooks:partitions:${schema}` };
+
+/**
+ * Runs `work` in a transaction that holds the history's partitioned tables as `lock` says, taken in one statement and
+ * always in {@link HISTORY_TABLES}' order, before `work` does anything. Resolves to false when the locks were not had
+ * within `budgetMs`.
  *
- * Any transaction that holds one history table and then wants another (a replay's, a query joining two of them) could
- * deadlock with this one. Each try therefore waits less than the server's `deadlock_timeout`, then steps back,
- * releasing what it took, and tries again: the other side's wait ends before its deadlock check runs, so the drop is
- * always the one that yields and nothing else fails.
+ * Any transaction that holds one history table and then wants another in a mode that conflicts (a replay's, a query
+ * joining two of them, for a drop; a migration's or an operator's maintenance, for a creation) could deadlock with this
+ * one. Each try therefore waits less than the server's `deadlock_timeout`, then steps back, releasing what it took, and
+ * tries again: the other side's wait ends before its deadlock check runs, so the drop or the creation is always the one
+ * that yields and nothing else fails.
  */
 async function withHistoryLocked(
   store: PayhooksDatabase,
+  lock: HistoryLock,
   budgetMs: number,
   work: (trx: Transaction<PayhooksTables>) => Promise<void>,
 ): Promise<boolean> {
-  const parents = HISTORY_TABLES.map((table) => sql.id(store.schema, table));
+  const parents = HISTORY_TABLES.map((table) => (lock.only ? sql`only ${sql.id(store.schema, table)}` : sql.id(store.schema, table)));
   const { rows } = await sql<{ ms: string }>`
     select extract(epoch from current_setting('deadlock_timeout')::interval) * 1000 as ms`.execute(store.db);
   const tryMs = Math.max(5, Math.min(200, Math.floor(Number(rows[0]!.ms) / 3)));
   const deadline = Date.now() + budgetMs;
   for (;;) {
-    const waitMs = Math.max(1, Math.min(tryMs, deadline - Date.now()));
     try {
       await store.db.transaction().execute(async (trx) => {
+        if (lock.advisory) await sql`select pg_advisory_xact_lock(hashtext(${lock.advisory(store.schema)}))`.execute(trx);
+        // Measured after the advisory wait, which may have been long.
+        const waitMs = Math.max(1, Math.min(tryMs, deadline - Date.now()));
         await sql`select set_config('lock_timeout', ${`${waitMs}ms`}, true)`.execute(trx);
-        await sql`lock table ${sql.join(parents)} in access exclusive mode`.execute(trx);
+        await sql`lock table ${sql.join(parents)} in ${sql.raw(lock.mode)} mode`.execute(trx);
         await work(trx);
       });
       return true;

@@ -102,7 +102,8 @@ export async function storeEvent(store: PayhooksDatabase, event: IncomingEvent):
  * still there (history may be pruned; the ledger is kept). Deliveries of one eventId, in the batch or before it,
  * count in the ledger row's `deliveries`; within a batch the first of them is the one that may be new. Rows are
  * written in eventId order, so two batches that share ids lock them in the same order and cannot deadlock. The
- * inbox's insert trigger queues the new events and wakes workers once.
+ * inbox's insert trigger queues the new events and wakes workers once. A history partition that is missing is made
+ * and the batch stored again, except when `store.db` is a transaction (its failure rejects; see {@link isMissingPartition}).
  *
  * @example
  * const [first, second] = await storeEvents(store, [event, event]); // first.inserted true, second.inserted false
@@ -161,8 +162,9 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
   `;
   const { rows: stored } = await statement.execute(store.db).catch(async (error: unknown) => {
     // Workers keep partitions ready ahead of time; a receiver that runs alone (or after days with no worker) makes
-    // the one it needs rather than answer 503 until a worker comes.
-    if (!isMissingPartition(error)) throw error;
+    // the one it needs rather than answer 503 until a worker comes. Not inside a transaction: the failed statement has
+    // aborted it, so the caller makes the partition and runs its transaction again.
+    if (!isMissingPartition(error) || store.db.isTransaction) throw error;
     await ensureHistoryPartitions(store);
     return statement.execute(store.db);
   });
@@ -177,8 +179,11 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
   });
 }
 
-/** Postgres' answer to a row whose receipt time no partition of the history covers. */
-function isMissingPartition(error: unknown): boolean {
+/**
+ * Whether `error` is Postgres' answer to a row whose receipt time no partition of the history covers: a caller that
+ * stored inside its own transaction makes the partition (`ensureHistoryPartitions`) and runs the transaction again.
+ */
+export function isMissingPartition(error: unknown): boolean {
   return (error as { code?: unknown }).code === '23514' && /no partition of relation/.test(String((error as Error).message));
 }
 

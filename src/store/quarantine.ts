@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
+import { ensureHistoryPartitions } from './history-partitions.js';
+import { type IncomingEvent, isMissingPartition, type StoreOutcome, storeEvents } from './inbox.js';
 
 /**
  * Why a signed delivery could not be stored as an event: the check of docs/receiver.md#quarantine that refused it.
@@ -57,6 +59,9 @@ export interface QuarantinedDetail extends QuarantinedDelivery {
   rawBody: Uint8Array;
   headers: Record<string, string>;
 }
+
+/** A quarantine number as lists show it: anything else names no row (and would not cast to bigint). */
+const QUARANTINE_ID = /^\d{1,18}$/;
 
 const summary = sql.raw(
   'id::text as id, kind, reason, event_id, event_type, state, deliveries, received_at, last_received_at, released_event_id, resolved_at',
@@ -162,7 +167,7 @@ export async function countQuarantined(store: PayhooksDatabase): Promise<number>
 
 /** One quarantined delivery with its bytes and headers, or undefined. `id` is the number `quarantine list` shows. */
 export async function getQuarantined(store: PayhooksDatabase, id: string): Promise<QuarantinedDetail | undefined> {
-  if (!/^\d{1,18}$/.test(id)) return undefined;
+  if (!QUARANTINE_ID.test(id)) return undefined;
   const { rows } = await sql<Row & { raw_body: Uint8Array; headers: string }>`
     select ${summary}, raw_body, headers from ${sql.id(store.schema, 'quarantine')} where id = ${id}::bigint`.execute(store.db);
   const row = rows[0];
@@ -171,21 +176,44 @@ export async function getQuarantined(store: PayhooksDatabase, id: string): Promi
 }
 
 /**
- * Marks a held delivery resolved: released as `eventId`, or discarded (its bytes and headers are dropped; the row,
- * its reason, count and hash stay, so a repeat is still answered as before). Resolves to false when it was not held.
+ * Releases a held delivery as `event`, in one transaction: the row goes from held to released in one conditional
+ * statement, which locks it, so that a discard or a release of it at the same moment waits and then finds it resolved;
+ * then the event is stored through the ledger, as the receiver stores it. Resolves to what storing did, or to undefined,
+ * storing nothing, when the row was not held (any more). If storing fails, the row stays held.
+ *
+ * @example
+ * const stored = await releaseHeld(store, '12', read.event); // undefined: discarded or released meanwhile
  */
-export async function resolveQuarantined(
-  store: PayhooksDatabase,
-  id: string,
-  outcome: { state: 'released'; eventId: string } | { state: 'discarded' },
-): Promise<boolean> {
-  if (!/^\d{1,18}$/.test(id)) return false;
+export async function releaseHeld(store: PayhooksDatabase, id: string, event: IncomingEvent): Promise<StoreOutcome | undefined> {
+  if (!QUARANTINE_ID.test(id)) return undefined;
   const table = sql.id(store.schema, 'quarantine');
-  const result =
-    outcome.state === 'released'
-      ? await sql`update ${table} set state = 'released', released_event_id = ${outcome.eventId}, resolved_at = now()
-                   where id = ${id}::bigint and state = 'held'`.execute(store.db)
-      : await sql`update ${table} set state = 'discarded', raw_body = ''::bytea, headers = '{}', resolved_at = now()
-                   where id = ${id}::bigint and state = 'held'`.execute(store.db);
+  const release = () =>
+    store.db.transaction().execute(async (trx) => {
+      const { rows } = await sql`update ${table} set state = 'released', released_event_id = ${event.eventId}, resolved_at = now()
+                                  where id = ${id}::bigint and state = 'held' returning id`.execute(trx);
+      if (rows.length === 0) return undefined;
+      const [stored] = await storeEvents({ ...store, db: trx }, [event]);
+      return stored;
+    });
+  try {
+    return await release();
+  } catch (error) {
+    // storeEvents makes a missing partition itself, but not inside a transaction that its failure has aborted.
+    if (!isMissingPartition(error)) throw error;
+    await ensureHistoryPartitions(store);
+    return release();
+  }
+}
+
+/**
+ * Discards a held delivery in one conditional statement: its bytes and headers are dropped; the row, its reason,
+ * count and hash stay, so a repeat is still answered as before. Resolves to false, changing nothing, when it was not
+ * held (any more).
+ */
+export async function discardHeld(store: PayhooksDatabase, id: string): Promise<boolean> {
+  if (!QUARANTINE_ID.test(id)) return false;
+  const result = await sql`update ${sql.id(store.schema, 'quarantine')}
+                              set state = 'discarded', raw_body = ''::bytea, headers = '{}', resolved_at = now()
+                            where id = ${id}::bigint and state = 'held'`.execute(store.db);
   return Number(result.numAffectedRows ?? 0n) > 0;
 }

@@ -53,6 +53,20 @@ describe('payhooks quarantine', () => {
     expect(released.stdout.trim()).toBe(`released #${longResource} as event evt_cli_q: queued`);
     const discarded = await runInProcess(['quarantine', 'discard', notJson], env);
     expect(discarded.stdout.trim()).toBe(`discarded #${notJson}`);
+    // What the loser of a release and a discard at the same moment is told (test/receiver/quarantine-race.test.ts
+    // races them): exit 1, what became of the delivery and when, and that this command did nothing.
+    const lateDiscard = await runInProcess(['quarantine', 'discard', longResource], env);
+    expect(lateDiscard.code).toBe(1);
+    expect(lateDiscard.stderr.trim()).toMatch(
+      new RegExp(
+        `^payhooks: Quarantined delivery #${longResource} was already released at [-\\dT:.]+Z as event "evt_cli_q"; it was not discarded\\.$`,
+      ),
+    );
+    const lateRelease = await runInProcess(['quarantine', 'release', notJson], env);
+    expect(lateRelease.code).toBe(1);
+    expect(lateRelease.stderr.trim()).toMatch(
+      new RegExp(`^payhooks: Quarantined delivery #${notJson} was already discarded at [-\\dT:.]+Z: nothing was stored\\.$`),
+    );
     expect((await runInProcess(['quarantine', 'list'], env)).stdout.trim()).toBe('nothing quarantined');
     expect((await runInProcess(['events', 'list'], env)).stdout).toMatch(/evt_cli_q\s+INVOICE_PAID\s+pending/);
   });

@@ -1,40 +1,40 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { exampleEvent } from '../../src/events/index.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import { openDatabase } from '../../src/store/database.js';
-import { collect, spawnCli } from '../helpers/cli.js';
+import { collect, logLines, spawnCli } from '../helpers/cli.js';
 import { post, signedDelivery } from '../helpers/deliveries.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
+import { statuses } from '../helpers/inbox.js';
 import { dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
 const scheme = createDefaultScheme({ secrets: 'split-secret' });
+const waitingHandlers = fileURLToPath(new URL('../fixtures/waiting-handlers.mjs', import.meta.url));
 
-/** Every JSON log line a process (and the children sharing its stdout) has written so far. */
-function logLines(child: ChildProcess): Record<string, unknown>[] {
-  const lines: Record<string, unknown>[] = [];
-  let partial = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    const text = partial + chunk.toString();
-    const complete = text.split('\n');
-    partial = complete.pop() ?? '';
-    for (const line of complete) {
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        // not a log line
-      }
-    }
-  });
-  return lines;
+/**
+ * Whether process `pid` still runs: it exists and is not a zombie (an orphan's exit is reaped by whoever adopted it,
+ * which may be late or never; a zombie runs nothing and holds no connection).
+ */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  const stat = `/proc/${pid}/stat`;
+  if (!existsSync(stat)) return true;
+  // The state follows the command's name, which is in parentheses and may itself hold some.
+  const state = readFileSync(stat, 'utf8').replace(/^.*\) /s, '')[0];
+  return state !== 'Z' && state !== 'X';
 }
 
-describe.skipIf(!pgUrl)('payhooks serve on PostgreSQL without --handlers', () => {
+describe.skipIf(!pgUrl)('payhooks serve on PostgreSQL, its worker in a child process', () => {
   const schema = uniqueSchema('split');
   const mirrorSchema = uniqueSchema('split_mirror');
   afterAll(async () => {
@@ -120,5 +120,82 @@ describe.skipIf(!pgUrl)('payhooks serve on PostgreSQL without --handlers', () =>
     expect(exit.code, exit.stderr).toBe(0);
     // The resolved configuration (secrets included) never reaches a log line.
     expect(exit.stdout).not.toContain('split-secret');
+  });
+
+  it('stops its worker child when serve is SIGKILLed: the child gives its lease back, stops and is gone', {
+    timeout: 120_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-split-kill-'));
+    const handled = join(dir, 'handled.txt');
+    writeFileSync(handled, '');
+    const env = {
+      PAYHOOKS_WEBHOOK_SECRET: 'split-secret',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: pgUrl!,
+      PAYHOOKS_SCHEMA: schema,
+      // The child aborts the handler that waits at a stop after 1 s instead of 30.
+      PAYHOOKS_STOP_TIMEOUT_MS: '1000',
+      HANDLED_FILE: handled,
+    };
+    const serve = spawnCli(['serve', '--handlers', waitingHandlers], env, dir);
+    // Its stdout closes only when every process writing to it has ended: the worker child too.
+    const done = collect(serve, 110_000);
+    const lines = logLines(serve);
+    const store = await openDatabase({ url: pgUrl!, schema });
+    let childPid: number | undefined;
+    try {
+      await waitFor(() => lines.some((l) => l.pid === serve.pid && l.msg === 'payhooks is receiving webhooks'), 'serve to listen', 60_000);
+      const url = String(lines.find((l) => l.pid === serve.pid && l.msg === 'payhooks is receiving webhooks')?.url);
+      childPid = Number(lines.find((l) => l.msg === 'worker process started')?.pid);
+      expect(childPid).toBeGreaterThan(0);
+      expect(childPid).not.toBe(serve.pid);
+      const event = exampleEvent('INVOICE_PAID', { eventId: 'evt_split_kill' });
+      expect((await post(url, signedDelivery(scheme, event))).status).toBe(200);
+      // The child runs the handler, which waits: the event is leased by the child.
+      await waitFor(() => readFileSync(handled, 'utf8').includes('start evt_split_kill'), 'the handler to start', 60_000);
+      expect(readFileSync(handled, 'utf8')).toBe(`start evt_split_kill ${childPid}\n`);
+      expect((await statuses(store)).evt_split_kill).toBe('processing');
+
+      serve.kill('SIGKILL');
+      const killedAt = Date.now();
+      // The bound is 5 s; the wait is longer so that a busy machine does not fail it, and the time is reported.
+      await waitFor(() => !isRunning(childPid!), 'the worker child to be gone after serve was SIGKILLed', 30_000);
+      console.info(`the worker child was gone ${Date.now() - killedAt} ms after serve was SIGKILLed`);
+      // It stopped as on SIGTERM: for this reason, and giving the lease of the handler it aborted back.
+      const stopping = lines.find((l) => l.pid === childPid && l.msg === 'shutting down');
+      expect(stopping?.reason).toBe('the serve process that started this worker is gone');
+      expect((await statuses(store)).evt_split_kill).toBe('pending');
+      expect((await done).code).toBeNull();
+    } finally {
+      serve.kill('SIGKILL');
+      // Without the fix the orphan would run on: it is ended here, by its pid, so that it does not outlive the test.
+      if (childPid !== undefined && isRunning(childPid)) process.kill(childPid, 'SIGKILL');
+      await store.close();
+    }
+  });
+
+  it('stops a worker child whose serve was SIGKILLed while the child was still starting', { timeout: 120_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-split-early-kill-'));
+    const env = { PAYHOOKS_WEBHOOK_SECRET: 'split-secret', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: pgUrl!, PAYHOOKS_SCHEMA: schema };
+    const serve = spawnCli(['serve'], env, dir);
+    const done = collect(serve, 110_000);
+    const lines = logLines(serve);
+    let childPid: number | undefined;
+    try {
+      await waitFor(() => lines.some((l) => l.msg === 'worker process started'), 'serve to start its worker child', 60_000);
+      childPid = Number(lines.find((l) => l.msg === 'worker process started')?.pid);
+      // At once: the child is still loading its modules, before it could listen for its parent's end.
+      serve.kill('SIGKILL');
+      expect(childPid).toBeGreaterThan(0);
+      expect(isRunning(childPid)).toBe(true);
+      await waitFor(() => !isRunning(childPid!), 'the worker child to be gone after serve was SIGKILLed', 60_000);
+      const stopping = lines.find((l) => l.pid === childPid && l.msg === 'shutting down');
+      expect(stopping?.reason).toBe('the serve process that started this worker is gone');
+      expect((await done).code).toBeNull();
+    } finally {
+      serve.kill('SIGKILL');
+      if (childPid !== undefined && isRunning(childPid)) process.kill(childPid, 'SIGKILL');
+    }
   });
 });

@@ -38,3 +38,21 @@ it('a second signal during a slow close is noted, and close runs once', async ()
   expect(closes).toBe(1);
   expect(messages).toEqual(['shutting down', 'already shutting down']);
 });
+
+it('stops when `until` resolves, as on a signal: close runs once, and a later signal is only noted', async () => {
+  const { logger, messages } = capture();
+  let closes = 0;
+  let parentGone!: (reason: string) => void;
+  const stopped = untilSignal(
+    logger,
+    async () => {
+      closes += 1;
+    },
+    { until: new Promise<string>((resolve) => (parentGone = resolve)) },
+  );
+  parentGone('the serve process that started this worker is gone');
+  expect(await stopped).toBe(true);
+  process.emit('SIGTERM');
+  expect(closes).toBe(1);
+  expect(messages).toEqual(['shutting down', 'already shutting down']);
+});

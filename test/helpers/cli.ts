@@ -114,6 +114,25 @@ export function collect(child: ChildProcess, timeoutMs = 60_000): Promise<CliRes
   });
 }
 
+/** Every JSON log line a process (and the children sharing its stdout) has written so far, kept up to date as it writes. */
+export function logLines(child: ChildProcess): Record<string, unknown>[] {
+  const lines: Record<string, unknown>[] = [];
+  let partial = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    const text = partial + chunk.toString();
+    const complete = text.split('\n');
+    partial = complete.pop() ?? '';
+    for (const line of complete) {
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        // not a log line
+      }
+    }
+  });
+  return lines;
+}
+
 /** Resolves with the first stdout line (pino JSON) whose msg matches, e.g. the service's URL. */
 export function waitForLog(child: ChildProcess, msg: RegExp, timeoutMs = 30_000): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {

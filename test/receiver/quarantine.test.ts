@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exampleEvent } from '../../src/events/index.js';
@@ -5,6 +6,7 @@ import { createReceiver, type ReceiveRequest, type Receiver } from '../../src/re
 import { discardQuarantined, QuarantineError, releaseQuarantined } from '../../src/receiver/release-quarantined.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
+import { listHistoryPartitions } from '../../src/store/history-partitions.js';
 import { getEvent } from '../../src/store/inbox.js';
 import { countQuarantined, getQuarantined, listQuarantined, type QuarantineKind } from '../../src/store/quarantine.js';
 import { backends, dispose } from '../helpers/stores.js';
@@ -113,11 +115,18 @@ describe.each(backends.filter((backend) => backend.available))('quarantine ($nam
       expect(repeat.status).toBe(200);
       expect(JSON.parse(repeat.body)).toEqual({ received: true, duplicate: true });
       expect(await getQuarantined(store, id!)).toMatchObject({ state: 'released', releasedEventId: c.release.eventId, deliveries: 3 });
+      const again = `was already released at [-\\dT:.]+Z as event "${c.release.eventId}"`;
+      await expect(releaseQuarantined(store, id!, { unordered: c.release.unordered })).rejects.toThrow(
+        new RegExp(`${again}; it was not stored again\\.$`),
+      );
+      await expect(discardQuarantined(store, id!)).rejects.toThrow(new RegExp(`${again}; it was not discarded\\.$`));
+      expect((await getQuarantined(store, id!))?.state).toBe('released');
     } else {
       await expect(releaseQuarantined(store, id!)).rejects.toThrow(QuarantineError);
       await expect(releaseQuarantined(store, id!)).rejects.toThrow(/still cannot be stored/);
       await discardQuarantined(store, id!);
-      await expect(discardQuarantined(store, id!)).rejects.toThrow(/discarded already/);
+      await expect(discardQuarantined(store, id!)).rejects.toThrow(/#\d+ was already discarded at [-\dT:.]+Z: nothing changed\.$/);
+      await expect(releaseQuarantined(store, id!)).rejects.toThrow(/#\d+ was already discarded at [-\dT:.]+Z: nothing was stored\.$/);
       const after = await getQuarantined(store, id!);
       expect(after).toMatchObject({ state: 'discarded', deliveries: 2, reason: held!.reason });
       expect(after!.rawBody.byteLength).toBe(0);
@@ -126,6 +135,52 @@ describe.each(backends.filter((backend) => backend.available))('quarantine ($nam
       expect((await getQuarantined(store, id!))?.deliveries).toBe(3);
     }
     expect((await listQuarantined(store)).map((q) => q.id)).not.toContain(id);
+  });
+
+  it('a release on a database with no history partition yet makes one and stores the event with the transition', async () => {
+    // Migrated and never opened by a worker: the event's insert fails inside the release's transaction, which is then
+    // run again once the partition exists.
+    const fresh = await backend.open();
+    try {
+      expect(await listHistoryPartitions(fresh)).toEqual([]);
+      const lone = createReceiver({ store: fresh, scheme, logger: pino({ level: 'silent' }) });
+      const answer = await lone.receive(signed(envelope('evt_no_partition', { invoiceId: 'i'.repeat(300) })));
+      const id = /#(\d+)\./.exec(JSON.parse(answer.body).error.message)![1]!;
+      expect(await releaseQuarantined(fresh, id, { unordered: true })).toMatchObject({ eventId: 'evt_no_partition', queued: true });
+      expect((await getEvent(fresh, 'evt_no_partition'))?.status).toBe('pending');
+      expect(await getQuarantined(fresh, id)).toMatchObject({ state: 'released', releasedEventId: 'evt_no_partition' });
+      expect((await listHistoryPartitions(fresh)).length).toBeGreaterThan(0);
+    } finally {
+      await dispose(fresh);
+    }
+  });
+
+  it('a release whose event Postgres still refuses leaves the row held: the transition is undone with the insert', async () => {
+    const refusing = await backend.open();
+    try {
+      // Stands for any row Postgres refuses for its data (SQLSTATE class 22), as test/receiver/group-commit.test.ts.
+      await sql`create function ${sql.id(refusing.schema, 'refuse_poison')}() returns trigger language plpgsql as $$
+        begin if new.event_id = 'evt_poison' then raise exception 'poisoned row' using errcode = '22023'; end if; return new; end $$`.execute(
+        refusing.db,
+      );
+      await sql`create trigger refuse_poison before insert on ${sql.id(refusing.schema, 'inbox_events')}
+        for each row execute function ${sql.id(refusing.schema, 'refuse_poison')}()`.execute(refusing.db);
+      const lone = createReceiver({ store: refusing, scheme, logger: pino({ level: 'silent' }) });
+      const answer = await lone.receive(signed(envelope('evt_poison')));
+      expect(answer.status).toBe(400);
+      const id = /#(\d+)\./.exec(JSON.parse(answer.body).error.message)![1]!;
+      await expect(releaseQuarantined(refusing, id)).rejects.toThrow(
+        /still cannot be stored: Postgres refused its data \(SQLSTATE 22023\)/,
+      );
+      expect(await getQuarantined(refusing, id)).toMatchObject({ state: 'held', releasedEventId: null, resolvedAt: null });
+      const ledger = await sql`select 1 from ${sql.id(refusing.schema, 'event_ledger')} where event_id = 'evt_poison'`.execute(refusing.db);
+      expect(ledger.rows).toEqual([]);
+      // Still held, so it can still be discarded.
+      await discardQuarantined(refusing, id);
+      expect((await getQuarantined(refusing, id))?.state).toBe('discarded');
+    } finally {
+      await dispose(refusing);
+    }
   });
 
   it('holds at most maxQuarantined deliveries; past it answers 503 (the sender keeps it) and counts what it holds', async () => {

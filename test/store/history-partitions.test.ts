@@ -29,6 +29,32 @@ async function partitionsOf(store: PayhooksDatabase, table: string): Promise<str
   return rows.map((row) => row.name);
 }
 
+/**
+ * What a partition holds of its parent, in the catalog: each column (type, NOT NULL, default, compression, storage), its
+ * checks (inherited, so that a migration dropping the parent's drops them too), its indexes (with the table's own name taken out of theirs, and the parent index each is attached to) and its
+ * triggers.
+ */
+async function partitionShape(store: PayhooksDatabase, name: string) {
+  const table = `"${store.schema}"."${name}"`;
+  const columns = await sql<Record<string, unknown>>`
+    select a.attname, format_type(a.atttypid, a.atttypmod) as type, a.attnotnull, pg_get_expr(d.adbin, d.adrelid) as default_value,
+           a.attcompression, a.attstorage
+      from pg_attribute a left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
+     where a.attrelid = ${table}::regclass and a.attnum > 0 and not a.attisdropped order by a.attname`.execute(store.db);
+  const checks = await sql<Record<string, unknown>>`
+    select conname, pg_get_constraintdef(oid) as definition, conislocal, coninhcount from pg_constraint
+     where conrelid = ${table}::regclass and contype = 'c' order by conname`.execute(store.db);
+  const indexes = await sql<Record<string, unknown>>`
+    select replace(pg_get_indexdef(i.indexrelid), ${name}, 'T') as definition, h.inhparent::regclass::text as parent, x.indisvalid
+      from pg_index i join pg_index x on x.indexrelid = i.indexrelid left join pg_inherits h on h.inhrelid = i.indexrelid
+     where i.indrelid = ${table}::regclass order by 1`.execute(store.db);
+  const triggers = await sql<Record<string, unknown>>`
+    select tgname, tgtype, tgfoid::regproc::text as function from pg_trigger where tgrelid = ${table}::regclass order by 1`.execute(
+    store.db,
+  );
+  return { columns: columns.rows, checks: checks.rows, indexes: indexes.rows, triggers: triggers.rows };
+}
+
 describe.each(backends)('history partitions on $name', (backend) => {
   let store: PayhooksDatabase | undefined;
   let hooks: Payhooks | undefined;
@@ -68,6 +94,25 @@ describe.each(backends)('history partitions on $name', (backend) => {
     const all = await listHistoryPartitions(store);
     for (let i = 1; i < all.length; i++) expect(all[i]!.from).toEqual(all[i - 1]!.to);
   });
+
+  it.skipIf(!backend.available)(
+    'a partition made ahead (a table attached) has what `partition of` gives: columns, defaults, checks, indexes, triggers',
+    async () => {
+      store = await backend.open();
+      const s = store;
+      const [made] = await ensureHistoryPartitions(s, { span: 'day', ahead: 0, now: new Date('2026-11-25T13:45:00Z') });
+      expect(made?.name).toBe('inbox_events_p20261125t000000');
+      for (const table of HISTORY_TABLES) {
+        const reference = `${table}_reference`;
+        await sql`create table ${sql.id(s.schema, reference)} partition of ${sql.id(s.schema, table)}
+                    for values from ('2030-01-01T00:00:00Z') to ('2030-01-02T00:00:00Z')`.execute(s.db);
+        const attached = await partitionShape(s, made!.name.replace('inbox_events', table));
+        expect(attached.columns.length).toBeGreaterThan(4);
+        expect(attached.indexes.length).toBeGreaterThan(0);
+        expect(attached).toEqual(await partitionShape(s, reference));
+      }
+    },
+  );
 
   it.skipIf(!backend.available)(
     'a receiver meeting a receipt time no partition covers makes the partition and stores the delivery',
@@ -259,5 +304,99 @@ describe.skipIf(!postgres.available)('history partitions beside a long statement
     expect(report.busy).toEqual([]);
     expect(report.dropped.map((p) => p.events)).toContain(1);
     expect(await getEvent(s, 'evt_yield')).toBeUndefined();
+  });
+
+  /** Locks a session waits for on the store's tables (0 once nothing waits). */
+  async function waitingLocks(s: PayhooksDatabase): Promise<number> {
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from pg_locks l join pg_class c on c.oid = l.relation join pg_namespace n on n.oid = c.relnamespace
+       where not l.granted and n.nspname = ${s.schema}`.execute(s.db);
+    return rows[0]!.n;
+  }
+
+  // What the worker's outcome statement does in one statement, spread over two so that the order is certain: it holds
+  // handler_runs (its marks) and then writes inbox_events (the finished events). `create table … partition of` took
+  // inbox_events in access exclusive mode and then waited for handler_runs: a deadlock, 40 to 129 a minute with 2-second
+  // partitions. Attaching holds the parents in a mode that row writes do not conflict with.
+  it('making partitions beside a transaction that wrote handler_runs and then writes inbox_events: neither waits, nothing fails', async () => {
+    store = await postgres.open();
+    const s = store;
+    await ensureHistoryPartitions(s);
+    const later = new Date(Date.now() + 10 * DAY_MS);
+    const outcome = await s.db.connection().execute(async (writer) => {
+      await sql`begin`.execute(writer);
+      await sql`insert into ${sql.id(s.schema, 'handler_runs')} (event_id, handler, received_at) values ('evt_order', 'h', now())`.execute(
+        writer,
+      );
+      let settled = false;
+      const making = ensureHistoryPartitions(s, { span: 'day', ahead: 3, now: later }).then(
+        (made) => `made ${made.length}`,
+        (err: Error & { code?: string }) => `${err.code}: ${err.message}`,
+      );
+      void making.then(() => (settled = true));
+      // Until the partitions are made, or the creation waits for this transaction.
+      await waitFor(async () => settled || (await waitingLocks(s)) > 0, 'the creation to finish or wait', 10_000);
+      const wrote = await sql`insert into ${sql.id(s.schema, 'inbox_events')} (event_id, event_type, raw_body, received_at)
+                                values ('evt_order', 'INVOICE_PAID', '{}', now())`
+        .execute(writer)
+        .then(
+          () => 'wrote',
+          (err: Error & { code?: string }) => `${err.code}: ${err.message}`,
+        );
+      await sql`${sql.raw(wrote === 'wrote' ? 'commit' : 'rollback')}`.execute(writer);
+      return { wrote, made: await making };
+    });
+    expect(outcome).toEqual({ wrote: 'wrote', made: 'made 10' });
+    expect((await getEvent(s, 'evt_order'))?.status).toBe('pending');
+  });
+
+  // A transaction that takes two history tables in a mode attaching conflicts with (an operator's ANALYZE of each, a
+  // migration), in another order than the creation's: the creation steps back, as a drop does, and makes its
+  // partitions once the other has committed.
+  it('a transaction holding one history table that then wants another is never the one to fail: the creation yields', async () => {
+    store = await postgres.open();
+    const s = store;
+    await ensureHistoryPartitions(s);
+    const { rows } = await sql<{ ms: string }>`
+      select extract(epoch from current_setting('deadlock_timeout')::interval) * 1000 as ms`.execute(s.db);
+    const deadlockCheckMs = Number(rows[0]!.ms);
+    const [analyzed, made] = await Promise.all([
+      s.db.connection().execute(async (operator) => {
+        await sql`begin`.execute(operator);
+        await sql`analyze ${sql.id(s.schema, 'handler_runs')}`.execute(operator);
+        // Until the creation holds inbox_events and waits for handler_runs.
+        await waitFor(async () => (await waitingLocks(s)) > 0, 'the creation to wait for handler_runs', 10_000);
+        const second = await sql`analyze ${sql.id(s.schema, 'inbox_events')}`.execute(operator).then(
+          () => 'analyzed',
+          (err: Error & { code?: string }) => `${err.code}: ${err.message}`,
+        );
+        // Held past the server's deadlock check, as a slow transaction would.
+        await new Promise((resolve) => setTimeout(resolve, deadlockCheckMs + 500));
+        await sql`${sql.raw(second === 'analyzed' ? 'commit' : 'rollback')}`.execute(operator);
+        return second;
+      }),
+      ensureHistoryPartitions(s, { span: 'day', ahead: 3, now: new Date(Date.now() + 10 * DAY_MS), lockTimeoutMs: 20_000 }),
+    ]);
+    expect(analyzed).toBe('analyzed');
+    expect(made.length).toBe(10);
+  });
+
+  it('a creation that cannot have its locks within its budget fails, naming why, and makes nothing', async () => {
+    store = await postgres.open();
+    const s = store;
+    await ensureHistoryPartitions(s);
+    const before = await listHistoryPartitions(s);
+    const failure = await s.db.connection().execute(async (operator) => {
+      await sql`begin`.execute(operator);
+      await sql`analyze ${sql.id(s.schema, 'effect_steps')}`.execute(operator);
+      const outcome = await ensureHistoryPartitions(s, { now: new Date(Date.now() + 10 * DAY_MS), lockTimeoutMs: 300 }).then(
+        (made) => `made ${made.length}`,
+        (err: Error) => err.message,
+      );
+      await sql`rollback`.execute(operator);
+      return outcome;
+    });
+    expect(failure).toMatch(/^The history's partitions could not be made: its tables were held by another statement for 300 ms/);
+    expect(await listHistoryPartitions(s)).toEqual(before);
   });
 });
