@@ -34,7 +34,13 @@ export function addServeCommand(program: Command, ctx: CommandContext): void {
       const handed = opts.role === 'worker' ? await receiveServiceConfig() : undefined;
       const config = handed ?? (await resolveServiceConfig({ env: process.env, flags: { role: opts.role }, logger }));
       const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
-      const running = await runService(config, { logger, register, handlersModule: opts.handlers, singleProcess: opts.singleProcess });
+      const running = await runService(config, {
+        logger,
+        register,
+        handlersModule: opts.handlers,
+        singleProcess: opts.singleProcess,
+        reportToParent: parentGone !== undefined,
+      });
       // Running handlers get the worker's stop timeout; past it (and a little for the rest), exit regardless.
       const clean = await untilSignal(logger, () => running.close(), { deadlineMs: config.worker.stopTimeoutMs + 1500, until: parentGone });
       if (!clean) throw new SilentFailure();

@@ -5,6 +5,7 @@ import { handlersModulePath, loadHandlers } from './load-handlers.js';
 import type { ServiceConfig } from './service-config.js';
 import { startService } from './start-service.js';
 import { startWorkerProcess } from './worker-process.js';
+import { reportRunsToParent, type WorkerReport } from './worker-reports.js';
 import { startTracing } from './start-tracing.js';
 
 /** How long past the stop timeout the worker child has to give its leases back and exit before it is killed. */
@@ -27,6 +28,11 @@ export interface RunServiceOptions {
   register?: RegisterHandlers | undefined;
   /** Keep the worker in this process even where it would run in a child (`serve --single-process`). */
   singleProcess?: boolean | undefined;
+  /**
+   * This process is the worker child of a serve: send its handler runs to that serve over their IPC channel, for the
+   * parent's /metrics (docs/metrics.md).
+   */
+  reportToParent?: boolean | undefined;
 }
 
 /** The processes of `payhooks serve`, running: the service in this one, and its worker child where there is one. */
@@ -82,13 +88,21 @@ export async function runService(config: ServiceConfig, options: RunServiceOptio
   }
   // As an absolute path: the child resolves a relative one against its own working directory.
   const handlersArgs = handlersModule !== undefined ? ['--handlers', handlersModulePath(handlersModule)] : [];
-  const worker = split ? startWorkerProcess(config, handlersArgs, logger) : undefined;
+  // The child's handler runs are counted in this process's /metrics, which is the one scraped.
+  const observeRun = service.metrics.observe.handlerRun;
+  const onReport = (report: WorkerReport) => {
+    for (const run of report.runs) observeRun?.(run);
+  };
+  const worker = split ? startWorkerProcess(config, handlersArgs, logger, { onReport }) : undefined;
+  const reports = options.reportToParent ? reportRunsToParent(service.hooks.events) : undefined;
   return {
     url: service.url,
     async close() {
       // The child aborts what still runs at the stop timeout, then gives its leases back: a moment more before it is
       // killed (killed at the timeout itself, its leases were left to expire). Within serve's own deadline (+1.5 s).
       await Promise.all([service.close(), worker?.stop(config.worker.stopTimeoutMs + CHILD_STOP_MARGIN_MS)]);
+      // After the worker has stopped: the runs it finished while stopping are reported too.
+      reports?.stop();
       // Last: the spans of the shutdown itself are exported too.
       await tracing?.shutdown();
     },

@@ -10,7 +10,7 @@ import { PayhooksError } from '../errors.js';
 import { parseDuration } from '../internal/duration.js';
 import { createLogger } from '../logger.js';
 import { registerHealthMetrics } from '../metrics/health-metrics.js';
-import { createPayhooksMetrics } from '../metrics/payhooks-metrics.js';
+import { createPayhooksMetrics, type PayhooksMetrics } from '../metrics/payhooks-metrics.js';
 import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhooks.js';
 import { registerMirror } from '../sync/mirror/mirror-sink.js';
 import { type GapSweeper, startGapSweeper } from '../sync/gap-sweep.js';
@@ -33,6 +33,8 @@ export interface RunningService {
   /** Where it listens, e.g. `http://127.0.0.1:8787` (webhooks at `${url}/webhooks`). */
   readonly url: string;
   readonly hooks: Payhooks<ApiClient>;
+  /** What /metrics counts: a serve whose worker runs in a child records the child's handler runs here too. */
+  readonly metrics: PayhooksMetrics;
   /** Stops accepting connections and lets requests in flight finish, stops the worker, closes the database. */
   close(): Promise<void>;
 }
@@ -210,6 +212,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   return {
     url,
     hooks,
+    metrics,
     async close() {
       if (localToken) removeServeSession(dataDir);
       await new Promise<void>((resolve) => {

@@ -1,8 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
+import { backoffDelay } from '../internal/backoff.js';
 import { SERVICE_CONFIG_VARIABLE, serializeServiceConfig } from './config-transfer.js';
 import type { ServiceConfig } from './service-config.js';
+import { isWorkerReport, type WorkerReport } from './worker-reports.js';
 
 /** A `payhooks serve --role worker` child, restarted when it dies, stopped with its parent. */
 export interface WorkerProcess {
@@ -56,14 +58,20 @@ export function workerNodeArgs(execArgv: readonly string[]): string[] {
  * is restarted with a growing delay (1 s doubling, at most 30 s) whenever it exits without being asked to.
  * It is connected to this process by an IPC channel, which closes when this process ends however it ends (SIGKILL
  * included): the child then stops as on SIGTERM ({@link whenParentGone}), so it never outlives this process. The
- * channel is Node's (`child.send`, `process.send` in the child) and carries nothing else yet.
+ * channel is Node's (`child.send`, `process.send` in the child); the child reports its handler runs over it
+ * ({@link WorkerReport}), for `onReport`.
  *
  * @example
  * const worker = startWorkerProcess(config, ['--handlers', '/srv/app/handlers.js'], logger);
  * // … on SIGTERM:
  * await worker.stop(30_000);
  */
-export function startWorkerProcess(config: ServiceConfig, extraArgs: readonly string[], logger: Logger): WorkerProcess {
+export function startWorkerProcess(
+  config: ServiceConfig,
+  extraArgs: readonly string[],
+  logger: Logger,
+  options: { onReport?: ((report: WorkerReport) => void) | undefined } = {},
+): WorkerProcess {
   // It receives nothing, so it is given no webhook secret.
   const handed = serializeServiceConfig({
     ...config,
@@ -85,12 +93,16 @@ export function startWorkerProcess(config: ServiceConfig, extraArgs: readonly st
     logger.info({ pid: child.pid }, 'worker process started');
     // Unheard, a failure to signal the child or to use its channel would throw in the process that acknowledges.
     child.on('error', (err) => logger.error({ err }, 'the worker process could not be started or signalled'));
+    // The child's handler runs, for this process's /metrics; the channel carries a TypeScript loader's messages too.
+    child.on('message', (message) => {
+      if (isWorkerReport(message)) options.onReport?.(message);
+    });
     child.once('exit', (code, signal) => {
       child = undefined;
       if (stopping) return;
       // A worker that ran for a minute counts as healthy again: its next crash restarts it quickly.
       if (Date.now() - started > 60_000) restarts = 0;
-      const delay = Math.min(MAX_RESTART_DELAY_MS, 1000 * 2 ** restarts++);
+      const delay = backoffDelay(++restarts, { baseMs: 1000, maxMs: MAX_RESTART_DELAY_MS, jitter: false });
       logger.error({ code, signal, restartInMs: delay }, 'the worker process exited; restarting it');
       restartTimer = setTimeout(launch, delay);
     });

@@ -16,6 +16,7 @@ import { waitFor } from '../helpers/wait.js';
 
 const scheme = createDefaultScheme({ secrets: 'split-secret' });
 const waitingHandlers = fileURLToPath(new URL('../fixtures/waiting-handlers.mjs', import.meta.url));
+const failsOnceHandlers = fileURLToPath(new URL('../fixtures/fails-once-handlers.mjs', import.meta.url));
 
 /**
  * Whether process `pid` still runs: it exists and is not a zombie (an orphan's exit is reaped by whoever adopted it,
@@ -84,12 +85,63 @@ describe.skipIf(!pgUrl)('payhooks serve on PostgreSQL, its worker in a child pro
       // Run by another process than the one that acknowledged, which runs no handler at all.
       expect(processed.map((l) => l.pid).filter((pid) => pid === serve.pid)).toEqual([]);
       expect(lines.some((l) => l.msg === 'worker process started')).toBe(true);
-      const metrics = await (await fetch(url.replace(/\/webhooks$/, '/metrics'))).text();
-      expect(metrics).not.toMatch(/^payhooks_handler_duration_seconds_count\{/m);
-      expect(metrics).toMatch(/payhooks_webhook_responses_total\{status="200"\} 3/);
+      // The child's runs are reported to serve, whose /metrics is the one scraped.
+      const metrics = () => fetch(url.replace(/\/webhooks$/, '/metrics')).then((response) => response.text());
+      await waitFor(
+        async () => /^payhooks_handler_duration_seconds_count\{handler="mirror"\} 3$/m.test(await metrics()),
+        "the mirror's 3 runs in serve's /metrics",
+      );
+      expect(await metrics()).toMatch(/payhooks_webhook_responses_total\{status="200"\} 3/);
     } finally {
       serve.kill('SIGTERM');
       await store.close();
+    }
+    expect((await done).code).toBe(0);
+  });
+
+  it("counts the handler runs of its worker child in serve's own /metrics: 3 events through a handler that fails once", {
+    timeout: 120_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-split-metrics-'));
+    writeFileSync(join(dir, 'payhooks.config.json'), JSON.stringify({ worker: { backoff: { baseMs: 50, maxMs: 100 } } }));
+    const metricsSchema = uniqueSchema('split_metrics');
+    const env = {
+      PAYHOOKS_WEBHOOK_SECRET: 'split-secret',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: pgUrl!,
+      PAYHOOKS_SCHEMA: metricsSchema,
+    };
+    const serve = spawnCli(['serve', '--handlers', failsOnceHandlers], env, dir);
+    const done = collect(serve, 110_000);
+    const lines = logLines(serve);
+    const store = await openDatabase({ url: pgUrl!, schema: metricsSchema });
+    try {
+      await waitFor(() => lines.some((l) => l.pid === serve.pid && l.msg === 'payhooks is receiving webhooks'), 'serve to listen', 60_000);
+      const url = String(lines.find((l) => l.pid === serve.pid && l.msg === 'payhooks is receiving webhooks')?.url);
+      for (const n of [1, 2, 3]) {
+        const event = exampleEvent('CUSTOMER_CREATED', { eventId: `evt_split_metrics_${n}` });
+        expect((await post(url, signedDelivery(scheme, event))).status).toBe(200);
+      }
+      await waitFor(
+        async () => Object.values(await statuses(store)).filter((status) => status === 'done').length === 3,
+        'the three events done',
+        60_000,
+      );
+      const metrics = () => fetch(url.replace(/\/webhooks$/, '/metrics')).then((response) => response.text());
+      await waitFor(
+        async () => /^payhooks_handler_duration_seconds_count\{handler="fails-once"\} 6$/m.test(await metrics()),
+        "6 runs in serve's /metrics",
+      );
+      const scraped = await metrics();
+      expect(scraped).toMatch(/^payhooks_handler_failures_total\{handler="fails-once"\} 3$/m);
+      // Run in the child: serve's own process ran none of them.
+      const processed = lines.filter((l) => l.msg === 'event processed');
+      expect(processed).toHaveLength(3);
+      expect(processed.filter((l) => l.pid === serve.pid)).toEqual([]);
+    } finally {
+      serve.kill('SIGTERM');
+      await dispose(store);
     }
     expect((await done).code).toBe(0);
   });
