@@ -96,6 +96,11 @@ export interface PayhooksOptions<Api = unknown> {
    * `maxConcurrentBatches` (4). Each delivery is answered once the statement holding it has committed.
    */
   groupCommit?: GroupCommitOptions | undefined;
+  /**
+   * Whether a delivery whose signature holds joins the trace its `traceparent` names. Default false: each delivery's
+   * `webhook.receive` span starts a trace of its own, linked to that context (docs/tracing.md#whose-trace-a-delivery-joins).
+   */
+  trustIncomingTraceContext?: boolean | undefined;
   logger?: Logger | undefined;
   /** The API client handed to handlers as `ctx.api`, for current-state reads. */
   api?: Api | undefined;
@@ -290,6 +295,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
         scheme: verifier,
         ...limits,
         groupCommit: options.groupCommit,
+        trustIncomingTraceContext: options.trustIncomingTraceContext,
         logger,
         onStored: () => worker?.wake(),
         onDelivery: options.observe?.delivery,

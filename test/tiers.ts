@@ -85,6 +85,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/receiver/group-commit.test.ts',
     'test/receiver/poison.test.ts',
     'test/receiver/quarantine.test.ts',
+    'test/receiver/trace-context.test.ts',
     'test/service/alarms.test.ts',
     'test/service/service-library.test.ts',
     'test/service/tracing-tree.test.ts',

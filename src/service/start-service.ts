@@ -104,6 +104,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     },
     worker: config.worker,
     history: config.history,
+    trustIncomingTraceContext: config.tracing.trustIncomingContext,
   });
   const store = await hooks.ready();
   budgeted?.bind(store);
