@@ -117,10 +117,12 @@ export interface PayhooksOptions<Api = unknown> {
   observe?: PayhooksObserver | undefined;
 }
 
-/** Callbacks for metrics: one per answered delivery, one per handler run. */
+/** Callbacks for metrics: one per answered delivery, one per handler run, one per event that ended dead. */
 export interface PayhooksObserver {
   delivery?: ((delivery: DeliveryObservation) => void) | undefined;
   handlerRun?: ((run: HandlerRunObservation) => void) | undefined;
+  /** An event this process's worker recorded dead (a handler gave up, or its last attempt failed). */
+  eventDead?: ((event: { eventType: string }) => void) | undefined;
 }
 
 /** The payhooks instance: adapters for any framework, over one inbox. */
@@ -364,6 +366,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
         api: options.api,
         appSchema,
         onHandlerRun: options.observe?.handlerRun,
+        onEventDead: options.observe?.eventDead,
       });
       await worker.start();
       upkeep = startHistoryUpkeep(await ready(), history, logger);

@@ -119,6 +119,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/testing/signed-request.test.ts',
     'test/worker/app-tables.test.ts',
     'test/worker/data-checked.test.ts',
+    'test/worker/dead-events-counter.test.ts',
     'test/worker/effects-hot-path.test.ts',
     'test/worker/effects.test.ts',
     'test/worker/per-handler-order.test.ts',
