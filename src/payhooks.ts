@@ -96,6 +96,11 @@ export interface PayhooksOptions<Api = unknown> {
    * `maxConcurrentBatches` (4). Each delivery is answered once the statement holding it has committed.
    */
   groupCommit?: GroupCommitOptions | undefined;
+  /**
+   * Whether a delivery whose signature holds joins the trace its `traceparent` names. Default false: each delivery's
+   * `webhook.receive` span starts a trace of its own, linked to that context (docs/tracing.md#whose-trace-a-delivery-joins).
+   */
+  trustIncomingTraceContext?: boolean | undefined;
   logger?: Logger | undefined;
   /** The API client handed to handlers as `ctx.api`, for current-state reads. */
   api?: Api | undefined;
@@ -112,10 +117,12 @@ export interface PayhooksOptions<Api = unknown> {
   observe?: PayhooksObserver | undefined;
 }
 
-/** Callbacks for metrics: one per answered delivery, one per handler run. */
+/** Callbacks for metrics: one per answered delivery, one per handler run, one per event that ended dead. */
 export interface PayhooksObserver {
   delivery?: ((delivery: DeliveryObservation) => void) | undefined;
   handlerRun?: ((run: HandlerRunObservation) => void) | undefined;
+  /** An event this process's worker recorded dead (a handler gave up, or its last attempt failed). */
+  eventDead?: ((event: { eventType: string }) => void) | undefined;
 }
 
 /** The payhooks instance: adapters for any framework, over one inbox. */
@@ -290,6 +297,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
         scheme: verifier,
         ...limits,
         groupCommit: options.groupCommit,
+        trustIncomingTraceContext: options.trustIncomingTraceContext,
         logger,
         onStored: () => worker?.wake(),
         onDelivery: options.observe?.delivery,
@@ -358,6 +366,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
         api: options.api,
         appSchema,
         onHandlerRun: options.observe?.handlerRun,
+        onEventDead: options.observe?.eventDead,
       });
       await worker.start();
       upkeep = startHistoryUpkeep(await ready(), history, logger);

@@ -42,6 +42,8 @@ export interface WorkerOptions<Api = unknown> {
   api?: Api | undefined;
   /** Called after each handler run, failed or not (metrics: `createPayhooksMetrics`). */
   onHandlerRun?: ((run: HandlerRunObservation) => void) | undefined;
+  /** Called once an event was recorded dead by this worker (metrics: `payhooks_events_dead_total`). */
+  onEventDead?: ((event: { eventType: string }) => void) | undefined;
   /** Identifies this worker in leases. Default `<hostname>:<pid>:<random>`. */
   workerId?: string | undefined;
   /** Events run at once by this process. Default 4. */
@@ -802,6 +804,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     const dead = verdict.givenUp.length > 0 || givenUpBefore.length > 0;
     record(entry, { kind: 'finished', eventId, status: dead ? 'dead' : 'done', lastError: dead ? lastError : null }, (stillHeld) => {
       if (!stillHeld) return;
+      if (dead) options.onEventDead?.({ eventType: entry.event.eventType });
       if (dead)
         attemptRun.log.error(
           { gaveUp: [...verdict.givenUp.map((f) => f.handler), ...givenUpBefore.map((g) => g.handler)] },
@@ -819,7 +822,9 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     const { eventId, attempt } = entry.event;
     const lastError = describeThrown(err);
     if (attempt >= maxAttempts) {
-      record(entry, { kind: 'finished', eventId, status: 'dead', lastError });
+      record(entry, { kind: 'finished', eventId, status: 'dead', lastError }, (stillHeld) => {
+        if (stillHeld) options.onEventDead?.({ eventType: entry.event.eventType });
+      });
       attemptRun.log.error(
         { err },
         `running the event failed on the last of ${maxAttempts} attempts; event is dead (replay it once fixed)`,
