@@ -97,6 +97,11 @@ export interface PayhooksOptions<Api = unknown> {
    * `maxConcurrentBatches` (4). Each delivery is answered once the statement holding it has committed.
    */
   groupCommit?: GroupCommitOptions | undefined;
+  /**
+   * Whether a delivery whose signature holds joins the trace its `traceparent` names. Default false: each delivery's
+   * `webhook.receive` span starts a trace of its own, linked to that context (docs/tracing.md#whose-trace-a-delivery-joins).
+   */
+  trustIncomingTraceContext?: boolean | undefined;
   logger?: Logger | undefined;
   /** The API client handed to handlers as `ctx.api`, for current-state reads. */
   api?: Api | undefined;
@@ -113,11 +118,13 @@ export interface PayhooksOptions<Api = unknown> {
   observe?: PayhooksObserver | undefined;
 }
 
-/** Callbacks for metrics: one per answered delivery, one per handler run. */
+/** Callbacks for metrics: one per answered delivery, one per handler run, one per event that ended dead. */
 export interface PayhooksObserver {
   delivery?: ((delivery: DeliveryObservation) => void) | undefined;
   /** One per handler run: a subscriber of the worker's `run:ended` ({@link Payhooks.events}). */
   handlerRun?: ((run: HandlerRunObservation) => void) | undefined;
+  /** An event this process's worker recorded dead (a handler gave up, or its last attempt failed): a subscriber of `event:dead`. */
+  eventDead?: ((event: { eventType: string }) => void) | undefined;
 }
 
 /** The payhooks instance: adapters for any framework, over one inbox. */
@@ -288,6 +295,8 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
   const events = new WorkerEvents(logger);
   const handlerRun = options.observe?.handlerRun;
   if (handlerRun) events.on('run:ended', ({ handler, eventType, failed, seconds }) => handlerRun({ handler, eventType, failed, seconds }));
+  const eventDead = options.observe?.eventDead;
+  if (eventDead) events.on('event:dead', ({ eventType }) => eventDead({ eventType }));
   let worker: Worker | undefined;
   let upkeep: { stop(): Promise<void> } | undefined;
 
@@ -302,6 +311,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
         scheme: verifier,
         ...limits,
         groupCommit: options.groupCommit,
+        trustIncomingTraceContext: options.trustIncomingTraceContext,
         logger,
         onStored: () => worker?.wake(),
         onDelivery: options.observe?.delivery,

@@ -68,9 +68,11 @@ const NO_SPAN: Span = {
 
 /**
  * Where a span starts: under the active span (default); under the context a request's headers carry, unless a span is
- * active already (then under it); or as the root of a trace of its own.
+ * active already (then under it); under the active span too, but only linked to the context the headers carry, never
+ * its child (`linked`: headers a stranger may have written, docs/tracing.md#whose-trace-a-delivery-joins); or as the
+ * root of a trace of its own.
  */
-export type SpanParent = 'active' | 'headers' | 'root';
+export type SpanParent = 'active' | 'headers' | 'linked' | 'root';
 
 /**
  * Options of {@link inSpan}: the API's own span options (handed to it as they are, so that a constant options object
@@ -80,7 +82,7 @@ export interface InSpanOptions extends SpanOptions {
   kind?: (typeof SPAN_KIND)[keyof typeof SPAN_KIND] | undefined;
   /** Spans this one is linked to (not a child of): for an attempt, its delivery's receive span. */
   links?: Link[] | undefined;
-  /** Default `active`; `headers` takes the context from {@link inSpan}'s `carrier`. */
+  /** Default `active`; `headers` and `linked` take the context from {@link inSpan}'s `carrier`. */
   parent?: SpanParent | undefined;
   /** `fn` sets the span's status itself when it fails (an HTTP client span, by status): a rejection leaves it as is. */
   ownErrors?: boolean | undefined;
@@ -101,14 +103,22 @@ export async function inSpan<T>(name: string, options: InSpanOptions, fn: (span:
   const otel = api;
   if (!otel || !recording(otel)) return fn(NO_SPAN);
   let context: Context;
+  let spanOptions: SpanOptions = options;
   if (options.parent === 'headers') {
     // Under the span already active (an app's HTTP instrumentation made one from the same headers), else under the
     // context the headers carry.
     const active = otel.context.active();
     context = otel.trace.getSpan(active) || carrier === undefined ? active : otel.propagation.extract(otel.ROOT_CONTEXT, carrier);
+  } else if (options.parent === 'linked') {
+    // The context the headers carry (its tracestate and sampled flag too) only as a link: neither the trace the span
+    // joins nor the sampler's decision is theirs. The messaging conventions link a message's context the same way.
+    context = otel.context.active();
+    const incoming = carrier === undefined ? undefined : otel.trace.getSpanContext(otel.propagation.extract(otel.ROOT_CONTEXT, carrier));
+    if (incoming && otel.trace.isSpanContextValid(incoming))
+      spanOptions = { ...options, links: [...(options.links ?? []), { context: incoming }] };
   } else if (options.parent === 'root') context = otel.ROOT_CONTEXT;
   else context = otel.context.active();
-  return tracer(otel).startActiveSpan(name, options, context, async (span) => {
+  return tracer(otel).startActiveSpan(name, spanOptions, context, async (span) => {
     try {
       return await fn(span);
     } catch (error) {

@@ -8,12 +8,17 @@ export const SWEEPER_FINDINGS = ['missing', 'resent', 'unrecovered', 'drift', 'r
 /**
  * Registers the alarms' and the gap sweeper's series (docs/metrics.md#alarms-and-the-gap-sweeper), read from
  * `health` at each scrape: the same report GET /admin/api/health answers. A health that cannot be read leaves the
- * last values.
+ * last values. `sweeperEveryMs` is how often this service's sweeper runs (null: it does not run here), exported as
+ * `payhooks_sweeper_interval_seconds` so that the staleness rule knows what to expect.
  *
  * @example
- * registerHealthMetrics(registry, () => monitor.health());
+ * registerHealthMetrics(registry, () => monitor.health(), { sweeperEveryMs: 3_600_000 });
  */
-export function registerHealthMetrics(registry: Registry, health: () => Promise<HealthReport>): void {
+export function registerHealthMetrics(
+  registry: Registry,
+  health: () => Promise<HealthReport>,
+  options: { sweeperEveryMs: number | null } = { sweeperEveryMs: null },
+): void {
   const registers = [registry];
   // The monitor answers its latest evaluation: reading it once per gauge costs nothing.
   const report = () => health().catch(() => undefined);
@@ -51,19 +56,25 @@ export function registerHealthMetrics(registry: Registry, health: () => Promise<
     help: "When the gap sweeper's newest recorded run finished (unix seconds); absent until one is recorded.",
     registers,
     async collect() {
-      const run = (await report())?.sweeper;
-      if (run) this.set(run.finishedAt.getTime() / 1000);
+      const read = await report();
+      if (read) setOrAbsent(this, read.sweeper && read.sweeper.finishedAt.getTime() / 1000);
     },
   });
   new Gauge({
     name: 'payhooks_sweeper_last_run_failed',
-    help: "Whether the gap sweeper's newest run failed (1: a part threw; the error is in GET /admin/api/health).",
+    help: "Whether the gap sweeper's newest run failed (1: a part threw; the error is in GET /admin/api/health); absent until one is recorded.",
     registers,
     async collect() {
-      const run = (await report())?.sweeper;
-      if (run) this.set(run.outcome === 'failed' ? 1 : 0);
+      const read = await report();
+      if (read) setOrAbsent(this, read.sweeper && (read.sweeper.outcome === 'failed' ? 1 : 0));
     },
   });
+  const interval = new Gauge({
+    name: 'payhooks_sweeper_interval_seconds',
+    help: 'How often the gap sweeper runs (sweeper.everyMs); absent where it does not run (no PAYHOOKS_API_KEY, sweeper.everyMs null, --role receiver).',
+    registers,
+  });
+  setOrAbsent(interval, options.sweeperEveryMs === null ? null : options.sweeperEveryMs / 1000);
   new Gauge({
     name: 'payhooks_sweeper_last_run_findings',
     help: "What the gap sweeper's newest run found: events missing from the inbox, re-sent, unrecovered; mirror rows drifted, repaired.",
@@ -85,4 +96,13 @@ export function registerHealthMetrics(registry: Registry, health: () => Promise<
   // Every alarm has its series from the first scrape on, so that a rule on a name never firing is never "absent".
   const firing = registry.getSingleMetric('payhooks_alarm_firing') as Gauge;
   for (const alarm of ALARM_NAMES) firing.set({ alarm }, 0);
+}
+
+/**
+ * Sets a gauge without labels, or takes its one series away when `value` is null: prom-client exports such a gauge
+ * as 0 from the start, and a 0 timestamp reads as "50 years ago" to a staleness rule (docs/alerts.yaml).
+ */
+function setOrAbsent(gauge: Gauge, value: number | null): void {
+  if (value === null) gauge.remove();
+  else gauge.set(value);
 }

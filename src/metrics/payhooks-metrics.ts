@@ -71,6 +71,13 @@ export function createPayhooksMetrics(registry: Registry, options: { store?: () 
     labelNames: ['handler'],
     registers,
   });
+  // Without labels, so that it is 0 from the first scrape: increase() sees nothing of a series' first sample, and would
+  // miss the first dead event of each label.
+  const deadEvents = new Counter({
+    name: 'payhooks_events_dead_total',
+    help: "Events this process's worker recorded dead (a handler gave up, or the last attempt failed); a replay takes nothing back.",
+    registers,
+  });
   const apiRequests = new Counter({
     name: 'payhooks_api_requests_total',
     help: "Requests of the service's API client, by method and status (none: no answer).",
@@ -163,6 +170,9 @@ export function createPayhooksMetrics(registry: Registry, options: { store?: () 
       handlerRun(run) {
         handlerDuration.observe({ handler: run.handler }, run.seconds);
         if (run.failed) handlerFailures.inc({ handler: run.handler });
+      },
+      eventDead() {
+        deadEvents.inc();
       },
     },
     apiRequest(request) {

@@ -63,6 +63,14 @@ export interface ReceiverOptions {
    */
   maxQuarantined?: number | undefined;
   logger?: Logger | undefined;
+  /**
+   * Whether a delivery whose signature holds joins the trace its `traceparent` header names (its `webhook.receive`
+   * span a child of that context, sampled as it says). Default false: every delivery's receive span starts a trace of
+   * its own (under the span active in the app, if one is) with a link to the context the request carried, since
+   * anyone who can reach the endpoint can write that header (docs/tracing.md#whose-trace-a-delivery-joins). An
+   * unsigned or badly signed delivery is never a child of it, either way.
+   */
+  trustIncomingTraceContext?: boolean | undefined;
   /** Called after a new event is stored, e.g. to wake a worker in the same process. */
   onStored?: ((eventId: string) => void) | undefined;
   /** Called once per answered request, with what happened and how long it took (metrics: `createPayhooksMetrics`). */
@@ -101,7 +109,8 @@ export const DEFAULT_ACK_BUDGET_MS = 5000;
 export const DEFAULT_MAX_IN_FLIGHT_BODY_BYTES = 32 * 1024 * 1024;
 const MAX_TIMER_MS = 2_147_483_647;
 
-const RECEIVE_SPAN: InSpanOptions = { kind: SPAN_KIND.server, parent: 'headers' };
+const RECEIVE_SPAN: InSpanOptions = { kind: SPAN_KIND.server, parent: 'linked' };
+const TRUSTED_RECEIVE_SPAN: InSpanOptions = { kind: SPAN_KIND.server, parent: 'headers' };
 const GROUP_COMMIT_SPAN: InSpanOptions = { attributes: { 'db.system.name': 'postgresql', 'db.operation.name': 'INSERT' } };
 
 /** Header names kept with each event besides the signature scheme's own. */
@@ -128,34 +137,59 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const log = options.logger;
   const keptHeaders = [...new Set([...options.scheme.headerNames, ...KEPT_HEADERS])];
 
+  const trusting = options.trustIncomingTraceContext === true;
+
   /**
-   * One delivery in its `webhook.receive` span (docs/tracing.md): a server span under the trace context the delivery
-   * carried, with what happened to it; never the body, a header's value or the secret.
+   * One delivery in its `webhook.receive` span (docs/tracing.md): a server span of a trace of its own, linked to the
+   * trace context the delivery carried (or, trusting it, its child once the signature holds), with what happened to
+   * it; never the body, a header's value or the secret.
    */
   function receive(request: ReceiveRequest): Promise<ReceiveResponse> {
-    return inSpan(
-      'webhook.receive',
-      RECEIVE_SPAN,
-      async (span): Promise<ReceiveResponse> => {
-        const started = performance.now();
-        const note: DeliveryNote = {};
-        const response = await receiveOnce(request, note, span);
-        const outcome = outcomeOf(response.status, note);
-        if (span.isRecording()) describeReceipt(span, request, response, outcome, note);
-        options.onDelivery?.({
-          outcome,
-          status: response.status,
-          eventType: note.eventType ?? null,
-          reason: note.reason ?? null,
-          seconds: (performance.now() - started) / 1000,
-        });
-        return response;
-      },
-      request.headers,
-    );
+    const started = performance.now();
+    const note: DeliveryNote = {};
+    if (!trusting) return inSpan('webhook.receive', RECEIVE_SPAN, (span) => answer(request, note, started, span), request.headers);
+    // A span cannot change its parent once started: the checks up to the signature run first, span-less (no I/O,
+    // microseconds), and the span then starts from when the request came, under the sender's context only if it is
+    // the sender's.
+    let refusal: ReceiveResponse | undefined;
+    try {
+      refusal = refusalOf(request, note);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const spanOptions = { ...(note.verified ? TRUSTED_RECEIVE_SPAN : RECEIVE_SPAN), startTime: started };
+    return inSpan('webhook.receive', spanOptions, (span) => answer(request, note, started, span, refusal ?? null), request.headers);
   }
 
-  async function receiveOnce(request: ReceiveRequest, note: DeliveryNote, span: Span): Promise<ReceiveResponse> {
+  /**
+   * Answers one delivery inside its span and reports it; `checked` is what {@link refusalOf} already said (null: it
+   * passed), undefined when it has not been asked yet.
+   */
+  async function answer(
+    request: ReceiveRequest,
+    note: DeliveryNote,
+    started: number,
+    span: Span,
+    checked?: ReceiveResponse | null,
+  ): Promise<ReceiveResponse> {
+    const response = (checked === undefined ? refusalOf(request, note) : checked) ?? (await store(request, note, span));
+    const outcome = outcomeOf(response.status, note);
+    if (span.isRecording()) describeReceipt(span, request, response, outcome, note);
+    options.onDelivery?.({
+      outcome,
+      status: response.status,
+      eventType: note.eventType ?? null,
+      reason: note.reason ?? null,
+      seconds: (performance.now() - started) / 1000,
+    });
+    return response;
+  }
+
+  /**
+   * The answer to a request refused before anything is stored (method, body, media type, signature), or undefined
+   * when it is an authentic delivery (`note.verified`). Synchronous and without I/O.
+   */
+  function refusalOf(request: ReceiveRequest, note: DeliveryNote): ReceiveResponse | undefined {
     if (request.method.toUpperCase() !== 'POST') {
       const refusal = errorResponse(405, 'Only POST is accepted here.');
       return { ...refusal, headers: { ...refusal.headers, allow: 'POST' } };
@@ -186,7 +220,13 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       return errorResponse(401, cause.publicMessage);
     }
     note.verified = true;
+    return undefined;
+  }
 
+  /** Stores an authentic delivery (or quarantines it) and says how that went. */
+  async function store(request: ReceiveRequest, note: DeliveryNote, span: Span): Promise<ReceiveResponse> {
+    // refusalOf checked it is bytes.
+    const rawBody = request.rawBody as Uint8Array;
     const headers = pickHeaders(request.headers, keptHeaders);
     const read = readDelivery(rawBody, headers);
     if (!read.ok) return quarantine(read, rawBody, headers, note);

@@ -118,7 +118,7 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
     api: { key: env.PAYHOOKS_API_KEY, url: env.PAYHOOKS_API_URL },
     console: { adminToken: env.PAYHOOKS_ADMIN_TOKEN },
     logLevel: env.PAYHOOKS_LOG_LEVEL,
-    tracing: { exporters: tracingExporters(env, sync.tracing.exporter) },
+    tracing: { exporters: tracingExporters(env, sync.tracing.exporter), trustIncomingContext: sync.tracing.trustIncomingContext },
     configFile: sync.path,
     mirror: sync.mirror,
     reconcile: sync.reconcile,

@@ -89,9 +89,10 @@ export async function runService(config: ServiceConfig, options: RunServiceOptio
   // As an absolute path: the child resolves a relative one against its own working directory.
   const handlersArgs = handlersModule !== undefined ? ['--handlers', handlersModulePath(handlersModule)] : [];
   // The child's handler runs are counted in this process's /metrics, which is the one scraped.
-  const observeRun = service.metrics.observe.handlerRun;
+  const { handlerRun, eventDead } = service.metrics.observe;
   const onReport = (report: WorkerReport) => {
-    for (const run of report.runs) observeRun?.(run);
+    for (const run of report.runs) handlerRun?.(run);
+    for (const eventType of report.dead) eventDead?.({ eventType });
   };
   const worker = split ? startWorkerProcess(config, handlersArgs, logger, { onReport }) : undefined;
   const reports = options.reportToParent ? reportRunsToParent(service.hooks.events) : undefined;

@@ -143,12 +143,22 @@ export const serviceConfigSchema = z.object({
       dead: z.object({ windowMs: positiveMs.default(ALARM_DEFAULTS.dead.windowMs) }).prefault({}),
     })
     .prefault({}),
-  /**
-   * OpenTelemetry tracing (docs/tracing.md): the exporters spans go to; empty (the default): off, and no SDK package is
-   * loaded. `OTEL_TRACES_EXPORTER`, else the file's `tracing.exporter`, else `otlp` when an OTLP endpoint variable is
-   * set; `OTEL_SDK_DISABLED=true` turns it off.
-   */
-  tracing: z.object({ exporters: z.array(z.enum(TRACING_EXPORTERS)).default([]) }).prefault({}),
+  tracing: z
+    .object({
+      /**
+       * The exporters spans go to (docs/tracing.md); empty (the default): off, and no SDK package is loaded.
+       * `OTEL_TRACES_EXPORTER`, else the file's `tracing.exporter`, else `otlp` when an OTLP endpoint variable is set;
+       * `OTEL_SDK_DISABLED=true` turns it off.
+       */
+      exporters: z.array(z.enum(TRACING_EXPORTERS)).default([]),
+      /**
+       * A delivery whose signature holds joins the trace its `traceparent` names; false (the default): each delivery's
+       * receive span starts a trace, linked to it (docs/tracing.md#whose-trace-a-delivery-joins). The file's
+       * `tracing.trustIncomingContext`.
+       */
+      trustIncomingContext: z.boolean().default(false),
+    })
+    .prefault({}),
   /** Level of the JSON log lines (the CLI's logger). `PAYHOOKS_LOG_LEVEL`, default `info`. */
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default(LOGGER_DEFAULTS.level),
   /** The configuration file it came from (`PAYHOOKS_CONFIG`, else payhooks.config.js, .mjs or .json); null: none. */

@@ -106,6 +106,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     },
     worker: config.worker,
     history: config.history,
+    trustIncomingTraceContext: config.tracing.trustIncomingContext,
   });
   const store = await hooks.ready();
   budgeted?.bind(store);
@@ -122,7 +123,9 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     thresholds: config.alarms,
     logger: logger.child({ component: 'alarms' }),
   });
-  registerHealthMetrics(registry, () => monitor.health());
+  // The sweeper runs in the process that works, which may be this one's worker child: what the service runs counts.
+  const sweeperRuns = config.role !== 'receiver' && api !== undefined && config.sweeper.everyMs !== null;
+  registerHealthMetrics(registry, () => monitor.health(), { sweeperEveryMs: sweeperRuns ? config.sweeper.everyMs : null });
   const hasHandlers = options.register !== undefined;
   const verify = createVerifyRuns({
     store,

@@ -75,10 +75,13 @@ export const syncConfigSchema = z.strictObject({
   /** serve's alarm thresholds (docs/alerts.md#thresholds), in ms: checked with the rest of serve's configuration. */
   alarms: z.record(z.string(), z.unknown()).optional(),
   /**
-   * OpenTelemetry tracing of `serve` (docs/tracing.md): `otlp` (OTLP over HTTP, to `OTEL_EXPORTER_OTLP_ENDPOINT`),
-   * `console`, or `none`. The `OTEL_*` variables override it. Unset: off.
+   * OpenTelemetry tracing of `serve` (docs/tracing.md): `exporter` `otlp` (OTLP over HTTP, to
+   * `OTEL_EXPORTER_OTLP_ENDPOINT`), `console`, or `none`, which the `OTEL_*` variables override (unset: off);
+   * `trustIncomingContext` (default false): a delivery whose signature holds joins the trace its `traceparent` names.
    */
-  tracing: z.strictObject({ exporter: z.enum(['otlp', 'console', 'none']) }).optional(),
+  tracing: z
+    .strictObject({ exporter: z.enum(['otlp', 'console', 'none']).optional(), trustIncomingContext: z.boolean().optional() })
+    .optional(),
 });
 export type SyncConfigFile = z.infer<typeof syncConfigSchema>;
 
@@ -102,8 +105,8 @@ export interface SyncConfig {
   /** serve's own sections, as written: `resolveServiceConfig` checks them against `ServiceConfig`. */
   sweeper: Record<string, unknown> | undefined;
   alarms: Record<string, unknown> | undefined;
-  /** The file's tracing exporter; undefined when it does not say. */
-  tracing: { exporter: 'otlp' | 'console' | 'none' | undefined };
+  /** The file's tracing exporter, and whether it trusts a signed delivery's trace context; undefined when it does not say. */
+  tracing: { exporter: 'otlp' | 'console' | 'none' | undefined; trustIncomingContext: boolean | undefined };
 }
 
 export type { BrokerConfig } from './sink-registry.js';
@@ -216,6 +219,6 @@ export async function loadSyncConfig(
     history: file.history ?? {},
     sweeper: file.sweeper,
     alarms: file.alarms,
-    tracing: { exporter: file.tracing?.exporter },
+    tracing: { exporter: file.tracing?.exporter, trustIncomingContext: file.tracing?.trustIncomingContext },
   };
 }

@@ -263,8 +263,9 @@ export class AttemptRunner<Api> {
       return;
     }
     if (settlement.kind === 'failed-outside-handlers') {
-      this.#record(entry, outcome);
-      events.emit('event:dead', { eventId, eventType, attempt, lastError: outcome.lastError });
+      this.#record(entry, outcome, (stillHeld) => {
+        if (stillHeld) events.emit('event:dead', { eventId, eventType, attempt, lastError: outcome.lastError });
+      });
       attemptRun.log.error(
         { err: error },
         `running the event failed on the last of ${rules.maxAttempts} attempts; event is dead (replay it once fixed)`,

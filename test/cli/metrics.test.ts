@@ -63,6 +63,12 @@ describe('payhooks serve /metrics', () => {
         await waitForLog(serve, /receiving webhooks/);
         const before = await scrape();
         expect(before.get('payhooks_events{status="pending"}')).toBe(0);
+        // With an API key the sweeper runs, hourly by default, and has recorded no run yet: its interval is there for the
+        // staleness rule, its run's time and outcome are not (a 0 would read as a run in 1970).
+        expect(before.get('payhooks_sweeper_interval_seconds')).toBe(3600);
+        expect(before.has('payhooks_sweeper_last_run_timestamp_seconds')).toBe(false);
+        expect(before.has('payhooks_sweeper_last_run_failed')).toBe(false);
+        expect(before.get('payhooks_events_dead_total')).toBe(0);
 
         // A paid invoice through the simulator (the handler reads it back through the API), a customer whose
         // handler fails (with an email and a phone number in the body), a payment twice, and a forged delivery.

@@ -161,9 +161,12 @@ describe.skipIf(!pgUrl)('payhooks serve with OTEL_TRACES_EXPORTER=otlp', () => {
     const named = (name: string) => spans.filter((s) => s.name === name);
     const childrenOf = (parent: ExportedSpan) => spans.filter((s) => s.parentSpanId === parent.spanId && s.traceId === parent.traceId);
 
-    // serve's own process: the receive span, in the sender's trace, with its group commit.
+    // serve's own process: the receive span, the root of a trace of its own linked to the one the delivery carried
+    // (docs/tracing.md#whose-trace-a-delivery-joins), with its group commit.
     const [receive] = named('webhook.receive');
-    expect(receive).toMatchObject({ role: 'receiver', kind: SERVER, traceId: UPSTREAM_TRACE, parentSpanId: UPSTREAM_SPAN });
+    expect(receive).toMatchObject({ role: 'receiver', kind: SERVER, links: [{ traceId: UPSTREAM_TRACE, spanId: UPSTREAM_SPAN }] });
+    expect(receive!.traceId).not.toBe(UPSTREAM_TRACE);
+    expect(receive!.parentSpanId || undefined).toBeUndefined();
     expect(receive!.attributes).toMatchObject({
       'http.response.status_code': 200,
       'payhooks.delivery.outcome': 'stored',
@@ -183,7 +186,7 @@ describe.skipIf(!pgUrl)('payhooks serve with OTEL_TRACES_EXPORTER=otlp', () => {
     for (const attempt of attempts) {
       expect(attempt.kind).toBe(CONSUMER);
       expect(attempt.parentSpanId || undefined).toBeUndefined();
-      expect(attempt.links).toMatchObject([{ traceId: UPSTREAM_TRACE, spanId: receive!.spanId }]);
+      expect(attempt.links).toMatchObject([{ traceId: receive!.traceId, spanId: receive!.spanId }]);
     }
     const [first, second] = attempts as [ExportedSpan, ExportedSpan];
     const firstChildren = childrenOf(first);

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { ALARM_NAMES } from '../../src/alarms/alarm-checks.js';
+import type { HealthReport } from '../../src/alarms/health-report.js';
 import { registerHealthMetrics } from '../../src/metrics/health-metrics.js';
 import { createPayhooksMetrics } from '../../src/metrics/payhooks-metrics.js';
 import { webhookRoute } from '../../src/service/routes/webhook-route.js';
@@ -115,5 +116,85 @@ describe('docs/alerts.yaml', () => {
       expect(page, rule.alert).toBe('docs/troubleshooting.md');
       expect(anchors.has(anchor!), `${rule.alert}: #${anchor} is a heading of troubleshooting.md`).toBe(true);
     }
+  });
+});
+
+/** The sample lines of `series` (no labels) in a scrape, not its HELP and TYPE lines. */
+function samplesOf(scrape: string, series: string): string[] {
+  return scrape.split('\n').filter((line) => line.startsWith(`${series} `));
+}
+
+describe('the sweeper series the staleness rule reads', () => {
+  const finishedAt = new Date('2026-11-29T03:00:00Z');
+  const report = (sweeper: HealthReport['sweeper']): HealthReport => ({ status: 'ok', evaluatedAt: finishedAt, checks: [], sweeper });
+  const run: NonNullable<HealthReport['sweeper']> = {
+    id: '1',
+    trigger: 'sweeper',
+    startedAt: finishedAt,
+    finishedAt,
+    outcome: 'failed',
+    reconcile: null,
+    verify: null,
+    findings: [],
+    notes: [],
+    error: 'the API did not answer',
+  };
+
+  it('before any run: no timestamp and no failure flag (a 0 read as a run 56 years ago); the interval where the sweeper runs', async () => {
+    const registry = new Registry();
+    registerHealthMetrics(registry, async () => report(null), { sweeperEveryMs: 3_600_000 });
+    const scrape = await registry.metrics();
+    expect(scrape).toContain('# TYPE payhooks_sweeper_last_run_timestamp_seconds gauge');
+    expect(samplesOf(scrape, 'payhooks_sweeper_last_run_timestamp_seconds')).toEqual([]);
+    expect(samplesOf(scrape, 'payhooks_sweeper_last_run_failed')).toEqual([]);
+    expect(samplesOf(scrape, 'payhooks_sweeper_interval_seconds')).toEqual(['payhooks_sweeper_interval_seconds 3600']);
+  });
+
+  it('after a run: its time and outcome; no interval where the sweeper does not run (no API key)', async () => {
+    const registry = new Registry();
+    let sweeper: HealthReport['sweeper'] = null;
+    registerHealthMetrics(registry, async () => report(sweeper), { sweeperEveryMs: null });
+    expect(samplesOf(await registry.metrics(), 'payhooks_sweeper_last_run_timestamp_seconds')).toEqual([]);
+    sweeper = run;
+    const scrape = await registry.metrics();
+    expect(samplesOf(scrape, 'payhooks_sweeper_last_run_timestamp_seconds')).toEqual([
+      `payhooks_sweeper_last_run_timestamp_seconds ${finishedAt.getTime() / 1000}`,
+    ]);
+    expect(samplesOf(scrape, 'payhooks_sweeper_last_run_failed')).toEqual(['payhooks_sweeper_last_run_failed 1']);
+    expect(samplesOf(scrape, 'payhooks_sweeper_interval_seconds')).toEqual([]);
+  });
+});
+
+const ruleTests = z.object({
+  rule_files: z.array(z.string()),
+  tests: z.array(
+    z.object({
+      alert_rule_test: z.array(z.object({ alertname: z.string(), exp_alerts: z.array(z.unknown()) })),
+    }),
+  ),
+});
+
+describe('docs/alerts.test.yaml', () => {
+  it('tests docs/alerts.yaml, and every rule there both firing and quiet', () => {
+    const cases = ruleTests.parse(parse(read('docs/alerts.test.yaml')));
+    expect(cases.rule_files).toEqual(['alerts.yaml']);
+    const alerts = ruleFile
+      .parse(parse(read('docs/alerts.yaml')))
+      .groups.flatMap((group) => group.rules)
+      .map((rule) => rule.alert);
+    expect(alerts.length).toBeGreaterThan(0);
+    const checks = cases.tests.flatMap((test) => test.alert_rule_test);
+    for (const alert of alerts) {
+      const mine = checks.filter((check) => check.alertname === alert);
+      expect(
+        mine.some((check) => check.exp_alerts.length > 0),
+        `${alert} has a case where it fires`,
+      ).toBe(true);
+      expect(
+        mine.some((check) => check.exp_alerts.length === 0),
+        `${alert} has a case where it stays quiet`,
+      ).toBe(true);
+    }
+    for (const check of checks) expect(alerts, `${check.alertname} is a rule of docs/alerts.yaml`).toContain(check.alertname);
   });
 });

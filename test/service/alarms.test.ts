@@ -200,5 +200,11 @@ describe('alarms of serve', { timeout: 120_000 }, () => {
       };
       return report.sweeper?.trigger === 'console';
     }, 'GET /admin/api/health to show the console verify');
+    // The run is on /metrics, but the sweeper is off here (sweeper.everyMs null): no interval, so the staleness rule
+    // (docs/alerts.yaml) stays quiet however old the run gets.
+    const scrape = await (await fetch(`${service.url}/metrics`)).text();
+    expect(scrape).toMatch(/^payhooks_sweeper_last_run_timestamp_seconds \d/m);
+    expect(scrape).toMatch(/^payhooks_sweeper_last_run_failed 0$/m);
+    expect(scrape).not.toMatch(/^payhooks_sweeper_interval_seconds /m);
   });
 });

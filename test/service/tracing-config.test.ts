@@ -52,11 +52,28 @@ describe('when serve traces', () => {
     const dir = folder();
     writeFileSync(join(dir, 'payhooks.config.json'), JSON.stringify({ tracing: { exporter: 'console' } }));
     const env = { PAYHOOKS_WEBHOOK_SECRET: 'tracing-secret' };
-    expect((await resolveServiceConfig({ env, cwd: dir, simulatorSession: false })).tracing).toEqual({ exporters: ['console'] });
+    expect((await resolveServiceConfig({ env, cwd: dir, simulatorSession: false })).tracing).toEqual({
+      exporters: ['console'],
+      trustIncomingContext: false,
+    });
     const overridden = await resolveServiceConfig({ env: { ...env, OTEL_TRACES_EXPORTER: 'otlp' }, cwd: dir, simulatorSession: false });
-    expect(overridden.tracing).toEqual({ exporters: ['otlp'] });
-    expect((await resolveServiceConfig({ env, cwd: folder(), simulatorSession: false })).tracing).toEqual({ exporters: [] });
-    expect(defineServiceConfig().tracing).toEqual({ exporters: [] });
+    expect(overridden.tracing).toEqual({ exporters: ['otlp'], trustIncomingContext: false });
+    expect((await resolveServiceConfig({ env, cwd: folder(), simulatorSession: false })).tracing).toEqual({
+      exporters: [],
+      trustIncomingContext: false,
+    });
+    expect(defineServiceConfig().tracing).toEqual({ exporters: [], trustIncomingContext: false });
+
+    // Trusting a signed delivery's trace context: the file's key, alone or beside the exporter; a boolean only.
+    writeFileSync(join(dir, 'payhooks.config.json'), JSON.stringify({ tracing: { trustIncomingContext: true } }));
+    expect((await resolveServiceConfig({ env, cwd: dir, simulatorSession: false })).tracing).toEqual({
+      exporters: [],
+      trustIncomingContext: true,
+    });
+    writeFileSync(join(dir, 'payhooks.config.json'), JSON.stringify({ tracing: { exporter: 'otlp', trustIncomingContext: 'yes' } }));
+    const notBoolean = await resolveServiceConfig({ env, cwd: dir, simulatorSession: false }).catch((err: unknown) => err);
+    expect(notBoolean).toBeInstanceOf(ServiceConfigError);
+    expect((notBoolean as Error).message).toMatch(/tracing\.trustIncomingContext/);
 
     writeFileSync(join(dir, 'payhooks.config.json'), JSON.stringify({ tracing: { exporter: 'jaeger' } }));
     const refused = await resolveServiceConfig({ env, cwd: dir, simulatorSession: false }).catch((err: unknown) => err);
@@ -65,7 +82,7 @@ describe('when serve traces', () => {
   });
 
   it('loads nothing when off, and names the packages to install when one is missing', async () => {
-    expect(await startTracing({ exporters: [] }, { role: 'all', logger: silent })).toBeUndefined();
+    expect(await startTracing({ exporters: [], trustIncomingContext: false }, { role: 'all', logger: silent })).toBeUndefined();
     const missing = await loadTracingPackage(
       // A package that is not installed, loaded the way the real ones are.
       () => import(['@opentelemetry', 'sdk-trace-missing'].join('/')),

@@ -48,7 +48,7 @@ describe('one delivery traced from receipt to its effects (in-memory exporter)',
     propagation.disable();
   });
 
-  it('receive (with its group commit) under the sender trace; each attempt a trace of its own linked to it; handler, sink and client spans below', async () => {
+  it("receive (with its group commit) a trace of its own linked to the sender's; each attempt a trace of its own linked to it; handler, sink and client spans below", async () => {
     const api = createClient({ apiKey: API_KEY, environment: simulator.url, maxRetries: 0 });
     const customer = await api.customers.create({ username: 'ada-tracing', email: EMAIL, phoneNumber: PHONE });
     const received: { traceparent: string | undefined; status: number }[] = [];
@@ -111,12 +111,15 @@ describe('one delivery traced from receipt to its effects (in-memory exporter)',
       const named = (name: string) => spans.filter((s) => s.name === name);
       const childrenOf = (parent: ReadableSpan) => spans.filter((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId);
 
-      // The receive span: a server span in the sender's trace, its group commit a child.
+      // The receive span: a server span at the root of a trace of its own, linked to the context the delivery carried
+      // (a traceparent anyone could have written: docs/tracing.md#whose-trace-a-delivery-joins), its group commit a child.
       const [receive] = named('webhook.receive');
       expect(receive).toBeDefined();
       expect(receive!.kind).toBe(SERVER);
-      expect(receive!.spanContext().traceId).toBe(UPSTREAM_TRACE);
-      expect(receive!.parentSpanContext?.spanId).toBe(UPSTREAM_SPAN);
+      expect(receive!.spanContext().traceId).not.toBe(UPSTREAM_TRACE);
+      expect(receive!.parentSpanContext).toBeUndefined();
+      expect(receive!.links.map((l) => [l.context.traceId, l.context.spanId])).toEqual([[UPSTREAM_TRACE, UPSTREAM_SPAN]]);
+      const receiveTrace = receive!.spanContext().traceId;
       expect(receive!.attributes).toMatchObject({
         'http.request.method': 'POST',
         'http.response.status_code': 200,
@@ -126,7 +129,7 @@ describe('one delivery traced from receipt to its effects (in-memory exporter)',
         'payhooks.event.type': 'CUSTOMER_CREATED',
       });
       expect(childrenOf(receive!).map((s) => s.name)).toEqual(['payhooks.group_commit']);
-      const receiveParent = `00-${UPSTREAM_TRACE}-${receive!.spanContext().spanId}-01`;
+      const receiveParent = `00-${receiveTrace}-${receive!.spanContext().spanId}-01`;
       const row = await store.db.selectFrom('inbox_events').select('trace_parent').where('event_id', '=', event.eventId).executeTakeFirst();
       expect(row?.trace_parent).toBe(receiveParent);
 
@@ -139,8 +142,8 @@ describe('one delivery traced from receipt to its effects (in-memory exporter)',
       for (const attempt of attempts) {
         expect(attempt.kind).toBe(CONSUMER);
         expect(attempt.parentSpanContext).toBeUndefined();
-        expect(attempt.spanContext().traceId).not.toBe(UPSTREAM_TRACE);
-        expect(attempt.links.map((l) => [l.context.traceId, l.context.spanId])).toEqual([[UPSTREAM_TRACE, receive!.spanContext().spanId]]);
+        expect(attempt.spanContext().traceId).not.toBe(receiveTrace);
+        expect(attempt.links.map((l) => [l.context.traceId, l.context.spanId])).toEqual([[receiveTrace, receive!.spanContext().spanId]]);
       }
       const [first, second] = attempts as [ReadableSpan, ReadableSpan];
 
