@@ -38,6 +38,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/events/certain-validator.test.ts',
     'test/events/parse-json-event.test.ts',
     'test/events/stored-valid-event.test.ts',
+    'test/internal/storable-text.test.ts',
     'test/logger.test.ts',
     'test/public-surface.test.ts',
     'test/receiver/node-body-reader.test.ts',

@@ -75,6 +75,23 @@ describe.each(backends)('worker on $name', (backend) => {
       expect(stored?.lastError).toBeNull();
     });
 
+    it('an error that quotes data holding U+0000 is recorded (as U+FFFD): the event retries, then ends dead', async () => {
+      const { store, hooks } = await setup({ maxAttempts: 2 });
+      hooks.on(
+        'CUSTOMER_CREATED',
+        async (event) => {
+          throw new Error(`the CRM refused the name ${event.data.name}`);
+        },
+        { name: 'crm' },
+      );
+      await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_nul_error', data: { name: 'Ada\u0000Lovelace' } }));
+      await hooks.start();
+      await waitFor(done(store, 'evt_nul_error', 'dead'), 'evt_nul_error dead', 15_000);
+      const stored = await getEvent(store, 'evt_nul_error');
+      expect(stored).toMatchObject({ attempts: 2, lastError: 'Error: the CRM refused the name Ada\ufffdLovelace' });
+      expect(stored!.handlerAttempts.map((a) => a.error)).toEqual(Array(2).fill('Error: the CRM refused the name Ada\ufffdLovelace'));
+    });
+
     it('one that always fails is dead after the limit; replay brings it to done once fixed', async () => {
       const { store, hooks } = await setup({ maxAttempts: 3 });
       let fixed = false;
