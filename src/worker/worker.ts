@@ -18,7 +18,7 @@ import type { PayhooksTables } from '../store/schema.js';
 import { WORKER_DEFAULTS } from './defaults.js';
 import { eventRetryDelay, type BackoffOptions } from './retry-delay.js';
 import { vacuumQueue } from '../store/maintenance.js';
-import { DeadLetterError, type FailureVerdict, failureVerdict, type HandlerFailure } from './handler-errors.js';
+import { DeadLetterError, type FailureVerdict, failureVerdict, type HandlerFailure, unstorableTextExplained } from './handler-errors.js';
 import type { GivenUpHandler } from '../store/claim.js';
 import type { HandlerContext, HandlerRegistry, RegisteredHandler } from './handlers.js';
 import { createEffectRunner, EffectNeedsReviewError, type EffectRunner } from './effects.js';
@@ -593,8 +593,9 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
           const run = handlerRun(event, startedAt);
           if (!markedInTransaction) note(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name, run });
           else note(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error: null, ...run });
-        } catch (err) {
+        } catch (thrown) {
           if (entry.shutdown) return; // shutdown: the lease is given back in stop()
+          const err = unstorableTextExplained(thrown);
           observe(handler, event, started, true);
           const run = handlerRun(event, startedAt);
           note(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error: describeThrown(err), ...run });
