@@ -1,15 +1,18 @@
+import { storableText } from './storable-text.js';
+
 /** The longest text payhooks logs or stores as an error: longer text is cut, saying how long it was. */
 export const MAX_TEXT_CHARS = 8 * 1024;
 
 /**
  * `text` cut to `max` characters, with the original length noted, so that a 10 MB error message costs 8 KB
- * of log or of `last_error`, not 10 MB at every attempt.
+ * of log or of `last_error`, not 10 MB at every attempt; and as Postgres can store it ({@link storableText}): an
+ * error that quotes event data holding U+0000 must not make its own outcome impossible to record.
  *
  * @example
  * capText('x'.repeat(10_000), 10) // 'xxxxxxxxxx… [cut: 10000 characters in all]'
  */
 export function capText(text: string, max = MAX_TEXT_CHARS): string {
-  return text.length <= max ? text : `${text.slice(0, max)}… [cut: ${text.length} characters in all]`;
+  return storableText(text.length <= max ? text : `${text.slice(0, max)}… [cut: ${text.length} characters in all]`);
 }
 
 // Keys whose values are secrets or personal data, whatever their depth (compared in lower case, without - and _).

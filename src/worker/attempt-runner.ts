@@ -4,7 +4,7 @@ import { failSpan, type InSpanOptions, inSpan, linksTo, markSpanFailed, SPAN_KIN
 import type { ClaimedEvent } from '../store/claim.js';
 import type { FinalStatus, Outcome } from '../store/outcomes.js';
 import { EffectNeedsReviewError } from './effects.js';
-import { DeadLetterError, type HandlerFailure } from './handler-errors.js';
+import { DeadLetterError, type HandlerFailure, unstorableTextExplained } from './handler-errors.js';
 import type { HandlerRunner } from './handler-runner.js';
 import type { HandlerRegistry, RegisteredHandler } from './handlers.js';
 import { AttemptRun, type InFlight, readStoredEvent } from './in-flight.js';
@@ -176,8 +176,9 @@ export class AttemptRunner<Api> {
       if (!markedInTransaction) outcomes.note(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name, run });
       else outcomes.note(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error: null, ...run });
       return undefined;
-    } catch (err) {
-      if (entry.shutdown) return err;
+    } catch (thrown) {
+      if (entry.shutdown) return thrown;
+      const err = unstorableTextExplained(thrown);
       this.#ended(handler, event, started, err);
       outcomes.note(entry, {
         kind: 'attempt',

@@ -43,6 +43,26 @@ export class HandlerTimeoutError extends PayhooksError {
   }
 }
 
+/**
+ * A handler's error as the worker records it: Postgres refusing a U+0000 or a lone surrogate that the handler wrote
+ * (SQLSTATE 22021 `… 0x00` for text, 22P05 for jsonb) becomes a {@link DeadLetterError} that says what to do, since
+ * the same data fails the same way on every attempt; any other error is returned as it is.
+ *
+ * @example
+ * unstorableTextExplained(pgError) // DeadLetterError: Postgres cannot store … (SQLSTATE 22021: …). Retrying cannot help: …
+ */
+export function unstorableTextExplained(error: unknown): unknown {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof message !== 'string') return error;
+  const refused = (code === '22021' && message.includes('0x00')) || code === '22P05';
+  if (!refused) return error;
+  return new DeadLetterError(
+    `Postgres cannot store a U+0000 or lone surrogate that this handler wrote (SQLSTATE ${code}: ${message}). Retrying cannot help: ` +
+      "replace them before writing, as payhooks' own writers do (U+FFFD, docs/receiver.md#what-postgres-cannot-hold), then replay the event.",
+    { cause: error },
+  );
+}
+
 /** One handler's failure in a run of an event's handlers. */
 export interface HandlerFailure {
   handler: string;

@@ -1,14 +1,21 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import type { ApiClient } from '../../src/client/index.js';
+import { exampleEvent } from '../../src/events/index.js';
+import { createPayhooks } from '../../src/payhooks.js';
 import { createReceiver } from '../../src/receiver/receiver.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import { openDatabase } from '../../src/store/database.js';
+import { getEvent } from '../../src/store/inbox.js';
 import { migrate } from '../../src/store/migrate.js';
+import { registerMirror } from '../../src/sync/mirror/mirror-sink.js';
 import { runInProcess } from '../helpers/cli.js';
 import { seedDataDir } from '../helpers/pglite-template.js';
+import { waitFor } from '../helpers/wait.js';
 
 // The commands run through the CLI's run() in this process, on an embedded database on disk: no process is started.
 describe('payhooks quarantine', () => {
@@ -32,7 +39,12 @@ describe('payhooks quarantine', () => {
     let notJson: string;
     try {
       await migrate(store);
-      longResource = await send(JSON.stringify({ eventId: 'evt_cli_q', eventType: 'INVOICE_PAID', data: { invoiceId: 'i'.repeat(400) } }));
+      // Its resource id is too long to order by, and its data holds U+0000, which Postgres text cannot.
+      const paid = exampleEvent('INVOICE_PAID', {
+        eventId: 'evt_cli_q',
+        data: { invoiceId: 'i'.repeat(400), description: 'Paid\u0000in full' },
+      });
+      longResource = await send(JSON.stringify(paid));
       notJson = await send('{"eventId": oops');
     } finally {
       await store.close();
@@ -69,5 +81,25 @@ describe('payhooks quarantine', () => {
     );
     expect((await runInProcess(['quarantine', 'list'], env)).stdout.trim()).toBe('nothing quarantined');
     expect((await runInProcess(['events', 'list'], env)).stdout).toMatch(/evt_cli_q\s+INVOICE_PAID\s+pending/);
+
+    // The released event goes through the worker and the mirror to done, its U+0000 stored as U+FFFD.
+    const reopened = await openDatabase({ dataDir });
+    const hooks = createPayhooks<ApiClient>({ database: reopened, logger: pino({ level: 'silent' }), worker: { pollIntervalMs: 50 } });
+    try {
+      const { schema } = await registerMirror(hooks);
+      await hooks.start();
+      await waitFor(async () => {
+        const event = await getEvent(reopened, 'evt_cli_q');
+        return event !== undefined && (!['pending', 'processing'].includes(event.status) || event.lastError !== null);
+      }, 'evt_cli_q run');
+      expect(await getEvent(reopened, 'evt_cli_q')).toMatchObject({ status: 'done', lastError: null });
+      const { rows } = await sql<{ id: string; description: string }>`select id, description from ${sql.id(schema, 'invoices')}`.execute(
+        reopened.db.withoutPlugins(),
+      );
+      expect(rows).toEqual([{ id: 'i'.repeat(400), description: 'Paid\ufffdin full' }]);
+    } finally {
+      await hooks.stop();
+      await reopened.close();
+    }
   });
 });

@@ -132,4 +132,32 @@ describe.each(backends)('verifyMirror on $name', (backend) => {
       }
     },
   );
+
+  it.skipIf(!backend.available)(
+    'a record with U+0000 in its text matches the row the mirror stored for it (U+FFFD): no drift, and none after --repair',
+    { timeout: 60_000 },
+    async () => {
+      const simulator = await startSimulator({ logger: silent, rateLimitPerMinute: 1_000_000 });
+      const store = await backend.open();
+      const mirrorSchema = `${store.schema}_mirror`;
+      try {
+        const api = createClient({ apiKey: 'sk_test_vm_nul', environment: simulator.url, rateLimit: false });
+        const customer = await api.customers.create({ username: 'nul', name: 'Ada\u0000Lovelace' });
+        expect(customer.name).toBe('Ada\u0000Lovelace');
+        await runBackfill({ store, api, mirrorSchema, resources: ['customers'] });
+        const { rows } = await sql<{ name: string }>`select name from ${sql.id(mirrorSchema, 'customers')}`.execute(
+          store.db.withoutPlugins(),
+        );
+        expect(rows).toEqual([{ name: 'Ada\ufffdLovelace' }]);
+
+        const verified = await verifyMirror({ store, api, mirrorSchema, resources: ['customers'], repair: true });
+        expect(verified.resources[0]).toMatchObject({ checked: 1, finished: true });
+        expect(verified.drift).toEqual([]);
+      } finally {
+        await simulator.close();
+        await dropMirrorSchema(store, mirrorSchema);
+        await dispose(store);
+      }
+    },
+  );
 });

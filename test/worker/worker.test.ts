@@ -75,6 +75,55 @@ describe.each(backends)('worker on $name', (backend) => {
       expect(stored?.lastError).toBeNull();
     });
 
+    it('an error that quotes data holding U+0000 is recorded (as U+FFFD): the event retries, then ends dead', async () => {
+      const { store, hooks } = await setup({ maxAttempts: 2 });
+      hooks.on(
+        'CUSTOMER_CREATED',
+        async (event) => {
+          throw new Error(`the CRM refused the name ${event.data.name}`);
+        },
+        { name: 'crm' },
+      );
+      await putEvent(store, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_nul_error', data: { name: 'Ada\u0000Lovelace' } }));
+      await hooks.start();
+      await waitFor(done(store, 'evt_nul_error', 'dead'), 'evt_nul_error dead', 15_000);
+      const stored = await getEvent(store, 'evt_nul_error');
+      expect(stored).toMatchObject({ attempts: 2, lastError: 'Error: the CRM refused the name Ada\ufffdLovelace' });
+      expect(stored!.handlerAttempts.map((a) => a.error)).toEqual(Array(2).fill('Error: the CRM refused the name Ada\ufffdLovelace'));
+    });
+
+    it('a handler whose own write of U+0000 Postgres refuses gives up at once, saying what to do (text and jsonb)', async () => {
+      const { store, hooks } = await setup({ maxAttempts: 5 });
+      hooks.on(
+        'CUSTOMER_CREATED',
+        async (event, ctx) => {
+          await ctx.transaction(async (trx) => {
+            if (event.eventId === 'evt_nul_text') await sql`select ${event.data.name}::text`.execute(trx);
+            else await sql`select ${JSON.stringify(event.data)}::jsonb`.execute(trx);
+          });
+        },
+        { name: 'own-table' },
+      );
+      for (const eventId of ['evt_nul_text', 'evt_nul_jsonb']) {
+        await putEvent(store, withOwnResource(exampleEvent('CUSTOMER_CREATED', { eventId, data: { name: 'Ada\u0000Lovelace' } }), eventId));
+      }
+      await hooks.start();
+      for (const [eventId, code] of [
+        ['evt_nul_text', '22021'],
+        ['evt_nul_jsonb', '22P05'],
+      ] as const) {
+        await waitFor(async () => (await getEvent(store, eventId))?.lastError != null, `${eventId} failed once`, 15_000);
+        const stored = await getEvent(store, eventId);
+        expect(stored).toMatchObject({ status: 'dead', attempts: 1, givenUpHandlers: ['own-table'] });
+        expect(stored!.lastError).toMatch(
+          new RegExp(
+            `^DeadLetterError: Postgres cannot store a U\\+0000 or lone surrogate that this handler wrote \\(SQLSTATE ${code}: .+\\)\\. ` +
+              'Retrying cannot help: replace them before writing, .*then replay the event\\.$',
+          ),
+        );
+      }
+    });
+
     it('one that always fails is dead after the limit; replay brings it to done once fixed', async () => {
       const { store, hooks } = await setup({ maxAttempts: 3 });
       let fixed = false;

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { z } from 'zod';
+import { storableText } from '../../internal/storable-text.js';
 import { handlerOutcome } from '../../store/outcomes.js';
 import { DeadLetterError } from '../../worker/handler-errors.js';
 import { eventTypesField, sinkNameField } from '../config-fields.js';
@@ -54,7 +55,8 @@ function changeNotices(settings: z.output<typeof options>, setup: SinkSetup): Si
       const mirrored = await handlerOutcome(setup.store.db, event.eventId, MIRROR_DEFAULTS.handlerName);
       if (mirrored === 'dead') throw new DeadLetterError('the mirror gave up on this event: no change of it to announce');
       if (mirrored === null) throw new Error('the mirror has not written this event yet; the notice waits for it');
-      const notice: MirrorChangeNotice = { kind: resource.kind, id: resource.id, eventId: event.eventId };
+      // The id as the mirror's row holds it, so that the app finds the row the notice names.
+      const notice: MirrorChangeNotice = { kind: resource.kind, id: storableText(resource.id), eventId: event.eventId };
       await ctx.transaction(async (trx) => {
         await sql`select pg_notify(${settings.channel}, ${JSON.stringify(notice)})`.execute(trx);
       });

@@ -20,8 +20,8 @@ export type StateRank = (typeof STATE_RANK)[keyof typeof STATE_RANK];
 export interface MirrorState {
   table: MirrorTable;
   id: string;
-  /** The table's own columns (not the bookkeeping ones), by column name. */
-  columns: Record<string, string | number | boolean | null>;
+  /** The table's own columns (not the bookkeeping ones), by column name; an object is a jsonb column's value. */
+  columns: Record<string, string | number | boolean | null | Record<string, string>>;
   /** The state itself, stored in `data`. */
   data: unknown;
   source: 'api' | 'event';
@@ -63,7 +63,7 @@ function itemsOf(invoice: Pick<Invoice, 'items'>): InvoiceItemRow[] {
   }));
 }
 
-const metaOf = (value: { meta?: Record<string, string> | null | undefined }): string => JSON.stringify(value.meta ?? {});
+const metaOf = (value: { meta?: Record<string, string> | null | undefined }): Record<string, string> => value.meta ?? {};
 
 /** The columns every source of a customer fills. */
 function customerColumns(customer: Customer, archived: boolean): MirrorState['columns'] {

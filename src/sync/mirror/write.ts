@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { MirrorState, MirrorTable } from './states.js';
 import { canonicalJson } from '../../internal/canonical-json.js';
+import { storable, storableText } from '../../internal/storable-text.js';
 
 /** The event behind a write; null for backfill and reconciliation reads. */
 export interface MirrorCause {
@@ -20,7 +21,8 @@ const table = (schema: string, name: MirrorTable | 'invoice_items') => sql.id(sc
  * Writes one state into the mirror unless the stored row is newer: an upsert keyed by the resource id whose
  * update applies only when the new (state_at, state_rank, state_hash) is at least the stored one. A state
  * without a time of its own counts as older than any that has one. An invoice's items are replaced with it.
- * Returns whether the row was written.
+ * Every string of the state, its id and `data` included, is written as {@link storable} makes it (U+0000 and lone
+ * surrogates as U+FFFD: docs/mirror.md#what-the-columns-hold). Returns whether the row was written.
  *
  * @example
  * await writeMirrorState(trx, 'payhooks_mirror', invoiceFromApi(invoice, readAt), { eventId, eventType });
@@ -28,12 +30,17 @@ const table = (schema: string, name: MirrorTable | 'invoice_items') => sql.id(sc
 export async function writeMirrorState<DB>(
   db: Kysely<DB>,
   schema: string,
-  state: MirrorState,
+  given: MirrorState,
   cause: MirrorCause | null,
 ): Promise<boolean> {
+  const state = storable(given);
+  const columns = Object.entries(state.columns).map(([name, value]) => [
+    name,
+    value !== null && typeof value === 'object' ? JSON.stringify(value) : value,
+  ]);
   const values: Record<string, unknown> = {
     id: state.id,
-    ...state.columns,
+    ...Object.fromEntries(columns),
     data: JSON.stringify(state.data),
     source: state.source,
     state_at: state.stateAt ? state.stateAt.toISOString() : '-infinity',
@@ -79,7 +86,7 @@ export async function writeMirrorState<DB>(
  */
 export async function touchMirrorRow<DB>(db: Kysely<DB>, schema: string, name: MirrorTable, id: string, cause: MirrorCause): Promise<void> {
   await sql`update ${table(schema, name)} set last_event_id = ${cause.eventId}, last_event_type = ${cause.eventType}, synced_at = now()
-    where id = ${id}`.execute(db);
+    where id = ${storableText(id)}`.execute(db);
 }
 
 /** The database's clock now: the clock of the inbox's receipt times, which reads are stamped with to compare. */
@@ -104,6 +111,6 @@ export async function readCoveredSince<DB>(
   const { rows } = await sql<{ now: Date | string; covered: boolean }>`
     select clock_timestamp() as now, exists (
       select 1 from ${table(schema, name)}
-      where id = ${id} and source = 'api' and state_at >= ${since.toISOString()}::timestamptz) as covered`.execute(db);
+      where id = ${storableText(id)} and source = 'api' and state_at >= ${since.toISOString()}::timestamptz) as covered`.execute(db);
   return { now: new Date(rows[0]!.now), covered: rows[0]!.covered };
 }

@@ -2,6 +2,7 @@ import type { ApiClient } from '../../client/api-client.js';
 import { NotFoundError } from '../../client/errors.js';
 import { RepeatedPageError, RepeatedPages } from '../../client/pagination.js';
 import { PayhooksError } from '../../errors.js';
+import { storable } from '../../internal/storable-text.js';
 import { PAGE_SIZE, type ApiCustomer, type ApiInvoice, type ApiPayment } from '../../events/rest-contract.js';
 import type { PayhooksDatabase } from '../../store/database.js';
 import { migrateMirror } from '../../store/migrate.js';
@@ -192,7 +193,7 @@ export function parseSample(text: string): number {
   return value;
 }
 
-/** A record read from the API, mapped as the mirror maps it. */
+/** A record read from the API, mapped as the mirror maps it and stores it ({@link storable}). */
 interface Read {
   state: MirrorState;
   /** When the record last changed, by its own timestamps. */
@@ -205,18 +206,20 @@ const extra = (item: object, name: string): string | undefined => {
 };
 
 const fromCustomer = (customer: ApiCustomer, readAt: Date): Read => ({
-  state: customerFromApi(customer, readAt),
+  state: storable(customerFromApi(customer, readAt)),
   changedAt: latestTime(customer.updatedAt, customer.createdAt, customer.archivedAt),
 });
 const fromInvoice = (invoice: ApiInvoice, readAt: Date): Read => ({
-  state: invoiceFromApi(invoice, readAt),
+  state: storable(invoiceFromApi(invoice, readAt)),
   changedAt: latestTime(extra(invoice, 'updatedAt'), invoice.createdAt, invoice.paidAt, invoice.canceledAt),
 });
 const fromPayment = (payment: ApiPayment, row: MirrorRow | undefined, readAt: Date): Read => ({
-  state: paymentFromApi(
-    payment,
-    { invoiceId: (row?.invoice_id as string | null) ?? null, customerId: (row?.customer_id as string | null) ?? null },
-    readAt,
+  state: storable(
+    paymentFromApi(
+      payment,
+      { invoiceId: (row?.invoice_id as string | null) ?? null, customerId: (row?.customer_id as string | null) ?? null },
+      readAt,
+    ),
   ),
   changedAt: latestTime(payment.paymentTime, payment.createdAt, extra(payment, 'updatedAt')),
 });
