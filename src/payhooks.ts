@@ -23,16 +23,8 @@ import { createDefaultScheme, parseSecretList, type SignatureScheme } from './si
 import { assertSchemaName, openDatabase, type DatabaseOptions, type PayhooksDatabase } from './store/database.js';
 import { type GroupCommitOptions, groupCommitSettings } from './store/group-commit.js';
 import { replayEvents } from './store/maintenance.js';
-import {
-  DEFAULT_APP_SCHEMA,
-  UnknownMigrationsError,
-  migrate,
-  migrateApp,
-  readMigrations,
-  unknownMigrations,
-  type MigrationFile,
-} from './store/migrate.js';
-import { ensureHistoryPartitions } from './store/history-partitions.js';
+import { DEFAULT_APP_SCHEMA, readMigrations, type MigrationFile } from './store/migrate.js';
+import { inboxOpener } from './store/inbox-opener.js';
 import type { EventStatus } from './store/schema.js';
 import type { EventType } from './events/index.js';
 import {
@@ -242,54 +234,18 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     scheme = createDefaultScheme({ secrets: requireSecrets(options.secret) });
     return scheme;
   };
-  const given = isOpenDatabase(options.database) ? options.database : undefined;
   const appSchema = options.appSchema ?? DEFAULT_APP_SCHEMA;
   assertSchemaName(appSchema);
   const appMigrations: MigrationFile[] | undefined = options.migrations === undefined ? undefined : readMigrations(options.migrations);
-  let opening: Promise<PayhooksDatabase> | undefined;
-
-  function ready(): Promise<PayhooksDatabase> {
-    opening ??= (async () => {
-      const store =
-        given ??
-        (await openDatabase({
-          ...(options.database as DatabaseOptions | undefined),
-          onIdleError: (err) => logger.warn({ err }, 'idle database connection failed'),
-        }));
-      try {
-        await prepareSchema(store);
-      } catch (err) {
-        if (!given) await store.close().catch(() => undefined);
-        throw err;
-      }
-      return store;
-    })();
-    // A failed open is tried again on the next delivery rather than remembered forever.
-    opening.catch(() => (opening = undefined));
-    return opening;
-  }
-
-  /** Applies payhooks' migrations, then the app's; or, with `migrate: false`, only refuses a newer schema. */
-  async function prepareSchema(store: PayhooksDatabase): Promise<void> {
-    if (options.migrate === false) {
-      const unknown = await unknownMigrations(store);
-      if (unknown.length) throw new UnknownMigrationsError(store.schema, unknown);
-      return;
-    }
-    const report = await migrate(store);
-    if (report.applied.length) logger.info({ applied: report.applied }, 'applied migrations');
-    // Before the first delivery: a receiver without a worker in its process stores into these.
-    await ensureHistoryPartitions(store, { span: history.span, ahead: history.ahead });
-    if (!appMigrations) return;
-    const app = await migrateApp(store, appMigrations, { appSchema });
-    if (app.applied.length) logger.info({ applied: app.applied, appSchema }, "applied the app's migrations");
-    if (app.unknown.length) {
-      logger.warn(
-        { unknown: app.unknown, appSchema },
-        `the app's schema "${appSchema}" records migrations that are not in the app's migrations directory (a newer version of the app applied them?)`,
-      );
-    }
-  }
+  const inbox = inboxOpener({
+    database: options.database,
+    migrate: options.migrate !== false,
+    appMigrations,
+    appSchema,
+    history,
+    logger,
+  });
+  const ready = () => inbox.ready();
 
   const registry = new HandlerRegistry<Api>();
   const events = new WorkerEvents(logger);
@@ -331,8 +287,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
   };
 
   const close = async () => {
-    if (!given && opening) await (await opening.catch(() => undefined))?.close();
-    opening = undefined;
+    await inbox.close();
     receiver = undefined;
   };
 
@@ -419,8 +374,4 @@ function requireSecrets(secret: string | readonly string[] | undefined): string[
     );
   }
   return secrets;
-}
-
-function isOpenDatabase(value: PayhooksOptions['database']): value is PayhooksDatabase {
-  return value !== undefined && 'db' in value && 'kind' in value;
 }

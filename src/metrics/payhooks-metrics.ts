@@ -98,65 +98,7 @@ export function createPayhooksMetrics(registry: Registry, options: { store?: () 
     registers,
   });
 
-  if (options.store) {
-    const storeOf = options.store;
-    new Gauge({
-      name: 'payhooks_events',
-      help: 'Stored events, by state; quarantined: signed deliveries held because they could not be stored as events.',
-      labelNames: ['status'],
-      registers,
-      async collect() {
-        // A database that does not answer leaves the last values: the scrape still shows everything else.
-        const counts = await storeOf()
-          .then(async (store) => ({ ...(await countEventsByStatus(store)), quarantined: await countQuarantined(store) }))
-          .catch(() => undefined);
-        if (counts) for (const status of [...EVENT_STATUSES, 'quarantined'] as const) this.set({ status }, counts[status] ?? 0);
-      },
-    });
-    new Gauge({
-      name: 'payhooks_effect_steps_needs_review',
-      help: 'Effect steps (ctx.effect) of unknown outcome held for an operator (not idempotent, so not called again on their own): payhooks effects resolve EVENT STEP --done|--redo.',
-      registers,
-      async collect() {
-        const held = await storeOf()
-          .then(countNeedsReview)
-          .catch(() => undefined);
-        if (held) this.set(held.steps);
-      },
-    });
-    // Both gauges below come from one read: a scrape collects them at once, and a read started within the last second
-    // is shared rather than made twice. null: the database did not answer (the gauges keep their last value).
-    let oldestRead: { at: number; value: Promise<OldestPending | undefined | null> } | undefined;
-    const readOldest = () => {
-      if (!oldestRead || Date.now() - oldestRead.at > 1000) {
-        oldestRead = {
-          at: Date.now(),
-          value: storeOf()
-            .then(oldestPendingEvent)
-            .catch(() => null),
-        };
-      }
-      return oldestRead.value;
-    };
-    new Gauge({
-      name: 'payhooks_oldest_pending_age_seconds',
-      help: 'Age of the oldest pending event (0 when none is pending): how far behind the worker is.',
-      registers,
-      async collect() {
-        const oldest = await readOldest();
-        if (oldest !== null) this.set(oldest ? oldest.ageMs / 1000 : 0);
-      },
-    });
-    new Gauge({
-      name: 'payhooks_oldest_pending_resource_queued',
-      help: "Queued events of the oldest pending event's resource, it included (1 without a resource, 0 when none is pending): above 1, the backlog waits on one resource, whose events run one at a time.",
-      registers,
-      async collect() {
-        const oldest = await readOldest();
-        if (oldest !== null) this.set(oldest ? oldest.queuedForResource : 0);
-      },
-    });
-  }
+  if (options.store) registerInboxGauges(registers, options.store);
 
   return {
     observe: {
@@ -183,4 +125,64 @@ export function createPayhooksMetrics(registry: Registry, options: { store?: () 
       rateLimitWaits.observe(seconds);
     },
   };
+}
+
+/** The gauges read from the inbox at each scrape: events by state, effect steps held for review, the oldest pending event. */
+function registerInboxGauges(registers: Registry[], storeOf: () => Promise<PayhooksDatabase>): void {
+  new Gauge({
+    name: 'payhooks_events',
+    help: 'Stored events, by state; quarantined: signed deliveries held because they could not be stored as events.',
+    labelNames: ['status'],
+    registers,
+    async collect() {
+      // A database that does not answer leaves the last values: the scrape still shows everything else.
+      const counts = await storeOf()
+        .then(async (store) => ({ ...(await countEventsByStatus(store)), quarantined: await countQuarantined(store) }))
+        .catch(() => undefined);
+      if (counts) for (const status of [...EVENT_STATUSES, 'quarantined'] as const) this.set({ status }, counts[status] ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'payhooks_effect_steps_needs_review',
+    help: 'Effect steps (ctx.effect) of unknown outcome held for an operator (not idempotent, so not called again on their own): payhooks effects resolve EVENT STEP --done|--redo.',
+    registers,
+    async collect() {
+      const held = await storeOf()
+        .then(countNeedsReview)
+        .catch(() => undefined);
+      if (held) this.set(held.steps);
+    },
+  });
+  // Both gauges below come from one read: a scrape collects them at once, and a read started within the last second
+  // is shared rather than made twice. null: the database did not answer (the gauges keep their last value).
+  let oldestRead: { at: number; value: Promise<OldestPending | undefined | null> } | undefined;
+  const readOldest = () => {
+    if (!oldestRead || Date.now() - oldestRead.at > 1000) {
+      oldestRead = {
+        at: Date.now(),
+        value: storeOf()
+          .then(oldestPendingEvent)
+          .catch(() => null),
+      };
+    }
+    return oldestRead.value;
+  };
+  new Gauge({
+    name: 'payhooks_oldest_pending_age_seconds',
+    help: 'Age of the oldest pending event (0 when none is pending): how far behind the worker is.',
+    registers,
+    async collect() {
+      const oldest = await readOldest();
+      if (oldest !== null) this.set(oldest ? oldest.ageMs / 1000 : 0);
+    },
+  });
+  new Gauge({
+    name: 'payhooks_oldest_pending_resource_queued',
+    help: "Queued events of the oldest pending event's resource, it included (1 without a resource, 0 when none is pending): above 1, the backlog waits on one resource, whose events run one at a time.",
+    registers,
+    async collect() {
+      const oldest = await readOldest();
+      if (oldest !== null) this.set(oldest ? oldest.queuedForResource : 0);
+    },
+  });
 }

@@ -1,15 +1,18 @@
 import type { Logger } from 'pino';
 import { within } from '../internal/within.js';
-import { errorResponse, JSON_CONTENT_TYPE } from '../internal/error-response.js';
-import { BodyBudget, bodyReadRefusal } from '../internal/limited-body.js';
-import { assertRawBody, WebhookVerificationError, type HeaderMap, type SignatureScheme } from '../signature/index.js';
+import { errorResponse } from '../internal/error-response.js';
+import { BodyBudget } from '../internal/limited-body.js';
+import type { HeaderMap, SignatureScheme } from '../signature/index.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { PayhooksError } from '../errors.js';
-import { DEFAULT_MAX_QUARANTINED, type QuarantineReceipt, quarantineDelivery } from '../store/quarantine.js';
-import { readDelivery, type UnstorableDelivery, unstorableEvent } from './read-delivery.js';
+import { DEFAULT_MAX_QUARANTINED } from '../store/quarantine.js';
+import { readDelivery, unstorableEvent } from './read-delivery.js';
 import { createGroupCommit, type GroupCommitOptions, StorageTimeoutError, UnstorableEventError } from '../store/group-commit.js';
-import { type InSpanOptions, inSpan, markSpanFailed, SPAN_KIND, traceParentOf, validTraceParent } from '../internal/tracing.js';
+import { type InSpanOptions, inSpan, SPAN_KIND, traceParentOf, validTraceParent } from '../internal/tracing.js';
 import type { Span } from '@opentelemetry/api';
+import { type DeliveryNote, describeReceipt, ok, outcomeOf } from './delivery-note.js';
+import { quarantineAnswer } from './quarantine-answer.js';
+import { refusalOf } from './refusal.js';
 
 /** A request as any HTTP framework can describe it. Header names must be lower-case. */
 export interface ReceiveRequest {
@@ -138,6 +141,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const keptHeaders = [...new Set([...options.scheme.headerNames, ...KEPT_HEADERS])];
 
   const trusting = options.trustIncomingTraceContext === true;
+  const checks = { maxBodyBytes, scheme: options.scheme, log };
+  const keeping = { store: options.store, ackBudgetMs, maxQuarantined, log };
 
   /**
    * One delivery in its `webhook.receive` span (docs/tracing.md): a server span of a trace of its own, linked to the
@@ -153,7 +158,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     // the sender's.
     let refusal: ReceiveResponse | undefined;
     try {
-      refusal = refusalOf(request, note);
+      refusal = refusalOf(request, note, checks);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -172,7 +177,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     span: Span,
     checked?: ReceiveResponse | null,
   ): Promise<ReceiveResponse> {
-    const response = (checked === undefined ? refusalOf(request, note) : checked) ?? (await store(request, note, span));
+    const response = (checked === undefined ? refusalOf(request, note, checks) : checked) ?? (await store(request, note, span));
     const outcome = outcomeOf(response.status, note);
     if (span.isRecording()) describeReceipt(span, request, response, outcome, note);
     options.onDelivery?.({
@@ -185,51 +190,13 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     return response;
   }
 
-  /**
-   * The answer to a request refused before anything is stored (method, body, media type, signature), or undefined
-   * when it is an authentic delivery (`note.verified`). Synchronous and without I/O.
-   */
-  function refusalOf(request: ReceiveRequest, note: DeliveryNote): ReceiveResponse | undefined {
-    if (request.method.toUpperCase() !== 'POST') {
-      const refusal = errorResponse(405, 'Only POST is accepted here.');
-      return { ...refusal, headers: { ...refusal.headers, allow: 'POST' } };
-    }
-    const rawBody = request.rawBody;
-    try {
-      assertRawBody(rawBody);
-    } catch (cause) {
-      if (!(cause instanceof WebhookVerificationError)) throw cause;
-      // A mounting mistake, not a bad delivery: 500 (the sender retries) with the fix, until the route is mounted right.
-      log?.error({ reason: cause.reason }, cause.message);
-      return errorResponse(500, cause.message);
-    }
-    if (rawBody.byteLength > maxBodyBytes) {
-      const { status, message } = bodyReadRefusal('too_large', maxBodyBytes);
-      return errorResponse(status, message);
-    }
-    if (!isJson(header(request.headers, 'content-type'))) {
-      return errorResponse(415, 'Content-Type must be application/json.');
-    }
-
-    try {
-      options.scheme.verify({ headers: request.headers, rawBody });
-    } catch (cause) {
-      if (!(cause instanceof WebhookVerificationError)) throw cause;
-      log?.warn({ reason: cause.reason, detail: cause.message }, 'webhook signature rejected');
-      note.reason = cause.reason;
-      return errorResponse(401, cause.publicMessage);
-    }
-    note.verified = true;
-    return undefined;
-  }
-
   /** Stores an authentic delivery (or quarantines it) and says how that went. */
   async function store(request: ReceiveRequest, note: DeliveryNote, span: Span): Promise<ReceiveResponse> {
     // refusalOf checked it is bytes.
     const rawBody = request.rawBody as Uint8Array;
     const headers = pickHeaders(request.headers, keptHeaders);
     const read = readDelivery(rawBody, headers);
-    if (!read.ok) return quarantine(read, rawBody, headers, note);
+    if (!read.ok) return quarantineAnswer(read, rawBody, headers, note, keeping);
     const { eventId, eventType } = read.event;
     note.eventType = eventType;
     note.eventId = eventId;
@@ -247,7 +214,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       outcome = await within(stored, ackBudgetMs);
     } catch (cause) {
       if (cause instanceof UnstorableEventError) {
-        return quarantine(unstorableEvent(PayhooksError.describe(cause), eventId, eventType), rawBody, headers, note);
+        return quarantineAnswer(unstorableEvent(PayhooksError.describe(cause), eventId, eventType), rawBody, headers, note, keeping);
       }
       if (cause instanceof StorageTimeoutError) outcome = 'timeout';
       else {
@@ -272,102 +239,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     return ok({ received: true });
   }
 
-  /**
-   * A signed delivery that cannot be stored as an event: kept in the quarantine, byte for byte, and answered 400 with
-   * the reason and where it is kept, the same way on every repeat (docs/receiver.md#quarantine). 503 when it could
-   * not be kept (storage away, or the quarantine full), so that the sender keeps it and retries.
-   */
-  async function quarantine(
-    refusal: UnstorableDelivery,
-    rawBody: Uint8Array,
-    headers: Record<string, string>,
-    note: DeliveryNote,
-  ): Promise<ReceiveResponse> {
-    const { eventId, eventType } = refusal;
-    if (eventType !== undefined && !eventType.includes('\u0000')) note.eventType = eventType;
-    if (eventId !== undefined && !eventId.includes('\u0000')) note.eventId = eventId;
-    const logged = { kind: refusal.kind, eventType: note.eventType };
-    const kept = quarantineDelivery(
-      options.store,
-      { kind: refusal.kind, reason: refusal.message, eventId, eventType, rawBody, headers },
-      maxQuarantined,
-    );
-    let receipt: QuarantineReceipt | undefined | 'timeout';
-    try {
-      receipt = await within(kept, ackBudgetMs);
-    } catch (cause) {
-      log?.error({ err: cause, ...logged }, 'could not quarantine an unstorable delivery; answering 503 so the sender retries');
-      return errorResponse(503, 'Storage is unavailable; the delivery was not accepted and should be retried.');
-    }
-    if (receipt === 'timeout') {
-      // It may still be kept; the sender's retry then counts on its row.
-      kept.catch(() => undefined);
-      log?.error({ ...logged, ackBudgetMs }, 'quarantining did not finish within the ack budget; answering 503');
-      return errorResponse(503, 'Storage did not answer in time; the delivery was not accepted and should be retried.');
-    }
-    if (receipt === undefined) {
-      log?.error(
-        { ...logged, maxQuarantined },
-        'the quarantine is full: an unstorable delivery was not kept; answering 503 so the sender keeps it',
-      );
-      return errorResponse(
-        503,
-        'The delivery cannot be stored as an event and the quarantine is full; it was not accepted and should be retried.',
-      );
-    }
-    if (receipt.state === 'released') {
-      // An operator released an earlier delivery of these bytes as an event: this one is its duplicate.
-      note.duplicate = true;
-      return ok({ received: true, duplicate: true });
-    }
-    note.quarantined = true;
-    log?.warn({ ...logged, quarantineId: receipt.id, deliveries: receipt.deliveries }, refusal.logLine);
-    return errorResponse(400, `${refusal.message} The delivery is kept in quarantine as #${receipt.id}.`);
-  }
-
   const bodyBudget = new BodyBudget(options.maxInFlightBodyBytes ?? DEFAULT_MAX_IN_FLIGHT_BODY_BYTES);
   return { maxBodyBytes, bodyBudget, receive, logger: log };
-}
-
-/** What {@link createReceiver}'s `receive` learns along the way, for {@link DeliveryObservation}. */
-interface DeliveryNote {
-  /** The signature was checked and holds. */
-  verified?: boolean;
-  eventId?: string;
-  eventType?: string;
-  reason?: string;
-  duplicate?: boolean;
-  quarantined?: boolean;
-}
-
-/**
- * The receive span's attributes: OpenTelemetry's HTTP names where they exist, the rest under `payhooks.*`. 5xx sets the
- * span's status to error (a 4xx is the sender's mistake, as the HTTP conventions have it for a server).
- */
-function describeReceipt(
-  span: Span,
-  request: ReceiveRequest,
-  response: ReceiveResponse,
-  outcome: DeliveryObservation['outcome'],
-  note: DeliveryNote,
-): void {
-  span.setAttribute('http.request.method', request.method.toUpperCase());
-  span.setAttribute('http.response.status_code', response.status);
-  if (request.rawBody instanceof Uint8Array) span.setAttribute('http.request.body.size', request.rawBody.byteLength);
-  span.setAttribute('payhooks.delivery.outcome', outcome);
-  if (note.reason !== undefined) span.setAttribute('payhooks.signature.outcome', note.reason);
-  else if (note.verified) span.setAttribute('payhooks.signature.outcome', 'verified');
-  if (note.eventId !== undefined) span.setAttribute('messaging.message.id', note.eventId);
-  if (note.eventType !== undefined) span.setAttribute('payhooks.event.type', note.eventType);
-  if (response.status >= 500) markSpanFailed(span, String(response.status));
-}
-
-function outcomeOf(status: number, note: DeliveryNote): DeliveryObservation['outcome'] {
-  if (status === 200) return note.duplicate ? 'duplicate' : 'stored';
-  if (status === 401) return 'rejected';
-  if (status === 503) return 'unavailable';
-  if (note.quarantined) return 'quarantined';
-  return status >= 500 ? 'error' : 'refused';
 }
 
 /**
@@ -411,20 +284,6 @@ export function assertScheme(scheme: unknown, option: string): asserts scheme is
       `${option} must be a signature scheme such as createDefaultScheme({ secrets }) (an object with verify and headerNames).`,
     );
   }
-}
-
-function ok(body: object): ReceiveResponse {
-  return { status: 200, headers: { 'content-type': JSON_CONTENT_TYPE }, body: JSON.stringify(body) };
-}
-
-function header(headers: HeaderMap, name: string): string | undefined {
-  const value = headers[name];
-  return typeof value === 'string' ? value : value?.[0];
-}
-
-function isJson(contentType: string | undefined): boolean {
-  const mediaType = contentType?.split(';', 1)[0]?.trim().toLowerCase();
-  return mediaType === 'application/json' || (mediaType?.startsWith('application/') === true && mediaType.endsWith('+json'));
 }
 
 function pickHeaders(headers: HeaderMap, names: readonly string[]): Record<string, string> {

@@ -188,21 +188,12 @@ export async function startService(config: ServiceConfig, options: StartServiceO
 
   const { host, port: givenPort } = config.receiver;
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(givenPort, host, () => resolve());
-    });
+    await listen(server, host, givenPort);
   } catch (err) {
     // A worker left running without a receiver would keep the process alive, and a supervisor would never
     // restart it: stop what was started, then fail.
     await stopWorking().catch(() => undefined);
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new PayhooksError(
-      code === 'EADDRINUSE'
-        ? `Cannot listen on ${host}:${givenPort}: the port is in use (another payhooks serve?). Stop that process or set PORT.`
-        : `Cannot listen on ${host}:${givenPort}: ${PayhooksError.describe(err)}`,
-      { cause: err },
-    );
+    throw err;
   }
   const { port } = server.address() as AddressInfo;
   const url = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}`;
@@ -278,4 +269,22 @@ async function startWorking(
         )
       : undefined;
   return { sinks, periodic, sweeper };
+}
+
+/** Listens on `host:port`; a failure (the port in use) is a PayhooksError that says what to do. */
+async function listen(server: Server, host: string, port: number): Promise<void> {
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve());
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new PayhooksError(
+      code === 'EADDRINUSE'
+        ? `Cannot listen on ${host}:${port}: the port is in use (another payhooks serve?). Stop that process or set PORT.`
+        : `Cannot listen on ${host}:${port}: ${PayhooksError.describe(err)}`,
+      { cause: err },
+    );
+  }
 }
