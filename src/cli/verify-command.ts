@@ -43,9 +43,10 @@ row for a record the service does not know; --repair leaves these alone). Each c
 emails and phone numbers are masked.
 
 Customers and invoices are read through the list endpoints, 100 per request; payments (the API reads them
-only by id) are those the mirror holds or the inbox's events named. Refunds, disputes, subscriptions and payment
-methods, which the API cannot read, are checked through the events that named them: each must have its row
-(replaying the event writes a missing one). Requests come out of the rate budget
+only by id) are those the mirror holds or the stored events named (read from their bodies). Refunds, disputes,
+subscriptions and payment methods, which the API cannot read, are checked through the finished events that named
+them: each must have its row (--repair writes a missing one from the newest state the events carry). A stored
+body that is not a valid event stops verify with exit 1: what it named is unknown. Requests come out of the rate budget
 that a running serve shares. Each step's findings and the cursor commit together: an interrupted run
 (Ctrl-C, a kill, a crash) resumes where it stopped when run again with the same --since; once a pass has
 finished, the next run starts a new one. --sample runs are not resumable.`;
@@ -170,18 +171,14 @@ function diffLine(diff: FieldDiff): string {
 }
 
 function driftLines(drift: Drift, repair: boolean): string[] {
-  const state = repair
-    ? drift.repaired
-      ? ' (repaired)'
-      : drift.kind === 'extra' || drift.namedBy
-        ? ' (left alone)'
-        : ' (NOT repaired)'
-    : '';
+  const state = repair ? (drift.repaired ? ' (repaired)' : drift.kind === 'extra' ? ' (left alone)' : ' (NOT repaired)') : '';
   const head = `  ${drift.kind} ${drift.resource} ${drift.id}${state}`;
   if (drift.kind === 'extra') return [`${head}: the service does not know it`];
   if (drift.namedBy) {
     const { eventId, eventType } = drift.namedBy;
-    return [`${head}: no row in the mirror, although ${eventType} ${eventId} named it (payhooks replay ${eventId} writes it)`];
+    return [
+      `${head}: no row in the mirror, although ${eventType} ${eventId} named it${repair ? '' : ' (--repair writes it from the events)'}`,
+    ];
   }
   if (drift.kind === 'missing') return [`${head}: no row in the mirror`];
   return [head, ...drift.diff.map(diffLine)];
@@ -190,7 +187,7 @@ function driftLines(drift: Drift, repair: boolean): string[] {
 function resourceLine(r: VerifyResourceReport, drift: readonly Drift[]): string {
   const found = drift.filter((d) => d.resource === r.resource).length;
   if (r.start === 'events') {
-    return `${r.resource} (through the events that named them): ${n(r.checked)} named, ${found === 0 ? 'every one has its row' : `${n(found)} without a row`}`;
+    return `${r.resource} (through the events that named them): ${n(r.checked)} named by ${countOf(r.events ?? 0, 'finished event')}, ${found === 0 ? 'every one has its row' : `${n(found)} without a row`}`;
   }
   const how = r.start === 'resumed' ? ' (resumed)' : r.start === 'sample' ? ' (sample)' : '';
   return `${r.resource}${how}: ${n(r.checked)} checked, ${found === 0 ? 'all match' : `${n(found)} drifted`} (${countOf(r.requests, 'request')})`;
