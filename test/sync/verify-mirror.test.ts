@@ -100,6 +100,16 @@ describe.each(backends)('verifyMirror on $name', (backend) => {
             repaired: false,
           },
         ]);
+        // A row set back in time (an older version of the record, written just now): stale, not different.
+        await sql`update ${sql.id(mirrorSchema, 'customers')}
+          set username = 'older', created_at = created_at - interval '1 minute', updated_at = updated_at - interval '1 minute'
+          where id = ${customers[1]!}`.execute(db);
+        const back = await verifyMirror({ store, api, mirrorSchema, resources: ['customers'] });
+        expect(back.drift.map((d) => [d.id, d.kind])).toEqual([
+          [customers[0], 'different'],
+          [customers[1], 'stale'],
+        ]);
+        await verifyMirror({ store, api, mirrorSchema, resources: ['customers'], repair: true });
 
         // A resource the API cannot read: a finished event named a refund the mirror has no row for (written by hand, into
         // the partition the store makes when it opens). Its body is all the store keeps: payload is null, as the receiver

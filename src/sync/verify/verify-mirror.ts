@@ -10,7 +10,7 @@ import { MIRROR_DEFAULTS } from '../mirror/mirror-sink.js';
 import { customerFromApi, invoiceFromApi, latestTime, type MirrorState, paymentFromApi } from '../mirror/states.js';
 import { databaseNow, writeMirrorState } from '../mirror/write.js';
 import { compareText } from '../../internal/compare-text.js';
-import { diffRow, type FieldDiff, type MirrorRow, missingDiff } from './compare-row.js';
+import { diffRow, type FieldDiff, isStale, type MirrorRow, missingDiff } from './compare-row.js';
 import { type NamedIn, type NamedTable, namedByStoredEvents, type UnmirroredRecord } from './stored-names.js';
 import {
   EVENT_ONLY_TABLES,
@@ -253,17 +253,13 @@ async function readOne(
   }
 }
 
-const timeOf = (value: unknown): number => (value instanceof Date ? value.getTime() : Date.parse(String(value)));
-
 /** Compares one read with its row: null when they match. */
 function judge(resource: VerifyResource, read: Read, row: MirrorRow | undefined): Omit<Drift, 'repaired'> | null {
   const id = read.state.id;
   if (!row) return { resource, id, kind: 'missing', diff: missingDiff(read.state) };
   const diff = diffRow(read.state, row);
   if (diff.length === 0) return null;
-  const syncedAt = timeOf(row.synced_at);
-  const stale = read.changedAt !== null && Number.isFinite(syncedAt) && read.changedAt.getTime() > syncedAt;
-  return { resource, id, kind: stale ? 'stale' : 'different', diff };
+  return { resource, id, kind: isStale(read.state, read.changedAt, row) ? 'stale' : 'different', diff };
 }
 
 interface Run {
