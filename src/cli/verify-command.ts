@@ -35,7 +35,9 @@ export interface VerifyCommandOptions {
 
 const HELP = `
 Exit status: 0 when the mirror matches the service, ${DRIFT_EXIT_CODE} when drift was found (also with --repair, which
-says what it repaired; the next verify exits 0), 1 on an error. A nightly job can fail on ${DRIFT_EXIT_CODE} (docs/mirror.md).
+says what it repaired), 1 on an error. After --repair the next verify exits 0 only if every drifted row was repaired
+and there were no extra rows: --repair leaves extras alone, so they keep it at ${DRIFT_EXIT_CODE} until they are
+checked and deleted by hand. A nightly job can fail on ${DRIFT_EXIT_CODE} (docs/mirror.md).
 
 Drift: missing (the service has the record, the mirror no row), stale (the row was written before the record
 last changed: a change never reached it), different (written after that change, and still differs), extra (a
