@@ -80,7 +80,7 @@ export function addVerifyCommand(program: Command, ctx: CommandContext): void {
       const resources = opts.resource === undefined ? [...VERIFY_RESOURCES] : parseVerifyResources(opts.resource);
       const since = opts.since === undefined ? undefined : parseSince(opts.since);
       const sample = opts.sample === undefined ? undefined : parseSample(opts.sample);
-      const { env, mirrorSchema, api, bind } = mirrorApi(ctx, 'verify');
+      const { env, mirrorSchema, api, bind } = await mirrorApi(ctx, 'verify');
       const started = performance.now();
       const { report, stoppedBy } = await withDatabase(env, async (store) => {
         bind(store);
