@@ -8,7 +8,10 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { run } from '../../src/cli/main.js';
 import { type ApiClient, createClient } from '../../src/client/index.js';
 import { EVENT_TYPES } from '../../src/events/event-types.js';
+import { ALARM_CHECKS, type AlarmInputs, type AlarmThresholds } from '../../src/alarms/alarm-checks.js';
+import { sweepSummary } from '../../src/alarms/health-report.js';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
+import { createVerifyRuns } from '../../src/service/verify-runs.js';
 import { createSandboxClient, startSimulator } from '../../src/simulator/index.js';
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
 import { registerMirror } from '../../src/sync/mirror/mirror-sink.js';
@@ -157,6 +160,22 @@ describe.each(BACKENDS)('payhooks verify with one mirror row of each kind delete
         }
         await hooks.stop();
         hooks = undefined;
+
+        // The console's Run verify (a whole verify, no repair) records what it found, and the mirror_drift alarm reads it.
+        const runs = createVerifyRuns({ store, api: client, mirrorSchema, logger: silent });
+        expect(runs.start({ sample: null, repair: false })).toMatchObject({ sample: null, repair: false });
+        await waitFor(async () => (await runs.state()).running === null, 'the console verify finished', 60_000);
+        const recorded = (await runs.state()).last!;
+        expect(recorded.verify).toMatchObject({ drift: 7, repaired: 0 });
+        expect(recorded.findings.flatMap((finding) => (finding.kind === 'drift' ? [finding.resource] : [])).sort()).toEqual(
+          Object.keys(deleted).sort(),
+        );
+        const drift = ALARM_CHECKS.find((check) => check.name === 'mirror_drift')!;
+        // mirror_drift reads only the newest sweep of its inputs.
+        expect(drift.evaluate({ sweep: sweepSummary(recorded) } as AlarmInputs, {} as AlarmThresholds)).toMatchObject({
+          status: 'firing',
+          value: 7,
+        });
         await store.close();
         store = undefined;
 
