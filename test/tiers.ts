@@ -115,6 +115,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/sync/scripted-day.test.ts',
     'test/sync/sink-order.test.ts',
     'test/sync/sink-plugins.test.ts',
+    'test/sync/stored-names-paging.test.ts',
     'test/sync/verify-every-kind.test.ts',
     'test/sync/verify-mirror.test.ts',
     'test/testing/signed-request.test.ts',

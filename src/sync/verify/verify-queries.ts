@@ -130,8 +130,9 @@ export interface StoredEventRow {
 
 /**
  * A page of the finished events of one type, by `seq`: after `after` going up, or (`newest`) before `after` going
- * down. Each page is a range of the (status, event_type, seq) index, so a pass reads each event once whatever the
- * inbox's size; with `since`, only events received since.
+ * down. Each page is an index range (of (status, event_type, seq), or of seq with a filter where the type is common:
+ * the planner's choice), so a pass reads each event once whatever the inbox's size; with `since`, only events
+ * received since.
  */
 export async function finishedEventsPage<DB>(
   db: Kysely<DB>,
