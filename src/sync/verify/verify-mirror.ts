@@ -127,7 +127,7 @@ export interface VerifyOptions {
   api: VerifyApi;
   /** Default `payhooks_mirror`. Migrated first if needed. */
   mirrorSchema?: string | undefined;
-  /** In this order. Default: customers, invoices, payments. */
+  /** In this order. Default: every one of {@link VERIFY_RESOURCES}. */
   resources?: readonly VerifyResource[] | undefined;
   /** Compare only records created or changed at or after this time (every page is still read). Default: all. */
   since?: Date | undefined;
