@@ -34,6 +34,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/docs/alerts.test.ts',
     'test/docs/event-reference.test.ts',
     'test/docs/links.test.ts',
+    'test/docs/worker-defaults.test.ts',
     'test/events/catalog.test.ts',
     'test/events/certain-validator.test.ts',
     'test/events/parse-json-event.test.ts',
