@@ -29,6 +29,21 @@ describe.concurrent('payhooks serve refuses at start a configuration that could 
     expect(result.stderr).toContain(`payhooks: The configuration file ${path} did not finish loading within 10s: a top-level await`);
   });
 
+  it('a module with a syntax error: exit 1 naming the file, the line and the mistake, not only "Unexpected identifier"', {
+    timeout: 90_000,
+  }, async () => {
+    const { dir, path } = folderWith(
+      'payhooks.config.mjs',
+      "export default {\n  mirror: { enabled: true },\n  forward: [{ name: 'erp' url: 'https://erp.example.com/in' }],\n};\n",
+    );
+    const result = await runCli(['serve'], SERVE_ENV, dir, 60_000);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      `payhooks: The configuration file ${path} could not be loaded: Unexpected identifier 'url', at line 3:`,
+    );
+    expect(result.stderr).toContain("    forward: [{ name: 'erp' url: 'https://erp.example.com/in' }],");
+  });
+
   it('a forward URL with credentials: exit 1 naming the key, the password never printed', { timeout: 90_000 }, async () => {
     const { dir } = folderWith(
       'payhooks.config.json',
