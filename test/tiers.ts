@@ -70,6 +70,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/worker/task-queue.test.ts',
   ],
   db: [
+    'test/cli/database-hints.test.ts',
     'test/cli/effects-commands.test.ts',
     'test/cli/migrate-dir.test.ts',
     'test/cli/quarantine.test.ts',
