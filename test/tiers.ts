@@ -35,6 +35,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/docs/event-reference.test.ts',
     'test/docs/links.test.ts',
     'test/docs/worker-defaults.test.ts',
+    'test/engines.test.ts',
     'test/events/catalog.test.ts',
     'test/events/certain-validator.test.ts',
     'test/events/parse-json-event.test.ts',
