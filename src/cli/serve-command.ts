@@ -3,6 +3,7 @@ import { createLogger } from '../logger.js';
 import { receiveServiceConfig } from '../service/config-transfer.js';
 import { resolveServiceConfig } from '../service/resolve-service-config.js';
 import { runService } from '../service/run-service.js';
+import { explainedDatabaseError } from './database-error.js';
 import type { ServiceRole } from '../service/service-config.js';
 import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
@@ -30,7 +31,12 @@ export function addServeCommand(program: Command, ctx: CommandContext): void {
       const handed = opts.role === 'worker' ? await receiveServiceConfig() : undefined;
       const config = handed ?? (await resolveServiceConfig({ env: process.env, flags: { role: opts.role }, logger }));
       const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
-      const running = await runService(config, { logger, register, handlersModule: opts.handlers, singleProcess: opts.singleProcess });
+      let running: Awaited<ReturnType<typeof runService>>;
+      try {
+        running = await runService(config, { logger, register, handlersModule: opts.handlers, singleProcess: opts.singleProcess });
+      } catch (err) {
+        throw config.database.url ? explainedDatabaseError(config.database.url, err) : err;
+      }
       // Running handlers get the worker's stop timeout; past it (and a little for the rest), exit regardless.
       const clean = await untilSignal(logger, () => running.close(), { deadlineMs: config.worker.stopTimeoutMs + 1500 });
       if (!clean) throw new SilentFailure();

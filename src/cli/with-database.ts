@@ -1,11 +1,9 @@
 import { existsSync } from 'node:fs';
-import { PayhooksError } from '../errors.js';
-import { describeDatabaseUrl } from '../internal/describe-url.js';
 import { readPostgresMarker } from '../service/postgres-marker.js';
 import type { Env } from '../service/environment.js';
 import { DATABASE_DEFAULTS, openDatabase, type PayhooksDatabase } from '../store/database.js';
 import { migrate, type MigrationReport } from '../store/migrate.js';
-import { describeError, scrubbed } from './doctor-checks.js';
+import { explainedDatabaseError } from './database-error.js';
 import { stdio } from './output.js';
 
 /** The variables that say which database to open. */
@@ -60,47 +58,4 @@ async function embeddedNotes(dataDir: string, existed: boolean): Promise<void> {
   } else if (marker) {
     await stdio().err.line(`payhooks: DATABASE_URL is not set, so this reads the embedded database at ${dataDir}; ${serveUses}.`);
   }
-}
-
-/** Error codes of a server that cannot be reached, a database that does not exist and a refused login. */
-const CONNECTION_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ECONNRESET',
-  '3D000',
-  '28P01',
-  '28000',
-]);
-
-function codeOf(err: unknown): string | undefined {
-  if (err instanceof AggregateError && err.errors.length > 0 && !(err as { code?: unknown }).code) return codeOf(err.errors[0]);
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
-/**
- * The first contact's failure said with what to check: DATABASE_URL (shown without its password) and `payhooks
- * doctor`. Other errors (a migration refused, a statement failing) are returned as they are.
- */
-function explainedDatabaseError(url: string, err: unknown): unknown {
-  const code = codeOf(err);
-  const timedOut =
-    err instanceof Error && /timeout exceeded when trying to connect|Connection terminated due to connection timeout/i.test(err.message);
-  if (err instanceof PayhooksError || (!timedOut && (code === undefined || !(CONNECTION_CODES.has(code) || code.startsWith('08')))))
-    return err;
-  let password: string | undefined;
-  try {
-    password = decodeURIComponent(new URL(url).password) || undefined;
-  } catch {
-    password = undefined;
-  }
-  const reason = scrubbed(describeError(err), [password, url]);
-  return new PayhooksError(
-    `cannot use the PostgreSQL database of DATABASE_URL (${describeDatabaseUrl(url)}): ${reason}. ` +
-      "Check DATABASE_URL's host, port, user, password and database name; `payhooks doctor` checks them.",
-    { cause: err },
-  );
 }
