@@ -34,6 +34,8 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/docs/alerts.test.ts',
     'test/docs/event-reference.test.ts',
     'test/docs/links.test.ts',
+    'test/docs/worker-defaults.test.ts',
+    'test/engines.test.ts',
     'test/events/catalog.test.ts',
     'test/events/certain-validator.test.ts',
     'test/events/parse-json-event.test.ts',
@@ -72,6 +74,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/worker/task-queue.test.ts',
   ],
   db: [
+    'test/cli/database-hints.test.ts',
     'test/cli/effects-commands.test.ts',
     'test/cli/migrate-dir.test.ts',
     'test/cli/quarantine.test.ts',
