@@ -67,7 +67,7 @@ export function addBackfillCommand(program: Command, ctx: CommandContext): void 
       // Every check before the database opens: a mistake stops the command with nothing opened or written.
       const resources = opts.resource === undefined ? [...BACKFILL_RESOURCES] : parseResources(opts.resource);
       const since = opts.since === undefined ? undefined : parseSince(opts.since);
-      const { env, mirrorSchema, api, bind } = mirrorApi(ctx, 'backfill');
+      const { env, mirrorSchema, api, bind } = await mirrorApi(ctx, 'backfill');
       await withDatabase(env, async (store) => {
         bind(store);
         await backfill(ctx, store, api, { mirrorSchema, resources, since });

@@ -37,24 +37,6 @@ const warn = (check: string, summary: string, fix: string): CheckResult => ({ ch
 const fail = (check: string, summary: string, fix: string): CheckResult => ({ check, status: 'fail', summary, fix });
 
 /**
- * A connection string as it may be shown: scheme, user, host, port and database, never the password or the
- * query (which may carry one).
- *
- * @example
- * describeDatabaseUrl('postgres://app:hunter2@db:5432/billing?sslmode=require') // 'postgres://app@db:5432/billing'
- */
-export function describeDatabaseUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return 'DATABASE_URL (not shown: it is not a URL)';
-  }
-  const user = parsed.username ? `${decodeURIComponent(parsed.username)}@` : '';
-  return `${parsed.protocol}//${user}${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
-}
-
-/**
  * An error's text with `secrets` blanked out: drivers and servers sometimes quote what they were given, and
  * doctor's output is meant to be pasted into tickets.
  */

@@ -15,6 +15,7 @@ import {
 } from '../client/index.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
 import { realDataDir } from '../store/real-data-dir.js';
+import { describeDatabaseUrl } from '../internal/describe-url.js';
 import { openDatabase, type PayhooksDatabase } from '../store/database.js';
 import { MIRROR_MIGRATIONS_DIR, type MigrationFile, readMigrations } from '../store/migrate.js';
 import { recordedMigrations, selectOne } from '../store/database-answers.js';
@@ -25,7 +26,6 @@ import {
   apiKeyVerdict,
   type CheckResult,
   consoleVerdict,
-  describeDatabaseUrl,
   describeError,
   type DoctorEnv,
   formatReport,

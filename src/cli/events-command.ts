@@ -71,6 +71,8 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
     .command('show')
     .description('show one stored event with its body and headers')
     .argument('<eventId>')
+    // show prints JSON either way; the flag is accepted so that scripts can pass --json to every events command.
+    .option('--json', 'print the event as JSON (what show prints anyway)')
     .action(async (eventId: string) => {
       const event = await withInbox(ctx.env('events'), (inbox) => inbox.getEvent(eventId));
       if (!event) throw new UsageError(`No stored event with eventId ${eventId}.`);

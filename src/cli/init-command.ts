@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { basename, isAbsolute, join, relative, resolve } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Command, Option } from 'commander';
 import { CONFIG_FILE_NAMES } from '../sync/config.js';
@@ -17,13 +17,70 @@ export const INIT_TEMPLATES = {
 export type InitTemplate = keyof typeof INIT_TEMPLATES;
 
 // Two levels up from both src/cli/ and dist/cli/: the package root, where templates/ is published.
-const TEMPLATES_DIR = fileURLToPath(new URL('../../templates/init/', import.meta.url));
+const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const TEMPLATES_DIR = join(PACKAGE_ROOT, 'templates/init/');
+
+/** Options of {@link initProject}. */
+export interface InitOptions {
+  /**
+   * Where the project gets payhooks: a payhooks checkout (a folder) or a tarball of `npm pack`, written as a `file:`
+   * dependency. Unset: this payhooks' own folder when it runs from a checkout (not from an installed package), else
+   * the registry's `^version`.
+   */
+  from?: string | undefined;
+}
+
+/** The project's payhooks dependency: its package.json spec, what `npm install` is given, and a line saying why. */
+interface PayhooksSource {
+  spec: string;
+  /** The argument of `npm install` in a project that has a package.json already. */
+  installArg: string;
+  note?: string | undefined;
+}
+
+/**
+ * Where the new project gets payhooks. A registry range from a checkout sent users to a registry that does not have
+ * payhooks; a `file:` dependency on the checkout (npm links it and runs its `prepare`, the build) or on a tarball
+ * made by `npm pack` installs without it.
+ */
+function payhooksSource(from: string | undefined, version: string): PayhooksSource {
+  if (from === undefined) {
+    const root = realpathSync(PACKAGE_ROOT).replace(/[\\/]$/, '');
+    // Installed packages live in a node_modules folder; anything else is a checkout (run in it, or npm link-ed).
+    if (root.split(sep).includes('node_modules')) return { spec: `^${version}`, installArg: 'payhooks' };
+    return {
+      spec: `file:${root}`,
+      installArg: shellQuote(root),
+      note: `payhooks runs from the checkout at ${root}: the project depends on it (file:), since npm's registry may not have this version. --from PATH names another checkout or a tarball of npm pack.`,
+    };
+  }
+  const path = resolve(from);
+  if (!existsSync(path))
+    throw new UsageError(`init changed nothing: --from ${path} does not exist. Give a payhooks checkout or a tarball made by npm pack.`);
+  if (statSync(path).isDirectory()) {
+    let name: unknown;
+    try {
+      name = JSON.parse(readFileSync(join(path, 'package.json'), 'utf8')).name;
+    } catch {
+      name = undefined;
+    }
+    if (name !== 'payhooks')
+      throw new UsageError(`init changed nothing: --from ${path} is not a payhooks checkout (its package.json does not name payhooks).`);
+  } else if (!/\.(tgz|tar\.gz)$/.test(path)) {
+    throw new UsageError(
+      `init changed nothing: --from ${path} is neither a folder nor a .tgz tarball. Give a payhooks checkout or a tarball made by npm pack.`,
+    );
+  }
+  return { spec: `file:${path}`, installArg: shellQuote(path) };
+}
 
 /** What `payhooks init` wrote, and what to run next. */
 export interface InitResult {
   dir: string;
   written: string[];
   nextCommands: string[];
+  /** Said before the commands: where the project gets payhooks from, when not from the registry. */
+  notes: string[];
 }
 
 /**
@@ -33,8 +90,9 @@ export interface InitResult {
  * @example
  * const { written, nextCommands } = initProject('direct-debit', './billing');
  */
-export function initProject(template: InitTemplate, dir: string, version: string): InitResult {
+export function initProject(template: InitTemplate, dir: string, version: string, options: InitOptions = {}): InitResult {
   const target = resolve(dir);
+  const source = payhooksSource(options.from, version);
   if (existsSync(target) && !statSync(target).isDirectory()) {
     throw new UsageError(`init changed nothing: ${target} is a file, not a folder. Give init a folder (it creates one when missing).`);
   }
@@ -43,7 +101,7 @@ export function initProject(template: InitTemplate, dir: string, version: string
     files.set(name, readFileSync(join(TEMPLATES_DIR, template, name), 'utf8'));
   }
   const hasPackageJson = existsSync(join(target, 'package.json'));
-  if (!hasPackageJson) files.set('package.json', packageJson(target, template, version));
+  if (!hasPackageJson) files.set('package.json', packageJson(target, template, source.spec));
 
   const existing = [...files.keys()].filter((name) => existsSync(join(target, name)));
   // serve reads the first configuration file it finds, so an older payhooks.config.js would silently win over the
@@ -76,7 +134,8 @@ export function initProject(template: InitTemplate, dir: string, version: string
   return {
     dir: target,
     written,
-    nextCommands: [`${cd}${hasPackageJson ? 'npm install payhooks' : 'npm install'}`, ...RUN_COMMANDS[template]],
+    nextCommands: [`${cd}${hasPackageJson ? `npm install ${source.installArg}` : 'npm install'}`, ...RUN_COMMANDS[template]],
+    notes: source.note ? [source.note] : [],
   };
 }
 
@@ -104,7 +163,7 @@ const RUN_COMMANDS: Record<InitTemplate, [serve: string, trigger: string]> = {
   ],
 };
 
-function packageJson(dir: string, template: InitTemplate, version: string): string {
+function packageJson(dir: string, template: InitTemplate, payhooksSpec: string): string {
   // npm's rules for a name: lower case, no spaces; the folder's name is what `npm init -y` would pick too.
   const name =
     basename(dir)
@@ -121,7 +180,7 @@ function packageJson(dir: string, template: InitTemplate, version: string): stri
     private: true,
     type: 'module',
     scripts: { start: serve },
-    dependencies: { payhooks: `^${version}` },
+    dependencies: { payhooks: payhooksSpec },
   };
   return `${JSON.stringify(pkg, null, 2)}\n`;
 }
@@ -150,11 +209,12 @@ function templatesHelp(): string {
     '  payhooks init my-app',
     '  payhooks init --template direct-debit billing',
     '  payhooks init --template crm-sync',
+    '  payhooks init --from ~/src/payhooks my-app      # a checkout (npm ci built it), or a tarball of npm pack',
   ].join('\n');
 }
 
 /**
- * Adds `payhooks init [--template NAME] [DIR]`: scaffolds a handlers file, a configuration and a README (and a
+ * Adds `payhooks init [--template NAME] [--from PATH] [DIR]`: scaffolds a handlers file, a configuration and a README (and a
  * package.json when DIR has none), refuses to overwrite anything, and prints the next three commands.
  */
 export function addInitCommand(program: Command, ctx: CommandContext, version: string): void {
@@ -165,13 +225,18 @@ export function addInitCommand(program: Command, ctx: CommandContext, version: s
     .addOption(
       new Option('--template <name>', 'what to start from').choices(Object.keys(INIT_TEMPLATES)).default('minimal' satisfies InitTemplate),
     )
+    .option(
+      '--from <path>',
+      "where the project gets payhooks: a checkout's folder or a tarball of npm pack, as a file: dependency (default: this checkout when payhooks runs from one, else the npm registry)",
+    )
     .addHelpText('after', templatesHelp)
-    .action(async (dir: string, opts: { template: InitTemplate }) => {
-      const result = initProject(opts.template, dir, version);
+    .action(async (dir: string, opts: { template: InitTemplate; from?: string }) => {
+      const result = initProject(opts.template, dir, version, { from: opts.from });
       await ctx.out(
         [
           `payhooks init (${opts.template}) wrote in ${displayDir(result.dir)}:`,
           ...result.written.map((name) => `  ${name}`),
+          ...(result.notes.length ? ['', ...result.notes] : []),
           '',
           'Next:',
           ...result.nextCommands.map(

@@ -20,10 +20,11 @@ export function addMigrateCommand(program: Command, ctx: CommandContext): void {
       // Read before the database is opened: a wrong directory fails without touching anything.
       const appFiles = dir === undefined ? undefined : readMigrations(dir);
       const appSchema = env.PAYHOOKS_APP_SCHEMA;
-      const [report, app] = await withDatabase(env, async (store, migrated) => [
-        migrated,
-        appFiles && (await migrateApp(store, appFiles, { appSchema })),
-      ]);
+      const [report, app] = await withDatabase(
+        env,
+        async (store, migrated) => [migrated, appFiles && (await migrateApp(store, appFiles, { appSchema }))],
+        { createsDatabase: true },
+      );
       await out(report.applied.length ? `applied: ${report.applied.join(', ')}` : 'the schema is up to date');
       if (!app) return;
       await out(`app schema ${appSchema}: ${app.applied.length ? `applied: ${app.applied.join(', ')}` : 'up to date'}`);

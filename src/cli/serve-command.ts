@@ -4,6 +4,7 @@ import { receiveServiceConfig, SERVICE_CONFIG_VARIABLE } from '../service/config
 import { loadHandlers } from '../service/load-handlers.js';
 import { resolveServiceConfig } from '../service/resolve-service-config.js';
 import { runService } from '../service/run-service.js';
+import { explainedDatabaseError } from './database-error.js';
 import type { ServiceRole } from '../service/service-config.js';
 import { whenParentGone } from '../service/worker-process.js';
 import { SilentFailure } from './cli-errors.js';
@@ -34,13 +35,18 @@ export function addServeCommand(program: Command, ctx: CommandContext): void {
       const handed = opts.role === 'worker' ? await receiveServiceConfig() : undefined;
       const config = handed ?? (await resolveServiceConfig({ env: process.env, flags: { role: opts.role }, logger }));
       const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
-      const running = await runService(config, {
-        logger,
-        register,
-        handlersModule: opts.handlers,
-        singleProcess: opts.singleProcess,
-        reportToParent: parentGone !== undefined,
-      });
+      let running: Awaited<ReturnType<typeof runService>>;
+      try {
+        running = await runService(config, {
+          logger,
+          register,
+          handlersModule: opts.handlers,
+          singleProcess: opts.singleProcess,
+          reportToParent: parentGone !== undefined,
+        });
+      } catch (err) {
+        throw config.database.url ? explainedDatabaseError(config.database.url, err) : err;
+      }
       // Running handlers get the worker's stop timeout; past it (and a little for the rest), exit regardless.
       const clean = await untilSignal(logger, () => running.close(), { deadlineMs: config.worker.stopTimeoutMs + 1500, until: parentGone });
       if (!clean) throw new SilentFailure();

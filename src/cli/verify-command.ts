@@ -35,7 +35,9 @@ export interface VerifyCommandOptions {
 
 const HELP = `
 Exit status: 0 when the mirror matches the service, ${DRIFT_EXIT_CODE} when drift was found (also with --repair, which
-says what it repaired; the next verify exits 0), 1 on an error. A nightly job can fail on ${DRIFT_EXIT_CODE} (docs/mirror.md).
+says what it repaired), 1 on an error. After --repair the next verify exits 0 only if every drifted row was repaired
+and there were no extra rows: --repair leaves extras alone, so they keep it at ${DRIFT_EXIT_CODE} until they are
+checked and deleted by hand. A nightly job can fail on ${DRIFT_EXIT_CODE} (docs/mirror.md).
 
 Drift: missing (the service has the record, the mirror no row), stale (the row was written before the record
 last changed: a change never reached it), different (written after that change, and still differs), extra (a
@@ -43,9 +45,10 @@ row for a record the service does not know; --repair leaves these alone). Each c
 emails and phone numbers are masked.
 
 Customers and invoices are read through the list endpoints, 100 per request; payments (the API reads them
-only by id) are those the mirror holds or the inbox's events named. Refunds, disputes, subscriptions and payment
-methods, which the API cannot read, are checked through the events that named them: each must have its row
-(replaying the event writes a missing one). Requests come out of the rate budget
+only by id) are those the mirror holds or the stored events named (read from their bodies). Refunds, disputes,
+subscriptions and payment methods, which the API cannot read, are checked through the finished events that named
+them: each must have its row (--repair writes a missing one from the newest state the events carry). A stored
+body that is not a valid event stops verify with exit 1: what it named is unknown. Requests come out of the rate budget
 that a running serve shares. Each step's findings and the cursor commit together: an interrupted run
 (Ctrl-C, a kill, a crash) resumes where it stopped when run again with the same --since; once a pass has
 finished, the next run starts a new one. --sample runs are not resumable.`;
@@ -77,7 +80,7 @@ export function addVerifyCommand(program: Command, ctx: CommandContext): void {
       const resources = opts.resource === undefined ? [...VERIFY_RESOURCES] : parseVerifyResources(opts.resource);
       const since = opts.since === undefined ? undefined : parseSince(opts.since);
       const sample = opts.sample === undefined ? undefined : parseSample(opts.sample);
-      const { env, mirrorSchema, api, bind } = mirrorApi(ctx, 'verify');
+      const { env, mirrorSchema, api, bind } = await mirrorApi(ctx, 'verify');
       const started = performance.now();
       const { report, stoppedBy } = await withDatabase(env, async (store) => {
         bind(store);
@@ -170,18 +173,14 @@ function diffLine(diff: FieldDiff): string {
 }
 
 function driftLines(drift: Drift, repair: boolean): string[] {
-  const state = repair
-    ? drift.repaired
-      ? ' (repaired)'
-      : drift.kind === 'extra' || drift.namedBy
-        ? ' (left alone)'
-        : ' (NOT repaired)'
-    : '';
+  const state = repair ? (drift.repaired ? ' (repaired)' : drift.kind === 'extra' ? ' (left alone)' : ' (NOT repaired)') : '';
   const head = `  ${drift.kind} ${drift.resource} ${drift.id}${state}`;
   if (drift.kind === 'extra') return [`${head}: the service does not know it`];
   if (drift.namedBy) {
     const { eventId, eventType } = drift.namedBy;
-    return [`${head}: no row in the mirror, although ${eventType} ${eventId} named it (payhooks replay ${eventId} writes it)`];
+    return [
+      `${head}: no row in the mirror, although ${eventType} ${eventId} named it${repair ? '' : ' (--repair writes it from the events)'}`,
+    ];
   }
   if (drift.kind === 'missing') return [`${head}: no row in the mirror`];
   return [head, ...drift.diff.map(diffLine)];
@@ -190,7 +189,7 @@ function driftLines(drift: Drift, repair: boolean): string[] {
 function resourceLine(r: VerifyResourceReport, drift: readonly Drift[]): string {
   const found = drift.filter((d) => d.resource === r.resource).length;
   if (r.start === 'events') {
-    return `${r.resource} (through the events that named them): ${n(r.checked)} named, ${found === 0 ? 'every one has its row' : `${n(found)} without a row`}`;
+    return `${r.resource} (through the events that named them): ${n(r.checked)} named by ${countOf(r.events ?? 0, 'finished event')}, ${found === 0 ? 'every one has its row' : `${n(found)} without a row`}`;
   }
   const how = r.start === 'resumed' ? ' (resumed)' : r.start === 'sample' ? ' (sample)' : '';
   return `${r.resource}${how}: ${n(r.checked)} checked, ${found === 0 ? 'all match' : `${n(found)} drifted`} (${countOf(r.requests, 'request')})`;

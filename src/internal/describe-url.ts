@@ -13,3 +13,21 @@ export function describeUrl(url: string): string {
     return '(an invalid URL)';
   }
 }
+
+/**
+ * A connection string as it may be shown: scheme, user, host, port and database, never the password or the
+ * query (which may carry one).
+ *
+ * @example
+ * describeDatabaseUrl('postgres://app:hunter2@db:5432/billing?sslmode=require') // 'postgres://app@db:5432/billing'
+ */
+export function describeDatabaseUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'DATABASE_URL (not shown: it is not a URL)';
+  }
+  const user = parsed.username ? `${decodeURIComponent(parsed.username)}@` : '';
+  return `${parsed.protocol}//${user}${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
+}

@@ -23,6 +23,7 @@ import { healthRoutes } from './routes/health-routes.js';
 import { metricsRoute } from './routes/metrics-route.js';
 import { json, matchRoute, type ServiceRoute } from './routes/service-route.js';
 import { WEBHOOK_PATH, webhookRoute } from './routes/webhook-route.js';
+import { writePostgresMarker } from './postgres-marker.js';
 import { newLocalToken, removeServeSession, writeServeSession } from './serve-session.js';
 import type { ServiceConfig, ServiceRole } from './service-config.js';
 import { reportEventsNeedingAttention, reportWhatRuns } from './start-report.js';
@@ -202,6 +203,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   const reachableLocally = ['0.0.0.0', '::', '127.0.0.1'].includes(host);
   const { dataDir } = config.database;
   if (localToken && reachableLocally) writeServeSession(dataDir, { pid: process.pid, url: `http://127.0.0.1:${port}`, token: localToken });
+  if (config.database.url) writePostgresMarker(dataDir, config.database.url, config.database.schema);
 
   return {
     url,

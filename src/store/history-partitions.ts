@@ -121,12 +121,17 @@ export async function ensureHistoryPartitions(store: PayhooksDatabase, options: 
     throw new RangeError(`A history partition must span at least one second, not ${size} ms.`);
   const ahead = options.ahead ?? HISTORY_DEFAULTS.ahead;
   const lockTimeoutMs = options.lockTimeoutMs ?? 10_000;
+  const wanted = async (db: Queryable): Promise<{ from: Date; to: Date }[]> => {
+    const now = options.now ?? (await sql<{ now: Date }>`select now() as now`.execute(db)).rows[0]!.now;
+    return missingRanges(await readPartitions(db, store.schema), { now, span, ahead, from: options.from });
+  };
+  // Most calls (every worker's periodic upkeep) find nothing to make: they take no lock at all.
+  if ((await wanted(store.db)).length === 0) return [];
   let created: HistoryPartition[] = [];
   const locked = await withHistoryLocked(store, CREATE_LOCK, lockTimeoutMs, async (trx) => {
     created = [];
-    const now = options.now ?? (await sql<{ now: Date }>`select now() as now`.execute(trx)).rows[0]!.now;
-    const existing = await readPartitions(trx, store.schema);
-    const create = async (range: { from: Date; to: Date }) => {
+    // Again under the lock: another process may have made them meanwhile.
+    for (const range of await wanted(trx)) {
       const suffix = partitionSuffix(range.from);
       const bounds = sql`for values from (${sql.lit(range.from.toISOString())}) to (${sql.lit(range.to.toISOString())})`;
       for (const table of HISTORY_TABLES) {
@@ -139,22 +144,6 @@ export async function ensureHistoryPartitions(store: PayhooksDatabase, options: 
         await sql`alter table ${parent} attach partition ${partition} ${bounds}`.execute(trx);
       }
       created.push({ name: `inbox_events_${suffix}`, ...range });
-    };
-    const oldest = existing[0];
-    if (options.from && oldest?.from && options.from < oldest.from) {
-      for (let to = oldest.from.getTime(); to > options.from.getTime(); ) {
-        const from = Math.min(partitionStart(to - 1, span), to - 1000);
-        await create({ from: new Date(from), to: new Date(to) });
-        to = from;
-      }
-    }
-    const until = partitionStart(now.getTime(), span) + (ahead + 1) * size;
-    let from = existing.at(-1)?.to.getTime() ?? partitionStart(Math.min(now.getTime(), options.from?.getTime() ?? Infinity), span);
-    while (from < until) {
-      // The first one after a partition of another span (or the legacy one) ends on this span's grid.
-      const to = Math.max(partitionStart(from, span) + size, from + 1000);
-      await create({ from: new Date(from), to: new Date(to) });
-      from = to;
     }
   });
   if (!locked)
@@ -162,6 +151,37 @@ export async function ensureHistoryPartitions(store: PayhooksDatabase, options: 
       `The history's partitions could not be made: its tables were held by another statement for ${lockTimeoutMs} ms (a migration, or an operator's maintenance of the history?).`,
     );
   return created.sort((a, b) => a.to.getTime() - b.to.getTime());
+}
+
+/**
+ * The ranges of the partitions to make, oldest first: before the oldest one back to `from` (an import of old events),
+ * and after the newest one until `ahead` partitions past `now`.
+ */
+function missingRanges(
+  existing: readonly HistoryPartition[],
+  { now, span, ahead, from: since }: { now: Date; span: PartitionSpan; ahead: number; from: Date | undefined },
+): { from: Date; to: Date }[] {
+  const size = spanMs(span);
+  const ranges: { from: Date; to: Date }[] = [];
+  const oldest = existing[0];
+  if (since && oldest?.from && since < oldest.from) {
+    const before: { from: Date; to: Date }[] = [];
+    for (let to = oldest.from.getTime(); to > since.getTime(); ) {
+      const from = Math.min(partitionStart(to - 1, span), to - 1000);
+      before.push({ from: new Date(from), to: new Date(to) });
+      to = from;
+    }
+    ranges.push(...before.reverse());
+  }
+  const until = partitionStart(now.getTime(), span) + (ahead + 1) * size;
+  let from = existing.at(-1)?.to.getTime() ?? partitionStart(Math.min(now.getTime(), since?.getTime() ?? Infinity), span);
+  while (from < until) {
+    // The first one after a partition of another span (or the legacy one) ends on this span's grid.
+    const to = Math.max(partitionStart(from, span) + size, from + 1000);
+    ranges.push({ from: new Date(from), to: new Date(to) });
+    from = to;
+  }
+  return ranges;
 }
 
 /** A partition {@link dropHistoryPartitions} left in place, and why. */

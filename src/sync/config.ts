@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -122,6 +123,30 @@ function formatIssues(path: string, error: z.ZodError): string {
   return `The configuration file ${path} is not valid:\n${lines.join('\n')}`;
 }
 
+/** How long `node --check` may take to point at a syntax error; past it the error is told without its line. */
+const SYNTAX_CHECK_TIMEOUT_MS = 10_000;
+
+/**
+ * Where the syntax error of the module at `path` is: `, at line 3:` with the line and Node's caret under the
+ * mistake. Node's import gives a module's SyntaxError without file or line (Node 20 and 22 alike); its own `--check`
+ * prints both, so it is asked, only once loading has failed this way. Undefined when it says nothing useful.
+ */
+async function syntaxErrorWhere(path: string): Promise<string | undefined> {
+  const stderr = await new Promise<string>((done) => {
+    const child = execFile(process.execPath, ['--check', path], { timeout: SYNTAX_CHECK_TIMEOUT_MS, encoding: 'utf8' }, (_err, _out, err) =>
+      done(String(err ?? '')),
+    );
+    child.on('error', () => done(''));
+  });
+  // `/abs/payhooks.config.mjs:3`, the source line, the caret line, a blank line, `SyntaxError: …`.
+  const lines = stderr.split('\n');
+  const at = lines.findIndex((line) => line.startsWith(`${path}:`));
+  const line = at >= 0 ? /:(\d+)$/.exec(lines[at]!)?.[1] : undefined;
+  if (line === undefined) return undefined;
+  const shown = lines.slice(at + 1, at + 3).filter((text) => text.trim() !== '');
+  return `, at line ${line}${shown.length ? `:\n${shown.map((text) => `    ${text}`).join('\n')}` : ''}`;
+}
+
 async function readConfigFile(path: string, timeoutMs: number): Promise<unknown> {
   if (extname(path) === '.json') {
     try {
@@ -139,7 +164,10 @@ async function readConfigFile(path: string, timeoutMs: number): Promise<unknown>
     // empty, and Node exits with code 13 and no word about the file.
     module = await within(loading, timeoutMs);
   } catch (err) {
-    throw new ConfigError(`The configuration file ${path} could not be loaded: ${PayhooksError.describe(err)}`, { cause: err });
+    const where = err instanceof SyntaxError ? await syntaxErrorWhere(path) : undefined;
+    throw new ConfigError(`The configuration file ${path} could not be loaded: ${PayhooksError.describe(err)}${where ?? ''}`, {
+      cause: err,
+    });
   }
   if (module === 'timeout') {
     throw new ConfigError(

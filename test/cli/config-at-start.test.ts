@@ -1,4 +1,5 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +10,15 @@ import { seedDefaultDataDir } from '../helpers/pglite-template.js';
 // request: serve must refuse them when it starts, exit 1, and say which key is wrong and why.
 
 const SERVE_ENV = { PAYHOOKS_WEBHOOK_SECRET: 'whsec_sender', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
+
+/** A loopback port nothing listens on: one the system just gave and took back. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((closed) => server.close(() => closed()));
+  return port;
+}
 
 function folderWith(name: string, content: string): { dir: string; path: string } {
   const dir = mkdtempSync(join(tmpdir(), 'payhooks-config-start-'));
@@ -27,6 +37,40 @@ describe.concurrent('payhooks serve refuses at start a configuration that could 
     const result = await runCli(['serve'], SERVE_ENV, dir, 60_000);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`payhooks: The configuration file ${path} did not finish loading within 10s: a top-level await`);
+  });
+
+  it('a module with a syntax error: exit 1 naming the file, the line and the mistake, not only "Unexpected identifier"', {
+    timeout: 90_000,
+  }, async () => {
+    const { dir, path } = folderWith(
+      'payhooks.config.mjs',
+      "export default {\n  mirror: { enabled: true },\n  forward: [{ name: 'erp' url: 'https://erp.example.com/in' }],\n};\n",
+    );
+    const result = await runCli(['serve'], SERVE_ENV, dir, 60_000);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      `payhooks: The configuration file ${path} could not be loaded: Unexpected identifier 'url', at line 3:`,
+    );
+    expect(result.stderr).toContain("    forward: [{ name: 'erp' url: 'https://erp.example.com/in' }],");
+  });
+
+  it('a DATABASE_URL whose server does not answer: exit 1 naming DATABASE_URL (no password) and doctor, not a bare ECONNREFUSED', {
+    timeout: 90_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-config-start-'));
+    const port = await closedPort();
+    const result = await runCli(
+      ['serve'],
+      { ...SERVE_ENV, DATABASE_URL: `postgres://app:hunter2secret@127.0.0.1:${port}/billing` },
+      dir,
+      60_000,
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      `payhooks: cannot use the PostgreSQL database of DATABASE_URL (postgres://app@127.0.0.1:${port}/billing): connect ECONNREFUSED 127.0.0.1:${port}. ` +
+        "Check DATABASE_URL's host, port, user, password and database name; `payhooks doctor` checks them.",
+    );
+    expect(result.stdout + result.stderr).not.toContain('hunter2secret');
   });
 
   it('a forward URL with credentials: exit 1 naming the key, the password never printed', { timeout: 90_000 }, async () => {

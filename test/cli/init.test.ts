@@ -1,20 +1,34 @@
 // `payhooks init` as a newcomer uses it: in an empty folder, then "npm install" (here: the package linked into
 // node_modules, as npm would place it, so the scaffolded files import the built package and `npx payhooks` is
 // its bin), then the printed commands, run as written.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/database.js';
-import { type CliResult, collect, runCli, waitForLog } from '../helpers/cli.js';
+import { buildIfStale, type CliResult, collect, runCli, waitForLog } from '../helpers/cli.js';
 import { freePort, listen } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
+const realRepo = realpathSync(repo);
+const execFileAsync = promisify(execFile);
 const TEMPLATES = ['minimal', 'direct-debit', 'crm-sync'] as const;
 
 const folders: string[] = [];
@@ -106,8 +120,10 @@ describe('payhooks init', () => {
       for (const name of written.filter((file) => file !== 'package.json'))
         expect(readFileSync(join(dir, name), 'utf8')).toBe(readFileSync(join(repo, 'templates', 'init', template, name), 'utf8'));
       const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-      const { version } = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
-      expect(pkg).toMatchObject({ name: 'my-app', private: true, type: 'module', dependencies: { payhooks: `^${version}` } });
+      // Run from this checkout (not an installed package): the project depends on the checkout, which npm can
+      // install, not on a registry version it may not have.
+      expect(pkg).toMatchObject({ name: 'my-app', private: true, type: 'module', dependencies: { payhooks: `file:${realRepo}` } });
+      expect(result.stdout).toContain(`payhooks runs from the checkout at ${realRepo}: the project depends on it (file:)`);
       const commands = nextCommands(result.stdout);
       expect(commands).toHaveLength(3);
       expect(commands[0]).toBe(`cd ${dir} && npm install`);
@@ -199,14 +215,14 @@ describe('payhooks init', () => {
     }
   });
 
-  it('in a project with a package.json, leaves it alone and says npm install payhooks; one clash writes nothing at all', async () => {
+  it('in a project with a package.json, leaves it alone and says npm install <the checkout>; one clash writes nothing at all', async () => {
     const dir = emptyFolder();
     const pkg = '{ "name": "existing", "version": "1.0.0" }\n';
     writeFileSync(join(dir, 'package.json'), pkg);
     const result = await runCli(['init'], {}, dir);
     expect(result.code, result.stderr).toBe(0);
     expect(readFileSync(join(dir, 'package.json'), 'utf8')).toBe(pkg);
-    expect(nextCommands(result.stdout)[0]).toBe('npm install payhooks');
+    expect(nextCommands(result.stdout)[0]).toBe(`npm install ${realRepo}`);
 
     const other = emptyFolder();
     writeFileSync(join(other, 'README.md'), '# mine\n');
@@ -255,6 +271,53 @@ describe('payhooks init', () => {
       expect(help.stdout).toMatch(new RegExp(`^  ${template} +${files.replaceAll('.', '\\.')}$`, 'm'));
     }
     expect(help.stdout).toContain('It never overwrites');
+  });
+
+  it('--from this checkout: npm install (offline) links it, and the project imports payhooks and runs its bin', {
+    timeout: 240_000,
+  }, async () => {
+    // The build the link serves; npm's own run of the checkout's prepare is skipped below (--ignore-scripts), since
+    // it would rebuild dist/ under the CLI processes of other test files.
+    await buildIfStale();
+    const dir = join(emptyFolder(), 'from-checkout');
+    const init = await runCli(['init', '--from', repo, dir]);
+    expect(init.code, init.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).dependencies).toEqual({
+      payhooks: `file:${repo.replace(/\/$/, '')}`,
+    });
+    const [install] = nextCommands(init.stdout) as [string];
+    expect(install).toBe(`cd ${dir} && npm install`);
+    // Offline: a checkout needs nothing from the registry (its dependencies are in its own node_modules).
+    await execFileAsync('npm', ['install', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: dir, timeout: 180_000 });
+    const loaded = await execFileAsync(
+      process.execPath,
+      ['--input-type=module', '-e', "const m = await import('payhooks'); console.log(typeof m.createPayhooks, typeof m.WORKER_DEFAULTS)"],
+      { cwd: dir, timeout: 60_000 },
+    );
+    expect(loaded.stdout.trim()).toBe('function object');
+    const bin = await execFileAsync(join(dir, 'node_modules', '.bin', 'payhooks'), ['--version'], { cwd: dir, timeout: 60_000 });
+    expect(bin.stdout.trim()).toBe(JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).version);
+  });
+
+  it('--from a tarball of npm pack is a file: dependency; a path that is neither a checkout nor a tarball writes nothing', async () => {
+    const tarball = join(emptyFolder(), 'payhooks-0.1.0.tgz');
+    writeFileSync(tarball, '');
+    const dir = join(emptyFolder(), 'from-tarball');
+    const packed = await runCli(['init', '--from', tarball, dir]);
+    expect(packed.code, packed.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).dependencies).toEqual({ payhooks: `file:${tarball}` });
+    expect(packed.stdout).not.toContain('runs from the checkout');
+
+    const other = emptyFolder();
+    writeFileSync(join(other, 'package.json'), '{ "name": "not-payhooks" }\n');
+    const target = join(emptyFolder(), 'refused');
+    const notCheckout = await runCli(['init', '--from', other, target]);
+    expect(notCheckout.code).toBe(1);
+    expect(notCheckout.stderr).toContain(`payhooks: init changed nothing: --from ${other} is not a payhooks checkout`);
+    const missing = await runCli(['init', '--from', join(other, 'nope.tgz'), target]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain(`--from ${join(other, 'nope.tgz')} does not exist`);
+    expect(existsSync(target)).toBe(false);
   });
 
   it('an unknown template is refused with the valid ones', async () => {

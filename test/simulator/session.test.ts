@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceEnv } from '../../src/service/service-defaults.js';
 import { readServiceEnv } from '../../src/service/environment.js';
-import { withSimulatorSession } from '../../src/service/session-env.js';
+import { withSimulatorSession, withSimulatorSessionApi } from '../../src/service/session-env.js';
 import {
   probeSimulatorSession,
   readSimulatorSession,
@@ -210,6 +210,39 @@ describe('withSimulatorSession (what serve does at start)', () => {
     expect(lines.at(-1)).toMatchObject({
       level: 40,
       msg: 'the simulator forwards to http://127.0.0.1:8787/webhooks, but serve receives on port 9999 at /webhooks: deliveries will not arrive here (start serve with PORT=8787)',
+    });
+  });
+});
+
+describe('withSimulatorSessionApi (what verify and backfill do before they read the API)', () => {
+  it('no key and no URL: the session is the API, one line says so; either one set, or a stopped simulator: the environment as given', async () => {
+    const dir = newDir();
+    await writeSimulatorSession(dir, session);
+    const { logger, lines } = recordingLogger();
+    const given: { PAYHOOKS_MIRROR_SCHEMA: string; PAYHOOKS_API_KEY?: string; PAYHOOKS_API_URL?: string } = { PAYHOOKS_MIRROR_SCHEMA: 'm' };
+    const resolved = await withSimulatorSessionApi(given, logger, dir);
+    expect(resolved).toEqual({ PAYHOOKS_MIRROR_SCHEMA: 'm', PAYHOOKS_API_KEY: 'sk_test_local', PAYHOOKS_API_URL: simulator.url });
+    expect(lines.map((line) => line.msg)).toEqual([
+      `using the simulator session from ${dir}/simulator.json: the API at ${simulator.url}; set PAYHOOKS_API_KEY and PAYHOOKS_API_URL to override`,
+    ]);
+    expect(JSON.stringify(lines)).not.toContain(session.secret);
+
+    const keyOnly = { PAYHOOKS_API_KEY: 'sk_test_mine' };
+    expect(await withSimulatorSessionApi(keyOnly, logger, dir)).toBe(keyOnly);
+    const urlOnly = { PAYHOOKS_API_URL: 'https://staging.example' };
+    expect(await withSimulatorSessionApi(urlOnly, logger, dir)).toBe(urlOnly);
+    expect(lines).toHaveLength(1);
+
+    const stopped = await startSimulator();
+    await stopped.close();
+    const stale = newDir();
+    await writeSimulatorSession(stale, { ...session, url: stopped.url });
+    expect(await withSimulatorSessionApi({}, logger, stale)).toEqual({});
+    expect(lines.at(-1)).toMatchObject({
+      level: 40,
+      msg: expect.stringMatching(
+        /does not answer \(it has stopped\), so it is not the API any more\. .* or set PAYHOOKS_API_KEY and PAYHOOKS_API_URL\.$/,
+      ),
     });
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ApiCustomer, ApiInvoice, ApiPayment } from '../../src/events/rest-contract.js';
 import { customerFromApi, invoiceFromApi, paymentFromApi } from '../../src/sync/mirror/states.js';
-import { diffRow, missingDiff } from '../../src/sync/verify/compare-row.js';
+import { diffRow, isStale, missingDiff } from '../../src/sync/verify/compare-row.js';
 
 const readAt = new Date('2026-11-25T12:00:00Z');
 const customer = {
@@ -116,5 +116,29 @@ describe('diffRow', () => {
       source: 'api',
     };
     expect(diffRow(state, row)).toEqual([]);
+  });
+});
+
+describe('isStale', () => {
+  const expected = customerFromApi(customer, readAt);
+  const changedAt = new Date('2026-11-02T10:00:00Z');
+
+  it('is stale when the row was written before the record last changed', () => {
+    expect(isStale(expected, changedAt, customerRow({ name: 'Old', synced_at: new Date('2026-11-02T09:00:00Z') }))).toBe(true);
+  });
+
+  it('is stale when the row holds an older version by its own times, however recently it was written', () => {
+    const back = customerRow({ name: 'Old', updated_at: new Date('2026-11-01T12:00:00Z'), synced_at: readAt });
+    expect(isStale(expected, changedAt, back)).toBe(true);
+  });
+
+  it('is different when the row holds the same version and was written after the change', () => {
+    expect(isStale(expected, changedAt, customerRow({ name: 'Edited', synced_at: readAt }))).toBe(false);
+  });
+
+  it("judges a row from an event's snapshot only on the times events carry", () => {
+    // Events carry no customer times: a snapshot row has none to hold against the API's.
+    const snapshot = customerRow({ source: 'event', updated_at: null, created_at: null, synced_at: readAt });
+    expect(isStale(expected, changedAt, snapshot)).toBe(false);
   });
 });

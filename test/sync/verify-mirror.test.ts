@@ -7,6 +7,8 @@ import { startSimulator } from '../../src/simulator/index.js';
 import { runBackfill } from '../../src/sync/backfill.js';
 import { parseSample, parseVerifyResources, verifyMirror } from '../../src/sync/verify/verify-mirror.js';
 import { dropMirrorSchema } from '../helpers/mirror.js';
+import { exampleEvent } from '../../src/events/examples.js';
+import { UnreadableEventsError } from '../../src/sync/verify/stored-names.js';
 import { backends, dispose } from '../helpers/stores.js';
 
 const silent = pino({ level: 'silent' });
@@ -98,26 +100,47 @@ describe.each(backends)('verifyMirror on $name', (backend) => {
             repaired: false,
           },
         ]);
+        // A row set back in time (an older version of the record, written just now): stale, not different.
+        await sql`update ${sql.id(mirrorSchema, 'customers')}
+          set username = 'older', created_at = created_at - interval '1 minute', updated_at = updated_at - interval '1 minute'
+          where id = ${customers[1]!}`.execute(db);
+        const back = await verifyMirror({ store, api, mirrorSchema, resources: ['customers'] });
+        expect(back.drift.map((d) => [d.id, d.kind])).toEqual([
+          [customers[0], 'different'],
+          [customers[1], 'stale'],
+        ]);
+        await verifyMirror({ store, api, mirrorSchema, resources: ['customers'], repair: true });
 
         // A resource the API cannot read: a finished event named a refund the mirror has no row for (written by hand, into
-        // the partition the store makes when it opens).
+        // the partition the store makes when it opens). Its body is all the store keeps: payload is null, as the receiver
+        // stores every event now.
         await ensureHistoryPartitions(store);
-        await sql`insert into ${sql.id(store.schema, 'inbox_events')} (event_id, event_type, raw_body, payload, status)
-          values ('evt_refund', 'PAYMENT_REFUNDED', '{}', ${JSON.stringify({ data: { refund: { id: 'ref_lost' } } })}::jsonb, 'done')`.execute(
-          db,
-        );
+        const refunded = exampleEvent('PAYMENT_REFUNDED', { eventId: 'evt_refund' });
+        refunded.data.refund.id = 'ref_lost';
+        await sql`insert into ${sql.id(store.schema, 'inbox_events')} (event_id, event_type, raw_body, status)
+          values ('evt_refund', 'PAYMENT_REFUNDED', ${JSON.stringify(refunded)}, 'done')`.execute(db);
         const refunds = await verifyMirror({ store, api, mirrorSchema, resources: ['refunds'], repair: true });
-        expect(refunds.resources[0]).toMatchObject({ resource: 'refunds', start: 'events', checked: 1, requests: 0 });
-        expect(refunds.drift).toEqual([
+        expect(refunds.resources[0]).toMatchObject({ resource: 'refunds', start: 'events', checked: 1, events: 1, requests: 0 });
+        expect(refunds.drift.map(({ diff, ...drift }) => drift)).toEqual([
           {
             resource: 'refunds',
             id: 'ref_lost',
             kind: 'missing',
-            diff: [],
-            repaired: false,
+            repaired: true,
             namedBy: { eventId: 'evt_refund', eventType: 'PAYMENT_REFUNDED' },
           },
         ]);
+        // Repaired from the event's state: the row is there, and the next verify finds nothing.
+        const { rows: written } = await sql<{ amount: string; last_event_id: string }>`
+          select amount, last_event_id from ${sql.id(mirrorSchema, 'refunds')} where id = 'ref_lost'`.execute(db);
+        expect(written.map((row) => [Number(row.amount), row.last_event_id])).toEqual([[50_000, 'evt_refund']]);
+        expect((await verifyMirror({ store, api, mirrorSchema, resources: ['refunds'] })).drift).toEqual([]);
+
+        // A finished event whose body is not an event: what it named is unknown, so verify refuses to say "all match".
+        await sql`insert into ${sql.id(store.schema, 'inbox_events')} (event_id, event_type, raw_body, status)
+          values ('evt_broken', 'DISPUTE_CREATED', '{}', 'done')`.execute(db);
+        await expect(verifyMirror({ store, api, mirrorSchema, resources: ['disputes'] })).rejects.toThrow(UnreadableEventsError);
+        await sql`delete from ${sql.id(store.schema, 'inbox_events')} where event_id = 'evt_broken'`.execute(db);
 
         // --sample: the newest records listed and random rows, a handful of requests instead of a full pass.
         await sql`delete from ${sql.id(mirrorSchema, 'customers')} where id = ${customers[249]!}`.execute(db);

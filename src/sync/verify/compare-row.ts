@@ -39,6 +39,44 @@ const NOT_IN_EVENTS: Record<string, ReadonlySet<string>> = {
   payments: new Set(['created_at']),
 };
 
+/**
+ * The columns that hold the record's own times, per table: the latest of them is the version a row holds, compared
+ * on both sides with the same columns (the API's updatedAt of an invoice, which the row does not keep, is not one).
+ */
+const VERSION_COLUMNS: Record<string, readonly string[]> = {
+  customers: ['created_at', 'updated_at', 'archived_at'],
+  invoices: ['created_at', 'paid_at', 'canceled_at'],
+  payments: ['created_at', 'payment_time'],
+};
+
+const timeOf = (value: unknown): number =>
+  value === null || value === undefined ? Number.NaN : value instanceof Date ? value.getTime() : Date.parse(String(value));
+
+/** The latest of `columns` in `values` that holds a time; null when none does. */
+function latestOf(values: Record<string, unknown>, columns: readonly string[]): number | null {
+  const times = columns.map((column) => timeOf(values[column])).filter(Number.isFinite);
+  return times.length ? Math.max(...times) : null;
+}
+
+/**
+ * Whether a drifted row is stale rather than different: written before the record last changed (`changedAt`, by
+ * the API's timestamps), or holding an older version of the record than the service's (its own times earlier: a
+ * row set back in time, whenever it was written). A row from an event's snapshot is judged only on the times
+ * events carry.
+ *
+ * @example
+ * isStale(customerFromApi(apiCustomer, readAt), changedAt, row) // true: row.updated_at is before the API's updatedAt
+ */
+export function isStale(expected: MirrorState, changedAt: Date | null, row: MirrorRow): boolean {
+  const syncedAt = timeOf(row.synced_at);
+  if (changedAt !== null && Number.isFinite(syncedAt) && changedAt.getTime() > syncedAt) return true;
+  const blind = row.source === 'event' ? NOT_IN_EVENTS[expected.table] : undefined;
+  const columns = (VERSION_COLUMNS[expected.table] ?? []).filter((column) => !blind?.has(column));
+  const held = latestOf(row, columns);
+  const current = latestOf(expected.columns, columns);
+  return held !== null && current !== null && held < current;
+}
+
 function instant(value: unknown): string | null {
   if (value === null || value === undefined) return null;
   const time = value instanceof Date ? value.getTime() : Date.parse(String(value));

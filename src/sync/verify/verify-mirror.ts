@@ -10,31 +10,34 @@ import { sinceKey as keyOfSince } from '../backfill.js';
 import { MIRROR_DEFAULTS } from '../mirror/mirror-sink.js';
 import { customerFromApi, invoiceFromApi, latestTime, type MirrorState, paymentFromApi } from '../mirror/states.js';
 import { databaseNow, writeMirrorState } from '../mirror/write.js';
-import { diffRow, type FieldDiff, type MirrorRow, missingDiff } from './compare-row.js';
+import { compareText } from '../../internal/compare-text.js';
+import { diffRow, type FieldDiff, isStale, type MirrorRow, missingDiff } from './compare-row.js';
+import { type NamedIn, type NamedTable, namedByStoredEvents, type UnmirroredRecord } from './stored-names.js';
 import {
+  EVENT_ONLY_TABLES,
+  type EventOnlyTable,
   markRepaired,
   mirrorExists,
+  mirrorPaymentIds,
   mirrorRows,
   passFindings,
-  paymentIds,
+  presentRows,
   randomRows,
   readCursor,
   recordStep,
   seenAmong,
   startPass,
   unseenRows,
-  EVENT_ID_PATHS,
-  type EventOnlyTable,
-  namedByEvents,
   type VerifyTable,
 } from './verify-queries.js';
 
 // verify compares the service's records with the mirror's rows. Customers and invoices are walked through the
 // list endpoints (offset paging, oldest first, as backfill); payments, which the API only reads by id, are the
-// ones the mirror holds or the inbox's events named. Every step's findings and the cursor move in one
-// transaction (migrations/mirror/002_verify.sql), so an interrupted run resumes where it stopped and still
-// reports what the earlier run found. Refunds, disputes, subscriptions and payment methods have no read in the
-// API: nothing to compare their rows with.
+// ones the mirror holds or the stored events named (their bodies, read by stored-names.ts). Every step's findings
+// and the cursor move in one transaction (migrations/mirror/002_verify.sql), so an interrupted run resumes where it
+// stopped and still reports what the earlier run found. Refunds, disputes, subscriptions and payment methods have
+// no read in the API: each one a stored event named must have its row, and --repair writes a missing one from the
+// newest state the events carry.
 
 /**
  * The resources verify checks: customers, invoices and payments against the API; the rest (which the API cannot
@@ -70,7 +73,7 @@ export interface Drift {
   diff: FieldDiff[];
   /** With `repair`: rewritten from the API and found equal on a second read. */
   repaired: boolean;
-  /** For a resource the API cannot read: the last event that named it (`payhooks replay` it to write the row). */
+  /** For a resource the API cannot read: the last event that named it (`--repair` writes the row from the events). */
   namedBy?: { eventId: string; eventType: string } | undefined;
 }
 
@@ -83,6 +86,8 @@ export interface VerifyResourceReport {
   start: VerifyStart;
   /** Records compared by this run (a resumed run: since it resumed). */
   checked: number;
+  /** For a resource found through the stored events: how many finished events of its types were read. */
+  events?: number | undefined;
   /** API requests this run sent for this resource (repairs counted in the report's total). */
   requests: number;
   /** Whether the pass got to the end. */
@@ -123,7 +128,7 @@ export interface VerifyOptions {
   api: VerifyApi;
   /** Default `payhooks_mirror`. Migrated first if needed. */
   mirrorSchema?: string | undefined;
-  /** In this order. Default: customers, invoices, payments. */
+  /** In this order. Default: every one of {@link VERIFY_RESOURCES}. */
   resources?: readonly VerifyResource[] | undefined;
   /** Compare only records created or changed at or after this time (every page is still read). Default: all. */
   since?: Date | undefined;
@@ -132,7 +137,10 @@ export interface VerifyOptions {
    * `sample` random rows of the mirror (read by id). Not resumable (nothing to resume). Default: everything.
    */
   sample?: number | undefined;
-  /** Rewrite each drifted row (but extras) from the API through the mirror's guarded write, then read it again. */
+  /**
+   * Rewrite each drifted row (but extras) through the mirror's guarded write, then read it again: from the API, or
+   * for a resource the API cannot read, from the newest state the stored events carry.
+   */
   repair?: boolean | undefined;
   /** Stops after the step being recorded; the next run resumes. */
   signal?: AbortSignal | undefined;
@@ -248,17 +256,13 @@ async function readOne(
   }
 }
 
-const timeOf = (value: unknown): number => (value instanceof Date ? value.getTime() : Date.parse(String(value)));
-
 /** Compares one read with its row: null when they match. */
 function judge(resource: VerifyResource, read: Read, row: MirrorRow | undefined): Omit<Drift, 'repaired'> | null {
   const id = read.state.id;
   if (!row) return { resource, id, kind: 'missing', diff: missingDiff(read.state) };
   const diff = diffRow(read.state, row);
   if (diff.length === 0) return null;
-  const syncedAt = timeOf(row.synced_at);
-  const stale = read.changedAt !== null && Number.isFinite(syncedAt) && read.changedAt.getTime() > syncedAt;
-  return { resource, id, kind: stale ? 'stale' : 'different', diff };
+  return { resource, id, kind: isStale(read.state, read.changedAt, row) ? 'stale' : 'different', diff };
 }
 
 interface Run {
@@ -267,6 +271,24 @@ interface Run {
   key: string;
   drift: Drift[];
   requests: number;
+  /** What the stored events named, read once for every resource of the run that needs it. */
+  named?: Promise<Map<NamedTable, NamedIn>>;
+  /** The records of tables the API cannot read that have no row, by `table:id`: what --repair writes. */
+  unmirrored: Map<string, UnmirroredRecord>;
+}
+
+/** What the stored events named in `table`, read on first use for every table of the run found through them. */
+function namedIn(run: Run, table: NamedTable): Promise<NamedIn> {
+  const { options, schema } = run;
+  const tables = (options.resources ?? VERIFY_DEFAULTS.resources).filter(
+    (resource): resource is NamedTable => resource === 'payments' || isEventOnly(resource),
+  );
+  run.named ??= namedByStoredEvents(options.store.db.withoutPlugins(), options.store.schema, schema, tables, {
+    since: options.since ?? null,
+    newest: options.sample,
+    signal: options.signal,
+  });
+  return run.named.then((named) => named.get(table)!);
 }
 
 /**
@@ -289,7 +311,7 @@ export async function verifyMirror(options: VerifyOptions): Promise<VerifyReport
   if (!(await mirrorExists(options.store.db.withoutPlugins(), schema))) throw new NoMirrorError(schema);
   // The mirror's own migrations, for the verify tables of a mirror made by an older payhooks.
   await migrateMirror(options.store, schema);
-  const run: Run = { options, schema, key: keyOfSince(options.since), drift: [], requests: 0 };
+  const run: Run = { options, schema, key: keyOfSince(options.since), drift: [], requests: 0, unmirrored: new Map() };
   const report: VerifyReport = {
     mirrorSchema: schema,
     since: options.since ?? null,
@@ -463,8 +485,10 @@ async function verifyById(run: Run, resource: 'payments'): Promise<VerifyResourc
   const { options, schema, key } = run;
   const db = options.store.db.withoutPlugins();
   const { start } = await openPass(run, resource);
-  const ids = await paymentIds(db, schema, options.store.schema, options.since ?? null);
-  const report: VerifyResourceReport = { resource, start, checked: 0, requests: 0, finished: false };
+  const named = await namedIn(run, resource);
+  if (options.signal?.aborted) return { resource, start, checked: 0, requests: 0, finished: false };
+  const ids = [...new Set([...named.named.keys(), ...(await mirrorPaymentIds(db, schema, options.since ?? null))])].sort(compareText);
+  const report: VerifyResourceReport = { resource, start, checked: 0, events: named.events, requests: 0, finished: false };
   const done = await seenAmong(db, schema, resource, key, ids);
   const todo = ids.filter((id) => !done.has(id));
   options.onProgress?.({ kind: 'start', resource, start, from: done.size, total: ids.length });
@@ -536,13 +560,24 @@ async function sampleResource(run: Run, resource: VerifyTable, sample: number): 
       if (page.reads.length === 0) break;
     }
   }
-  const ids = (await randomRows(db, schema, resource, sample)).filter((id) => !checked.has(id));
+  // Payments are not listed: the newest the stored events named stand for the newest records.
+  const named = resource === 'payments' ? await namedIn(run, resource) : undefined;
+  if (options.signal?.aborted) return report;
+  const newest = named
+    ? [...named.named]
+        .sort(([, a], [, b]) => (a.seq === b.seq ? 0 : a.seq > b.seq ? -1 : 1))
+        .slice(0, sample)
+        .map(([id]) => id)
+    : [];
+  const ids = [...new Set([...newest, ...(await randomRows(db, schema, resource, sample))])].filter((id) => !checked.has(id));
   const rows = await mirrorRows(db, schema, resource, ids);
   for (const id of ids) {
     if (options.signal?.aborted) return report;
     run.requests++;
     const read = await readOne(options.api, resource, id, rows.get(id), await databaseNow(db), options.signal);
     checked.add(id);
+    // A named payment the service does not know and the mirror has no row for: nothing to compare.
+    if (!read && !rows.has(id)) continue;
     const drift = read ? judge(resource, read, rows.get(id)) : { resource, id, kind: 'extra' as const, diff: [] };
     if (drift) run.drift.push({ ...drift, repaired: false });
   }
@@ -551,11 +586,11 @@ async function sampleResource(run: Run, resource: VerifyTable, sample: number): 
   return report;
 }
 
-const isEventOnly = (resource: VerifyResource): resource is EventOnlyTable => resource in EVENT_ID_PATHS;
+const isEventOnly = (resource: VerifyResource): resource is EventOnlyTable => (EVENT_ONLY_TABLES as readonly string[]).includes(resource);
 
 /**
- * A resource the API cannot read: each record a finished event named must have its row (nothing to compare the
- * row's content with). One step, so nothing to resume.
+ * A resource the API cannot read: each record a finished event named (its stored body) must have its row (nothing
+ * to compare the row's content with). One step, so nothing to resume.
  */
 async function verifyThroughEvents(run: Run, resource: EventOnlyTable): Promise<VerifyResourceReport> {
   const { options, schema, key } = run;
@@ -563,16 +598,20 @@ async function verifyThroughEvents(run: Run, resource: EventOnlyTable): Promise<
   await readCursor(db, schema, resource, key);
   await startPass(db, schema, resource, key);
   options.onProgress?.({ kind: 'start', resource, start: 'events', from: 0, total: null });
-  const named = await namedByEvents(db, schema, options.store.schema, resource, options.since ?? null);
-  const found = named
-    .filter((record) => !record.present)
-    .map((record) => ({
-      resource,
-      id: record.id,
-      kind: 'missing' as const,
-      diff: [],
-      namedBy: { eventId: record.event_id, eventType: record.event_type },
-    }));
+  const named = await namedIn(run, resource);
+  if (options.signal?.aborted) return { resource, start: 'events', checked: 0, requests: 0, finished: false };
+  const found = [...named.unmirrored.values()]
+    .sort((a, b) => compareText(a.id, b.id))
+    .map((record) => {
+      run.unmirrored.set(`${resource}:${record.id}`, record);
+      return {
+        resource,
+        id: record.id,
+        kind: 'missing' as const,
+        diff: missingDiff(record.state),
+        namedBy: { eventId: record.namedBy.eventId, eventType: record.namedBy.eventType },
+      };
+    });
   const recorded = await recordStep(db, schema, {
     resource,
     sinceKey: key,
@@ -580,24 +619,40 @@ async function verifyThroughEvents(run: Run, resource: EventOnlyTable): Promise<
     findings: found,
     expectedSkip: 0,
     nextSkip: 0,
-    checked: named.length,
+    checked: named.named.size,
     finished: true,
   });
   if (!recorded) throw new VerifyConflictError(resource, key);
   for (const drift of found) run.drift.push({ ...drift, repaired: false });
-  return { resource, start: 'events', checked: named.length, requests: 0, finished: true };
+  return { resource, start: 'events', checked: named.named.size, events: named.events, requests: 0, finished: true };
 }
 
-/** Rewrites each drifted row from a fresh read through the guarded write, then reads it back. */
+/**
+ * Rewrites each drifted row through the guarded write and reads it back: from a fresh read of the API, or for a
+ * resource the API cannot read, from the newest state the stored events carry (what the mirror sink would have
+ * written; the event is the write's cause).
+ */
 async function repair(run: Run): Promise<void> {
   const { options, schema, key } = run;
   const db = options.store.db.withoutPlugins();
-  // Extras have nothing to be rewritten from; rows the API cannot read are written by replaying their event.
-  const todo = run.drift.filter((drift) => drift.kind !== 'extra' && !drift.repaired && !isEventOnly(drift.resource));
+  // Extras have nothing to be rewritten from.
+  const todo = run.drift.filter((drift) => drift.kind !== 'extra' && !drift.repaired);
   let done = 0;
   for (const drift of todo) {
     const resource = drift.resource;
-    if (isEventOnly(resource)) continue;
+    if (isEventOnly(resource)) {
+      const record = run.unmirrored.get(`${resource}:${drift.id}`);
+      if (record) {
+        const cause = { eventId: record.stateFrom.eventId, eventType: record.stateFrom.eventType };
+        await db.transaction().execute((trx) => writeMirrorState(trx, schema, record.state, cause));
+        if ((await presentRows(db, schema, resource, [drift.id])).has(drift.id)) {
+          drift.repaired = true;
+          if (options.sample === undefined) await markRepaired(db, schema, resource, key, [drift.id]);
+        }
+      }
+      options.onProgress?.({ kind: 'repair', done: ++done, total: todo.length });
+      continue;
+    }
     const before = await mirrorRows(db, schema, resource, [drift.id]);
     run.requests++;
     const read = await readOne(options.api, resource, drift.id, before.get(drift.id), await databaseNow(db), options.signal);

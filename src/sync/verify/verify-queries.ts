@@ -120,21 +120,47 @@ export async function unseenRows<DB>(db: Kysely<DB>, schema: string, table: Veri
   return rows.map((row) => row.id);
 }
 
+/** One stored event as verify reads it: its body, which names the records it concerns. */
+export interface StoredEventRow {
+  event_id: string;
+  event_type: string;
+  raw_body: string;
+  seq: string | number;
+}
+
 /**
- * The payments verify reads by id (the API lists none): those the mirror holds and those the inbox's events
- * named (`data.payment.id`), in id order; with `since`, the events received and the rows written or paid since.
+ * A page of the finished events of one type, by `seq`: after `after` going up, or (`newest`) before `after` going
+ * down. Each page is an index range (of (status, event_type, seq), or of seq with a filter where the type is common:
+ * the planner's choice), so a pass reads each event once whatever the inbox's size; with `since`, only events
+ * received since.
  */
-export async function paymentIds<DB>(db: Kysely<DB>, schema: string, inboxSchema: string, since: Date | null): Promise<string[]> {
-  const at = since?.toISOString() ?? null;
-  const received = at ? sql`and received_at >= ${at}::timestamptz` : sql``;
-  const written = at ? sql`where synced_at >= ${at}::timestamptz or payment_time >= ${at}::timestamptz` : sql``;
+export async function finishedEventsPage<DB>(
+  db: Kysely<DB>,
+  inboxSchema: string,
+  page: { eventType: string; after: bigint | null; newest: boolean; limit: number; since: Date | null },
+): Promise<StoredEventRow[]> {
+  const received = page.since ? sql`and received_at >= ${page.since.toISOString()}::timestamptz` : sql``;
+  const from = page.after === null ? sql`` : page.newest ? sql`and seq < ${String(page.after)}` : sql`and seq > ${String(page.after)}`;
+  const { rows } = await sql<StoredEventRow>`
+    select event_id, event_type, raw_body, seq from ${sql.id(inboxSchema, 'inbox_events')}
+    where status = 'done' and event_type = ${page.eventType} ${from} ${received}
+    order by seq ${page.newest ? sql`desc` : sql`asc`} limit ${page.limit}`.execute(db);
+  return rows;
+}
+
+/** The ids among `ids` that have a row in the mirror's `table`. */
+export async function presentRows<DB>(db: Kysely<DB>, schema: string, table: string, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
   const { rows } = await sql<{ id: string }>`
-    select id from (
-      select payload->'data'->'payment'->>'id' as id from ${sql.id(inboxSchema, 'inbox_events')}
-      where payload is not null ${received}
-      union
-      select id from ${sql.id(schema, 'payments')} ${written}
-    ) ids where id is not null order by id`.execute(db);
+    select id from ${sql.id(schema, table)} where id in (${sql.join(ids)})`.execute(db);
+  return new Set(rows.map((row) => row.id));
+}
+
+/** The payments the mirror holds (with `since`, those written or paid since), in id order. */
+export async function mirrorPaymentIds<DB>(db: Kysely<DB>, schema: string, since: Date | null): Promise<string[]> {
+  const at = since?.toISOString() ?? null;
+  const written = at ? sql`where synced_at >= ${at}::timestamptz or payment_time >= ${at}::timestamptz` : sql``;
+  const { rows } = await sql<{ id: string }>`select id from ${sql.id(schema, 'payments')} ${written} order by id`.execute(db);
   return rows.map((row) => row.id);
 }
 
@@ -178,36 +204,6 @@ export async function mirrorExists<DB>(db: Kysely<DB>, schema: string): Promise<
   return rows[0]?.found != null;
 }
 
-/** Where the events carry the id of each resource the API cannot read. */
-export const EVENT_ID_PATHS = {
-  refunds: 'refund',
-  disputes: 'dispute',
-  subscriptions: 'subscription',
-  payment_methods: 'paymentMethod',
-} as const;
-export type EventOnlyTable = keyof typeof EVENT_ID_PATHS;
-
-/**
- * Each record of `table` that a finished event named (`data.<resource>.id`; with `since`, received since), with
- * the last such event and whether the mirror has its row.
- */
-export async function namedByEvents<DB>(
-  db: Kysely<DB>,
-  schema: string,
-  inboxSchema: string,
-  table: EventOnlyTable,
-  since: Date | null,
-): Promise<{ id: string; event_id: string; event_type: string; present: boolean }[]> {
-  const received = since ? sql`and e.received_at >= ${since.toISOString()}::timestamptz` : sql``;
-  const { rows } = await sql<{ id: string; event_id: string; event_type: string; present: boolean }>`
-    select distinct on (named.id) named.id, named.event_id, named.event_type,
-           exists (select 1 from ${sql.id(schema, table)} m where m.id = named.id) as present
-    from (
-      select e.payload->'data'->${EVENT_ID_PATHS[table]}->>'id' as id, e.event_id, e.event_type, e.seq
-      from ${sql.id(inboxSchema, 'inbox_events')} e
-      where e.status = 'done' and e.payload is not null ${received}
-    ) named
-    where named.id is not null
-    order by named.id, named.seq desc`.execute(db);
-  return rows;
-}
+/** The mirror's tables of the resources the API cannot read: verify finds them through the stored events. */
+export const EVENT_ONLY_TABLES = ['refunds', 'disputes', 'subscriptions', 'payment_methods'] as const;
+export type EventOnlyTable = (typeof EVENT_ONLY_TABLES)[number];
