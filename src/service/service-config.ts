@@ -4,7 +4,7 @@ import { LOGGER_DEFAULTS } from '../logger.js';
 import { DATABASE_DEFAULTS } from '../store/database.js';
 import { DEFAULT_APP_SCHEMA } from '../store/migrate.js';
 import type { SyncConfig } from '../sync/config.js';
-import { WORKER_DEFAULTS } from '../worker/defaults.js';
+import { withWorkerDefaults, workerTunablesShape } from '../worker/options-schema.js';
 import { MIRROR_DEFAULTS } from '../sync/mirror/mirror-sink.js';
 import { ALARM_DEFAULTS, SERVICE_DEFAULTS, SWEEPER_DEFAULTS } from './service-defaults.js';
 
@@ -70,25 +70,7 @@ export const serviceConfigSchema = z.object({
    * The worker's options (`WORKER_DEFAULTS`): the file's `worker` key, `PAYHOOKS_WORKER_CONCURRENCY`,
    * `PAYHOOKS_MAX_ATTEMPTS`, `PAYHOOKS_HANDLER_TIMEOUT_MS` and `PAYHOOKS_STOP_TIMEOUT_MS` overriding it.
    */
-  worker: z
-    .object({
-      concurrency: z.number().default(WORKER_DEFAULTS.concurrency),
-      maxPrefetch: z.number().default(WORKER_DEFAULTS.maxPrefetch),
-      maxAttempts: z.number().default(WORKER_DEFAULTS.maxAttempts),
-      handlerTimeoutMs: z.number().default(WORKER_DEFAULTS.handlerTimeoutMs),
-      /** Default: the longer of 60 s and twice `handlerTimeoutMs`. */
-      leaseMs: z.number().optional(),
-      pollIntervalMs: z.number().default(WORKER_DEFAULTS.pollIntervalMs),
-      /** How long a stop lets running handlers finish; serve exits at most 1.5 s after it. */
-      stopTimeoutMs: z.number().default(WORKER_DEFAULTS.stopTimeoutMs),
-      backoff: z
-        .object({
-          baseMs: z.number().default(WORKER_DEFAULTS.backoff.baseMs),
-          maxMs: z.number().default(WORKER_DEFAULTS.backoff.maxMs),
-        })
-        .prefault({}),
-    })
-    .prefault({}),
+  worker: z.object(workerTunablesShape).prefault({}).transform(withWorkerDefaults),
   /** The current-state API: `PAYHOOKS_API_KEY` and `PAYHOOKS_API_URL` (both, or neither: no `ctx.api`). */
   api: z.object({ key: z.string().min(1).optional(), url: z.string().min(1).optional() }).prefault({}),
   /** The operator console: `PAYHOOKS_ADMIN_TOKEN`; unset: off (404). */

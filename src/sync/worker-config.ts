@@ -1,12 +1,9 @@
 import { z } from 'zod';
-import type { PayhooksWorkerOptions } from '../payhooks.js';
+import { type WorkerTunables, workerTunablesShape } from '../worker/options-schema.js';
 import { WorkerOptionError, workerSettings } from '../worker/worker.js';
 
-/** The worker's options `payhooks serve` takes from the configuration file's `worker` key: names of `WORKER_DEFAULTS`. */
-export type ServiceWorkerOptions = Pick<
-  PayhooksWorkerOptions,
-  'concurrency' | 'maxPrefetch' | 'maxAttempts' | 'handlerTimeoutMs' | 'leaseMs' | 'pollIntervalMs' | 'stopTimeoutMs' | 'backoff'
->;
+/** The worker's options `payhooks serve` takes from the configuration file's `worker` key: the worker's own tunables. */
+export type ServiceWorkerOptions = WorkerTunables;
 
 /**
  * Why `options` would be refused by the worker, with the option it names (`backoff.baseMs` for a nested one):
@@ -31,18 +28,7 @@ export function workerOptionProblem(options: ServiceWorkerOptions): { option: st
  * durations (the file's `1m`-style durations stop at seconds, and retry schedules go below them). Each bad value is
  * refused at load under its own key (`worker.concurrency`, `worker.backoff.baseMs`).
  */
-export const workerConfigSchema = z
-  .strictObject({
-    concurrency: z.number().optional(),
-    maxPrefetch: z.number().optional(),
-    maxAttempts: z.number().optional(),
-    handlerTimeoutMs: z.number().optional(),
-    leaseMs: z.number().optional(),
-    pollIntervalMs: z.number().optional(),
-    stopTimeoutMs: z.number().optional(),
-    backoff: z.strictObject({ baseMs: z.number().optional(), maxMs: z.number().optional() }).optional(),
-  })
-  .superRefine((worker, ctx) => {
-    const problem = workerOptionProblem(worker);
-    if (problem) ctx.addIssue({ code: 'custom', path: problem.option.split('.'), message: problem.message });
-  });
+export const workerConfigSchema = z.strictObject(workerTunablesShape).superRefine((worker, ctx) => {
+  const problem = workerOptionProblem(worker);
+  if (problem) ctx.addIssue({ code: 'custom', path: problem.option.split('.'), message: problem.message });
+});
