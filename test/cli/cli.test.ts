@@ -119,13 +119,13 @@ describe('command-line errors, as a process', () => {
   it.each([
     [['events', 'show', 'evt_missing'], {}, /No stored event with eventId evt_missing/],
     [['nonsense'], {}, /unknown command 'nonsense'/],
-  ] as const)('payhooks %j fails clearly', async (args, env, message) => {
+  ] as const)('payhooks %j fails clearly', { timeout: 90_000 }, async (args, env, message) => {
     const result = await runCli([...args], { DATABASE_URL: '', PAYHOOKS_DATA_DIR: join(dir, 'pgdata'), ...env }, dir);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(message);
   });
 
-  it('--version prints the version of package.json', async () => {
+  it('--version prints the version of package.json', { timeout: 90_000 }, async () => {
     const { version } = (await import('../../package.json', { with: { type: 'json' } })).default;
     const result = await runCli(['--version']);
     expect(result).toMatchObject({ code: 0, stdout: `${version}\n` });

@@ -114,6 +114,8 @@ describe('payhooks init', () => {
       expect(commands[1]).toMatch(/npx payhooks serve/);
       expect(commands[2]).toMatch(/npx payhooks trigger [A-Z_]+ --to http:\/\/127\.0\.0\.1:8787\/webhooks$/);
     },
+    // Each case starts CLI processes: about 10 s each at load 25, room for a machine 3-4 times slower than idle.
+    120_000,
   );
 
   it('minimal: after npm install, the printed serve receives the printed trigger, and the handler runs once', {
@@ -182,7 +184,7 @@ describe('payhooks init', () => {
     ]);
   });
 
-  it('run again in the same folder, refuses, names each existing file, and changes nothing', async () => {
+  it('run again in the same folder, refuses, names each existing file, and changes nothing', { timeout: 120_000 }, async () => {
     const dir = emptyFolder();
     expect((await runCli(['init', '--template', 'crm-sync'], {}, dir)).code).toBe(0);
     const before = new Map(
@@ -199,7 +201,9 @@ describe('payhooks init', () => {
     }
   });
 
-  it('in a project with a package.json, leaves it alone and says npm install payhooks; one clash writes nothing at all', async () => {
+  it('in a project with a package.json, leaves it alone and says npm install payhooks; one clash writes nothing at all', {
+    timeout: 120_000,
+  }, async () => {
     const dir = emptyFolder();
     const pkg = '{ "name": "existing", "version": "1.0.0" }\n';
     writeFileSync(join(dir, 'package.json'), pkg);
@@ -216,7 +220,9 @@ describe('payhooks init', () => {
     expect(readdirSync(other)).toEqual(['README.md']);
   });
 
-  it('refuses a configuration file serve would read instead of the template’s, and a DIR that is a file; quotes DIR in cd', async () => {
+  it('refuses a configuration file serve would read instead of the template’s, and a DIR that is a file; quotes DIR in cd', {
+    timeout: 120_000,
+  }, async () => {
     const project = emptyFolder();
     writeFileSync(join(project, 'payhooks.config.js'), 'export default {};\n');
     const shadowed = await runCli(['init', '--template', 'crm-sync'], {}, project);
@@ -245,7 +251,7 @@ describe('payhooks init', () => {
     expect(readdirSync(join(parent, "Bob's app"))).toContain('payhooks.handlers.mjs');
   });
 
-  it('--help names each template, the files it writes and what it runs', async () => {
+  it('--help names each template, the files it writes and what it runs', { timeout: 120_000 }, async () => {
     const help = await runCli(['init', '--help']);
     expect(help.code).toBe(0);
     for (const template of TEMPLATES) {
@@ -257,7 +263,7 @@ describe('payhooks init', () => {
     expect(help.stdout).toContain('It never overwrites');
   });
 
-  it('an unknown template is refused with the valid ones', async () => {
+  it('an unknown template is refused with the valid ones', { timeout: 120_000 }, async () => {
     const dir = emptyFolder();
     const result = await runCli(['init', '--template', 'stripe', dir]);
     expect(result.code).toBe(1);
