@@ -60,7 +60,7 @@ function spawnPrinted(line: string, dir: string, port: number): ChildProcess {
   return spawn(process.execPath, [bin, ...words.slice(2)], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-const runPrinted = (line: string, dir: string, port: number): Promise<CliResult> => collect(spawnPrinted(line, dir, port), 60_000);
+const runPrinted = (line: string, dir: string, port: number): Promise<CliResult> => collect(spawnPrinted(line, dir, port), 120_000);
 
 /**
  * `payhooks init [args]` in a new folder, "npm install", then the printed serve (its line passed through `edit`) and,
@@ -78,10 +78,11 @@ async function initAndRun(
   installPayhooks(dir);
   const port = await freePort();
   const serve = spawnPrinted(edit(serveLine), dir, port);
-  const served = collect(serve, 100_000);
+  const served = collect(serve, 280_000);
   let trigger: CliResult;
   try {
-    await waitForLog(serve, /receiving webhooks/, 60_000);
+    // The embedded database's first start: over 60 s beside two CPU hogs at load 28.
+    await waitForLog(serve, /receiving webhooks/, 150_000);
     const done = effect(serve);
     trigger = await runPrinted(triggerLine, dir, port);
     expect(trigger.code, trigger.stderr).toBe(0);
@@ -119,11 +120,11 @@ describe('payhooks init', () => {
   );
 
   it('minimal: after npm install, the printed serve receives the printed trigger, and the handler runs once', {
-    timeout: 120_000,
+    timeout: 300_000,
   }, async () => {
     let handled: Record<string, unknown> | undefined;
     const { dir, install, trigger } = await initAndRun([], async (serve) => {
-      handled = await waitForLog(serve, /^INVOICE_PAID: invoice paid$/, 30_000);
+      handled = await waitForLog(serve, /^INVOICE_PAID: invoice paid$/, 90_000);
     });
     expect(install).toBe('npm install');
     expect(trigger.stdout).toMatch(/200/);
@@ -132,8 +133,8 @@ describe('payhooks init', () => {
     expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ eventType: 'INVOICE_PAID', status: 'done', attempts: 1 })]);
   });
 
-  it('direct-debit: the printed commands record the mandate, masked, in the templates’ schema', { timeout: 120_000 }, async () => {
-    const { dir } = await initAndRun(['--template', 'direct-debit'], (serve) => waitForLog(serve, /^event processed$/, 30_000));
+  it('direct-debit: the printed commands record the mandate, masked, in the templates’ schema', { timeout: 300_000 }, async () => {
+    const { dir } = await initAndRun(['--template', 'direct-debit'], (serve) => waitForLog(serve, /^event processed$/, 90_000));
     const store = await openDatabase({ dataDir: join(dir, '.payhooks', 'pgdata') });
     try {
       const { rows } = await sql<{ type: string; status: string; card_last4: string | null; clabe_last: string | null }>`
@@ -147,7 +148,7 @@ describe('payhooks init', () => {
   });
 
   it('crm-sync: the printed serve runs the connector, which PUTs the customer to the CRM with an idempotency key', {
-    timeout: 120_000,
+    timeout: 300_000,
   }, async () => {
     const received: { method: string; url: string; key: string | undefined; body: unknown }[] = [];
     const crm = await listen(

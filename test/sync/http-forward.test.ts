@@ -75,7 +75,7 @@ async function handlersCompleted(hooks: Payhooks<ApiClient>, eventId: string): P
 describe.each(backends)('the HTTP forward sink, inbox on $name', (backend) => {
   it.skipIf(!backend.available)(
     'a target answering 500, then 429 with Retry-After: 3, then 200 gets the event signed with its own secret, once successfully, after the wait it asked for',
-    { timeout: 60_000 },
+    { timeout: 120_000 },
     async () => {
       const store = await backend.open();
       const target = await scriptedTarget([
@@ -90,7 +90,8 @@ describe.each(backends)('the HTTP forward sink, inbox on $name', (backend) => {
         secret: 'whsec_source',
         database: store,
         logger: silent,
-        worker: { pollIntervalMs: 50, backoff: { baseMs: 100, maxMs: 2000 } },
+        // maxMs caps a Retry-After too: above the 3 s asked for.
+        worker: { pollIntervalMs: 50, backoff: { baseMs: 100, maxMs: 10_000 } },
       });
       try {
         await registerHttpForward(hooks, { name: 'erp', url: `${target.url}/inbound`, secret: TARGET_SECRET });
