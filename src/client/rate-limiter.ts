@@ -17,6 +17,8 @@ export interface RateLimiterOptions {
   requestsPerWindow?: number | undefined;
   /** Length of the window. Default 60000 ms. */
   windowMs?: number | undefined;
+  /** Called with the time (`Date.now()`) of each grant, as the window counts it. For metrics and tests. */
+  onGrant?: ((grantedAt: number) => void) | undefined;
 }
 
 /**
@@ -45,6 +47,7 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
       while (started.length > 0 && started[0]! <= now - windowMs) started.shift();
       if (started.length < limit) {
         started.push(now);
+        options.onGrant?.(now);
         return;
       }
       await sleep(started[0]! + windowMs - now, signal);

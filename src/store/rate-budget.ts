@@ -16,6 +16,11 @@ export interface PostgresRateLimiterOptions {
   windowMs?: number | undefined;
   /** Name of the budget, so that clients behind different IP addresses can keep separate ones. Default `default`. */
   budget?: string | undefined;
+  /**
+   * Called with the time (`Date.now()`) of each grant, the moment `acquire` lets a request go; it lies inside the
+   * window the request was counted in. For metrics and tests.
+   */
+  onGrant?: ((grantedAt: number) => void) | undefined;
 }
 
 /**
@@ -83,9 +88,6 @@ export function createPostgresRateLimiter(store: PayhooksDatabase, options: Post
 
   return {
     async acquire(signal) {
-      // A unit that came back after its window ended is given up once; a database slower than a whole window would
-      // otherwise never let the request go.
-      let retook = false;
       for (;;) {
         signal?.throwIfAborted();
         const now = Date.now();
@@ -94,10 +96,15 @@ export function createPostgresRateLimiter(store: PayhooksDatabase, options: Post
         if (used !== undefined) {
           // The first request of a window clears old ones, so the table stays a few rows long without a job.
           if (used === 1) await deleteSpentWindows(store, budget, new Date(windowStart - windowMs));
-          // The window ended while the statements ran (a slow database, a loaded machine): a request sent now would
-          // arrive in the next window on top of that window's own budget. The slot is left spent; take one from the next.
-          if (retook || Date.now() < windowStart + windowMs) return;
-          retook = true;
+          // The grant is this moment, and it must fall in the window the unit was counted in: a unit that came back
+          // after its window ended (a slow database, a loaded machine) stays spent, and a request sent on it would sit
+          // on top of the next window's own budget. Whatever the scheduling, take again, however often: a limit that
+          // let a late unit go "just once" put 18 requests in a window of 10 on a loaded machine.
+          const grantedAt = Date.now();
+          if (grantedAt < windowStart + windowMs) {
+            options.onGrant?.(grantedAt);
+            return;
+          }
           continue;
         }
         // A little jitter, so that the waiting processes do not all hit the database at the same instant.

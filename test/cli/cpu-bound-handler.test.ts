@@ -54,8 +54,8 @@ describe.skipIf(!pgUrl)('payhooks serve on PostgreSQL with a CPU-bound handler',
     const answer = await post(url, signedDelivery(scheme, exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_meanwhile' })));
     const ackMs = performance.now() - started;
     expect(answer.status).toBe(200);
-    expect(lines(handled)).not.toContain('end evt_spin'); // still spinning while we were answered
-    expect(ackMs).toBeLessThan(1000);
+    // Still spinning (15 s) while we were answered: the answer did not wait for the handler, however slow the machine.
+    expect(lines(handled)).not.toContain('end evt_spin');
     console.info(`cpu-bound handler: acknowledged in ${ackMs.toFixed(0)} ms while the handler spun`);
 
     serve.kill('SIGTERM');

@@ -74,7 +74,7 @@ function spawnPrinted(line: string, dir: string, port: number): ChildProcess {
   return spawn(process.execPath, [bin, ...words.slice(2)], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-const runPrinted = (line: string, dir: string, port: number): Promise<CliResult> => collect(spawnPrinted(line, dir, port), 60_000);
+const runPrinted = (line: string, dir: string, port: number): Promise<CliResult> => collect(spawnPrinted(line, dir, port), 120_000);
 
 /**
  * `payhooks init [args]` in a new folder, "npm install", then the printed serve (its line passed through `edit`) and,
@@ -92,10 +92,11 @@ async function initAndRun(
   installPayhooks(dir);
   const port = await freePort();
   const serve = spawnPrinted(edit(serveLine), dir, port);
-  const served = collect(serve, 100_000);
+  const served = collect(serve, 280_000);
   let trigger: CliResult;
   try {
-    await waitForLog(serve, /receiving webhooks/, 60_000);
+    // The embedded database's first start: over 60 s beside two CPU hogs at load 28.
+    await waitForLog(serve, /receiving webhooks/, 150_000);
     const done = effect(serve);
     trigger = await runPrinted(triggerLine, dir, port);
     expect(trigger.code, trigger.stderr).toBe(0);
@@ -130,14 +131,16 @@ describe('payhooks init', () => {
       expect(commands[1]).toMatch(/npx payhooks serve/);
       expect(commands[2]).toMatch(/npx payhooks trigger [A-Z_]+ --to http:\/\/127\.0\.0\.1:8787\/webhooks$/);
     },
+    // Each case starts CLI processes: about 10 s each at load 25, room for a machine 3-4 times slower than idle.
+    120_000,
   );
 
   it('minimal: after npm install, the printed serve receives the printed trigger, and the handler runs once', {
-    timeout: 120_000,
+    timeout: 300_000,
   }, async () => {
     let handled: Record<string, unknown> | undefined;
     const { dir, install, trigger } = await initAndRun([], async (serve) => {
-      handled = await waitForLog(serve, /^INVOICE_PAID: invoice paid$/, 30_000);
+      handled = await waitForLog(serve, /^INVOICE_PAID: invoice paid$/, 90_000);
     });
     expect(install).toBe('npm install');
     expect(trigger.stdout).toMatch(/200/);
@@ -146,8 +149,8 @@ describe('payhooks init', () => {
     expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ eventType: 'INVOICE_PAID', status: 'done', attempts: 1 })]);
   });
 
-  it('direct-debit: the printed commands record the mandate, masked, in the templates’ schema', { timeout: 120_000 }, async () => {
-    const { dir } = await initAndRun(['--template', 'direct-debit'], (serve) => waitForLog(serve, /^event processed$/, 30_000));
+  it('direct-debit: the printed commands record the mandate, masked, in the templates’ schema', { timeout: 300_000 }, async () => {
+    const { dir } = await initAndRun(['--template', 'direct-debit'], (serve) => waitForLog(serve, /^event processed$/, 90_000));
     const store = await openDatabase({ dataDir: join(dir, '.payhooks', 'pgdata') });
     try {
       const { rows } = await sql<{ type: string; status: string; card_last4: string | null; clabe_last: string | null }>`
@@ -161,7 +164,7 @@ describe('payhooks init', () => {
   });
 
   it('crm-sync: the printed serve runs the connector, which PUTs the customer to the CRM with an idempotency key', {
-    timeout: 120_000,
+    timeout: 300_000,
   }, async () => {
     const received: { method: string; url: string; key: string | undefined; body: unknown }[] = [];
     const crm = await listen(
@@ -198,7 +201,7 @@ describe('payhooks init', () => {
     ]);
   });
 
-  it('run again in the same folder, refuses, names each existing file, and changes nothing', async () => {
+  it('run again in the same folder, refuses, names each existing file, and changes nothing', { timeout: 120_000 }, async () => {
     const dir = emptyFolder();
     expect((await runCli(['init', '--template', 'crm-sync'], {}, dir)).code).toBe(0);
     const before = new Map(
@@ -215,7 +218,9 @@ describe('payhooks init', () => {
     }
   });
 
-  it('in a project with a package.json, leaves it alone and says npm install <the checkout>; one clash writes nothing at all', async () => {
+  it('in a project with a package.json, leaves it alone and says npm install <the checkout>; one clash writes nothing at all', {
+    timeout: 120_000,
+  }, async () => {
     const dir = emptyFolder();
     const pkg = '{ "name": "existing", "version": "1.0.0" }\n';
     writeFileSync(join(dir, 'package.json'), pkg);
@@ -232,7 +237,9 @@ describe('payhooks init', () => {
     expect(readdirSync(other)).toEqual(['README.md']);
   });
 
-  it('refuses a configuration file serve would read instead of the template’s, and a DIR that is a file; quotes DIR in cd', async () => {
+  it('refuses a configuration file serve would read instead of the template’s, and a DIR that is a file; quotes DIR in cd', {
+    timeout: 120_000,
+  }, async () => {
     const project = emptyFolder();
     writeFileSync(join(project, 'payhooks.config.js'), 'export default {};\n');
     const shadowed = await runCli(['init', '--template', 'crm-sync'], {}, project);
@@ -261,7 +268,7 @@ describe('payhooks init', () => {
     expect(readdirSync(join(parent, "Bob's app"))).toContain('payhooks.handlers.mjs');
   });
 
-  it('--help names each template, the files it writes and what it runs', async () => {
+  it('--help names each template, the files it writes and what it runs', { timeout: 120_000 }, async () => {
     const help = await runCli(['init', '--help']);
     expect(help.code).toBe(0);
     for (const template of TEMPLATES) {
@@ -299,7 +306,9 @@ describe('payhooks init', () => {
     expect(bin.stdout.trim()).toBe(JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).version);
   });
 
-  it('--from a tarball of npm pack is a file: dependency; a path that is neither a checkout nor a tarball writes nothing', async () => {
+  it('--from a tarball of npm pack is a file: dependency; a path that is neither a checkout nor a tarball writes nothing', {
+    timeout: 120_000,
+  }, async () => {
     const tarball = join(emptyFolder(), 'payhooks-0.1.0.tgz');
     writeFileSync(tarball, '');
     const dir = join(emptyFolder(), 'from-tarball');
@@ -320,7 +329,7 @@ describe('payhooks init', () => {
     expect(existsSync(target)).toBe(false);
   });
 
-  it('an unknown template is refused with the valid ones', async () => {
+  it('an unknown template is refused with the valid ones', { timeout: 120_000 }, async () => {
     const dir = emptyFolder();
     const result = await runCli(['init', '--template', 'stripe', dir]);
     expect(result.code).toBe(1);

@@ -99,7 +99,7 @@ export function runCli(args: string[], env: Record<string, string | undefined> =
   return collect(child, timeoutMs);
 }
 
-/** Collects a child's output until it exits (killed after `timeoutMs`). */
+/** Collects a child's output until it exits (killed after `timeoutMs`); a child that could not start resolves with code null. */
 export function collect(child: ChildProcess, timeoutMs = 60_000): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
@@ -107,10 +107,16 @@ export function collect(child: ChildProcess, timeoutMs = 60_000): Promise<CliRes
   child.stderr?.on('data', (chunk) => (stderr += chunk));
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   return new Promise((resolve) => {
-    child.on('close', (code) => {
+    const done = (code: number | null) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
+    };
+    // Without a listener, a spawn that fails on a loaded machine (EAGAIN) would be an uncaught error of the test file.
+    child.on('error', (error) => {
+      stderr += `\n[collect] ${error.message}`;
+      done(null);
     });
+    child.on('close', done);
   });
 }
 
@@ -133,27 +139,47 @@ export function logLines(child: ChildProcess): Record<string, unknown>[] {
   return lines;
 }
 
-/** Resolves with the first stdout line (pino JSON) whose msg matches, e.g. the service's URL. */
+/**
+ * Resolves with the first stdout line (pino JSON) whose msg matches, e.g. the service's URL; rejects when the child
+ * exits first or after `timeoutMs`. Tests start several at once, before the lines are printed: when one fails and the
+ * test ends, the others are never awaited, so their rejection is marked handled here (an awaiting caller still gets
+ * it) instead of surfacing as an unhandled error of the file that hides the failure that caused it.
+ */
 export function waitForLog(child: ChildProcess, msg: RegExp, timeoutMs = 30_000): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    let buffered = '';
-    const timer = setTimeout(() => reject(new Error(`no log line matching ${msg} within ${timeoutMs} ms; got:\n${buffered}`)), timeoutMs);
-    child.stdout?.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      for (const line of buffered.split('\n')) {
+  const found = new Promise<Record<string, unknown>>((resolve, reject) => {
+    let output = '';
+    let partial = '';
+    const settle = (finish: () => void) => {
+      clearTimeout(timer);
+      child.stdout?.off('data', onData);
+      child.off('exit', onExit);
+      finish();
+    };
+    const timer = setTimeout(
+      () => settle(() => reject(new Error(`no log line matching ${msg} within ${timeoutMs} ms; got:\n${output}`))),
+      timeoutMs,
+    );
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const lines = (partial + chunk.toString()).split('\n');
+      // Only whole lines are parsed, each once: the last piece waits for the rest of its line.
+      partial = lines.pop()!;
+      for (const line of lines) {
         try {
           const entry = JSON.parse(line) as Record<string, unknown>;
-          if (typeof entry.msg === 'string' && msg.test(entry.msg)) {
-            clearTimeout(timer);
-            resolve(entry);
-          }
+          if (typeof entry.msg === 'string' && msg.test(entry.msg)) return settle(() => resolve(entry));
         } catch {
-          // a partial line
+          // not a JSON line
         }
       }
-    });
-    child.on('exit', (code) => reject(new Error(`exited with ${code} before logging ${msg}; output:\n${buffered}`)));
+    };
+    const onExit = (code: number | null) =>
+      settle(() => reject(new Error(`exited with ${code} before logging ${msg}; output:\n${output}`)));
+    child.stdout?.on('data', onData);
+    child.on('exit', onExit);
   });
+  found.catch(() => undefined);
+  return found;
 }
 
 /**

@@ -47,17 +47,22 @@ async function allDone(store: PayhooksDatabase, count: number): Promise<void> {
   await waitFor(async () => (await listEvents(store, { status: 'done' })).length === count, `${count} events done`, 30_000);
 }
 
-/** An API client on the simulator that counts the GETs it sends, by path. */
+/**
+ * An API client on the simulator that counts the reads the service answered, by path. An attempt that never got an
+ * answer is not a read: a keep-alive connection the simulator closed while the machine held the event loop (a loaded
+ * machine, or PGlite's work) answers ECONNRESET, and the client sends the same GET again.
+ */
 function countingClient(simulator: Simulator): { client: ApiClient; gets: Map<string, number> } {
   const gets = new Map<string, number>();
   const client = createClient({
     apiKey: 'sk_test_sink',
     environment: simulator.url,
     rateLimit: false,
-    fetch: (input, init) => {
+    fetch: async (input, init) => {
+      const response = await globalThis.fetch(input, init);
       const url = new URL(input instanceof Request ? input.url : String(input));
       if ((init?.method ?? 'GET') === 'GET') gets.set(url.pathname, (gets.get(url.pathname) ?? 0) + 1);
-      return globalThis.fetch(input, init);
+      return response;
     },
   });
   return { client, gets };
