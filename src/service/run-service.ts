@@ -6,6 +6,7 @@ import type { ServiceConfig } from './service-config.js';
 import { startService } from './start-service.js';
 import { startWorkerProcess } from './worker-process.js';
 import { reportRunsToParent, type WorkerReport } from './worker-reports.js';
+import type { WorkerEvents } from '../worker/worker-events.js';
 import { startTracing } from './start-tracing.js';
 
 /** How long past the stop timeout the worker child has to give its leases back and exit before it is killed. */
@@ -79,9 +80,16 @@ export async function runService(config: ServiceConfig, options: RunServiceOptio
   const role = split ? 'receiver' : config.role;
   // Before anything that makes spans; a worker child starts its own from the configuration it is handed.
   const tracing = await startTracing(config.tracing, { role, logger });
+  // A worker child reports to its serve from its worker's first event on.
+  let reports: { stop(): void } | undefined;
+  const observeWorker = options.reportToParent
+    ? (events: WorkerEvents) => {
+        reports = reportRunsToParent(events);
+      }
+    : undefined;
   let service: Awaited<ReturnType<typeof startService>>;
   try {
-    service = await startService(config, { logger, role, register });
+    service = await startService(config, { logger, role, register, observeWorker });
   } catch (err) {
     await tracing?.shutdown();
     throw err;
@@ -95,7 +103,6 @@ export async function runService(config: ServiceConfig, options: RunServiceOptio
     for (const eventType of report.dead) eventDead?.({ eventType });
   };
   const worker = split ? startWorkerProcess(config, handlersArgs, logger, { onReport }) : undefined;
-  const reports = options.reportToParent ? reportRunsToParent(service.hooks.events) : undefined;
   return {
     url: service.url,
     async close() {

@@ -11,6 +11,7 @@ import { parseDuration } from '../internal/duration.js';
 import { createLogger } from '../logger.js';
 import { registerHealthMetrics } from '../metrics/health-metrics.js';
 import { createPayhooksMetrics, type PayhooksMetrics } from '../metrics/payhooks-metrics.js';
+import type { WorkerEvents } from '../worker/worker-events.js';
 import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhooks.js';
 import { registerMirror } from '../sync/mirror/mirror-sink.js';
 import { type GapSweeper, startGapSweeper } from '../sync/gap-sweep.js';
@@ -48,6 +49,8 @@ export interface StartServiceOptions {
   role?: ServiceRole | undefined;
   /** Registers handlers on the instance before the worker starts (what `--handlers <module>` loads). */
   register?: RegisterHandlers | undefined;
+  /** Subscribes to the worker's events before the worker starts, so that none is missed (a worker child's reports). */
+  observeWorker?: ((events: WorkerEvents) => void) | undefined;
 }
 
 /**
@@ -109,6 +112,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     history: config.history,
     trustIncomingTraceContext: config.tracing.trustIncomingContext,
   });
+  options.observeWorker?.(hooks.events);
   const store = await hooks.ready();
   budgeted?.bind(store);
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
