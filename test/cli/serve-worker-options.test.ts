@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { exampleEvent, signedRequest } from '../../src/testing/index.js';
 import { openDatabase } from '../../src/store/database.js';
 import { WORKER_DEFAULTS } from '../../src/worker/defaults.js';
-import { collect, runCli, spawnCli } from '../helpers/cli.js';
+import { collect, logLines, runCli, spawnCli } from '../helpers/cli.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { waitFor } from '../helpers/wait.js';
 import { seedDefaultDataDir } from '../helpers/pglite-template.js';
@@ -20,24 +20,6 @@ const SECRET = 'worker-options-secret';
 const failingHandlers = fileURLToPath(new URL('../fixtures/failing-handlers.mjs', import.meta.url));
 const WORKER = { concurrency: 2, maxAttempts: 3, pollIntervalMs: 50, backoff: { baseMs: 200, maxMs: 400 } };
 const EVENT_IDS = ['evt_opts_1', 'evt_opts_2'];
-
-/** Every JSON log line a process (and the children sharing its stdout) has written so far. */
-function logLines(child: ChildProcess): Record<string, unknown>[] {
-  const lines: Record<string, unknown>[] = [];
-  let partial = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    const complete = (partial + chunk.toString()).split('\n');
-    partial = complete.pop() ?? '';
-    for (const line of complete) {
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        // not a log line
-      }
-    }
-  });
-  return lines;
-}
 
 /**
  * Runs serve with the configuration above and the always-failing handler, sends two events, and returns, per
