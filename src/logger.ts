@@ -101,6 +101,18 @@ export function scrubbingChild(parent: Logger, bindings: Record<string, unknown>
 }
 
 /**
+ * `logger` (one an app passed in) with every log call and child scrubbed like {@link createLogger}'s: what payhooks
+ * itself logs through an app's logger (an error carrying the statement's parameters, say) puts no personal data there.
+ *
+ * @example
+ * const log = scrubbingLogger(appLogger);
+ * log.warn({ err }, 'could not record the outcome'); // the error keeps its type, message, code and stack only
+ */
+export function scrubbingLogger(logger: Logger): Logger {
+  return scrubbing(logger);
+}
+
+/**
  * {@link scrubbingChild}, made only when it is first needed: a log call at a level the parent writes, or anything
  * else asked of it. The worker makes one per event and one per handler run, and most of them never write a line
  * (a handler that succeeds logs at info, which production loggers leave out): making them all cost the drain more

@@ -8,7 +8,7 @@ import type { ApiClient } from './client/api-client.js';
 import { fetchAdapter, fetchHandler } from './adapters/fetch.js';
 import { nodeAdapter, nodeHandler } from './adapters/node-http.js';
 import { errorResponse } from './internal/error-response.js';
-import { createLogger } from './logger.js';
+import { createLogger, scrubbingLogger } from './logger.js';
 import {
   assertScheme,
   createReceiver,
@@ -218,7 +218,8 @@ export type RegisterHandlers = (hooks: Payhooks<ApiClient>) => void | Promise<vo
  * app.post('/webhooks', hooks.express());
  */
 export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Payhooks<Api> {
-  const logger = options.logger ?? createLogger();
+  // An app's own logger is scrubbed as payhooks' is: what payhooks logs through it carries no personal data.
+  const logger = options.logger ? scrubbingLogger(options.logger) : createLogger();
   const limits = receiverLimits(options);
   groupCommitSettings(options.groupCommit ?? {});
   // Checked now, so that a wrong worker option fails here and not at start().

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { describeThrown } from '../src/internal/scrub.js';
 import { createLogger, lazyScrubbingChild, scrubbingChild } from '../src/logger.js';
+import { createPayhooks } from '../src/payhooks.js';
 
 describe('the default logger', () => {
   it('blanks out secrets and personal data wherever a handler puts them', () => {
@@ -98,6 +99,21 @@ describe('scrubbing at any depth', () => {
     for (const leaked of personal) expect(text()).not.toContain(leaked);
     expect(text()).toContain('"eventId":"evt_1"');
     expect(text()).toContain('"handler":"h"');
+  });
+
+  it("what payhooks logs through an app's own logger is scrubbed too: a database error's parameters stay out", () => {
+    const { sink, text } = capture();
+    const hooks = createPayhooks({ logger: pino({ level: 'info' }, sink), database: { dataDir: 'memory://' } });
+    // As a driver reports a failed statement: its parameters (a customer's name and email) on the error itself.
+    const failed = Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), {
+      code: '22021',
+      params: ['Ada Lovelace', 'ada@example.com'],
+    });
+    hooks.logger.warn({ err: failed, eventId: 'evt_1' }, 'could not record the outcome of an event; trying again');
+    expect(text()).toContain('"code":"22021"');
+    expect(text()).toContain('"eventId":"evt_1"');
+    expect(text()).not.toContain('Ada Lovelace');
+    expect(text()).not.toContain('ada@example.com');
   });
 });
 
