@@ -59,6 +59,14 @@ function placeOf(span: ReadableSpan) {
   };
 }
 
+/** Takes `provider` off the global API again, so that the files run after this one in the same worker trace nothing. */
+async function unregister(provider: NodeTracerProvider): Promise<void> {
+  await provider.shutdown();
+  trace.disable();
+  context.disable();
+  propagation.disable();
+}
+
 const LINKED = {
   inIncomingTrace: false,
   parentSpanId: undefined,
@@ -82,10 +90,7 @@ describe('whose trace a delivery joins (every span sampled)', () => {
   });
   afterAll(async () => {
     await dispose(store);
-    await provider.shutdown();
-    trace.disable();
-    context.disable();
-    propagation.disable();
+    await unregister(provider);
   });
 
   it('by default, signed or not, the receive span is the root of a trace of its own, linked to the incoming context', async () => {
@@ -205,10 +210,7 @@ describe('whose sampling decision it is (a sampler that records no trace of its 
   });
   afterAll(async () => {
     await dispose(store);
-    await provider.shutdown();
-    trace.disable();
-    context.disable();
-    propagation.disable();
+    await unregister(provider);
   });
 
   it("a stranger's sampled flag samples nothing; a signed delivery, trusted, is sampled as its sender said", async () => {
