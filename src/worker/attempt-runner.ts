@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { describeThrown } from '../internal/scrub.js';
 import { failSpan, type InSpanOptions, inSpan, linksTo, markSpanFailed, SPAN_KIND } from '../internal/tracing.js';
 import type { ClaimedEvent } from '../store/claim.js';
-import type { FinalStatus, Outcome } from '../store/outcomes.js';
+import type { Outcome } from '../store/outcomes.js';
 import { EffectNeedsReviewError } from './effects.js';
 import { DeadLetterError, type HandlerFailure, unstorableTextExplained } from './handler-errors.js';
 import type { HandlerRunner } from './handler-runner.js';
@@ -208,10 +208,12 @@ export class AttemptRunner<Api> {
     });
   }
 
-  /** Hands the event's final state over to be written. */
-  #finish(entry: InFlight, status: FinalStatus, lastError: string | null, then?: (held: boolean) => void): void {
-    this.#record(entry, { kind: 'finished', eventId: entry.event.eventId, status, lastError }, then);
-    if (status === 'ignored' || status === 'invalid') this.#tell(entry, status);
+  /** Hands the final state of an event no handler ran for (`ignored`, `invalid`) over to be written, told once it is. */
+  #finish(entry: InFlight, status: 'ignored' | 'invalid', lastError: string | null, then?: (held: boolean) => void): void {
+    this.#record(entry, { kind: 'finished', eventId: entry.event.eventId, status, lastError }, (stillHeld) => {
+      if (stillHeld) this.#tell(entry, status);
+      then?.(stillHeld);
+    });
   }
 
   /** Hands an outcome over to be written, after telling the attempt's span how it ended. */
