@@ -1,7 +1,8 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { describeDatabaseUrl } from '../internal/describe-url.js';
+import { writeFileWhole } from '../internal/write-whole.js';
 
 // A `payhooks events list` typed without DATABASE_URL beside a serve on PostgreSQL opened a new, empty embedded
 // database and said `no events`. So serve on PostgreSQL leaves a note where the embedded database would be (beside
@@ -42,9 +43,7 @@ export function writePostgresMarker(dataDir: string, url: string, schema: string
   };
   try {
     mkdirSync(dirname(path), { recursive: true });
-    const partial = `${path}.${process.pid}.tmp`;
-    writeFileSync(partial, `${JSON.stringify(marker)}\n`);
-    renameSync(partial, path);
+    writeFileWhole(path, `${JSON.stringify(marker)}\n`);
   } catch {
     // Only a hint for the command line is lost.
   }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { writeFileWhole } from '../internal/write-whole.js';
 import { z } from 'zod';
 import { realDataDir } from '../store/real-data-dir.js';
 
@@ -29,10 +30,7 @@ export function newLocalToken(): string {
 
 /** Writes the session file (mode 0600), whole or not at all. */
 export function writeServeSession(dataDir: string, session: Omit<ServeSession, 'version'>): void {
-  const path = serveSessionPath(dataDir);
-  const partial = `${path}.${process.pid}.tmp`;
-  writeFileSync(partial, `${JSON.stringify({ version: 1, ...session })}\n`, { mode: 0o600 });
-  renameSync(partial, path);
+  writeFileWhole(serveSessionPath(dataDir), `${JSON.stringify({ version: 1, ...session })}\n`, { mode: 0o600 });
 }
 
 /** Removes the session file if it is this process's. */
