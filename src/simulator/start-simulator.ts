@@ -1,25 +1,14 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exampleEvent, isEventType, type EventMap, type EventType, type WebhookEvent } from '../events/index.js';
-import type { EmittedEvent, SimulatorContext } from './context.js';
-import { customerRoutes } from './customer-routes.js';
+import type { EventMap, EventType, WebhookEvent } from '../events/index.js';
+import type { EmittedEvent } from './context.js';
 import { DeliveryQueue, type DeliveryPost, type DeliveryRecordFilter, type DeliveryRecord } from './deliveries.js';
-import { disputeRoutes } from './dispute-routes.js';
-import { paymentMethodRoutes } from './payment-method-routes.js';
-import { documentRoutes } from './document-routes.js';
-import { newId } from './ids.js';
-import { invoiceRoutes } from './invoice-routes.js';
 import { resolveSimulatorOptions, type ResolvedSimulatorOptions, type SimulatorOptions } from './options.js';
-import { paymentRoutes } from './payment-routes.js';
-import { portalRoutes } from './portal-routes.js';
-import { refundRoutes } from './refund-routes.js';
+import { Organizations, type SimulatorOrganization } from './organizations.js';
+import { RequestLog, type RequestLogEntry } from './request-log.js';
 import { createRestHandler } from './rest-handler.js';
 import type { Route } from './route.js';
-import { sandboxChangeRoutes } from './sandbox-change-routes.js';
-import { sandboxEventRoutes } from './sandbox-event-routes.js';
-import { SimulatorState, type SimulatorRecords } from './state.js';
-import { subscriptionRoutes } from './subscription-routes.js';
-import { webhookRoutes } from './webhook-routes.js';
+import type { SimulatorRecords } from './state.js';
 
 /** A running simulator. */
 export interface Simulator {
@@ -40,13 +29,24 @@ export interface Simulator {
    * await simulator.idle();
    */
   emit<K extends EventType>(eventType: K, data?: Partial<EventMap[K]>): WebhookEvent<K>;
-  /** Every event emitted so far (by REST actions and by {@link Simulator.emit}), oldest first. */
+  /** Every event emitted so far (by REST actions and by {@link Simulator.emit}), of every organization, oldest first. */
   events(): readonly EmittedEvent[];
   /**
-   * A copy of every customer, invoice, payment, refund, dispute and subscription it holds, oldest first: the
-   * current state a mirror of this organization should equal.
+   * A copy of every customer, invoice, payment, refund, dispute and subscription the first organization holds,
+   * oldest first: the current state a mirror of it should equal (another's: `organization(id).records()`).
    */
   records(): SimulatorRecords;
+  /** Its organizations, in the order of `options.accounts` (one, `default`, unless `accounts` said otherwise). */
+  organizations(): readonly SimulatorOrganization[];
+  /** The organization with this account id; throws a RangeError naming the ids there are. */
+  organization(id: string): SimulatorOrganization;
+  /** The account id of the organization that holds this resource, endpoint, event or delivery id; undefined if none. */
+  ownerOf(id: string): string | undefined;
+  /**
+   * Every REST call answered to a known key (the last 100 000): which key, whose it is, and which resource ids it
+   * named or was answered (see {@link RequestLogEntry}); so a test can prove no key touched another organization's data.
+   */
+  requestLog(): RequestLogEntry[];
   /** The delivery history: one record per (event, endpoint), as `GET /v1/webhook-events` lists it. */
   webhookEvents(filter?: DeliveryRecordFilter): DeliveryRecord[];
   /** Every POST made to an endpoint, chaos duplicates included, in the order they were answered. */
@@ -64,7 +64,7 @@ export interface Simulator {
  * attempts), and real signed webhook deliveries with the spec's retry schedule. Everything is lost on close.
  *
  * @example
- * const simulator = await startSimulator({ timeScale: 100 });
+ * const simulator = await startSimulator({ timeScale: 100 }); // { accounts: 3 }: three organizations, each its own key
  * await fetch(`${simulator.url}/v1/webhooks`, {
  *   method: 'POST',
  *   headers: { authorization: 'Bearer sk_test_local', 'content-type': 'application/json' },
@@ -75,8 +75,9 @@ export interface Simulator {
  */
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
   const resolved = resolveSimulatorOptions(options);
-  const state = new SimulatorState();
   const emitted: EmittedEvent[] = [];
+  // The organizations are made after the queue, which asks them for an endpoint only when it sends.
+  let organizations: Organizations | undefined;
   const deliveries = new DeliveryQueue({
     timeScale: resolved.timeScale,
     duplicateRate: resolved.duplicateRate,
@@ -85,41 +86,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     concurrency: resolved.deliveryConcurrency,
     random: resolved.random,
     logger: resolved.logger,
-    endpoint: (id) => state.endpoints.get(id),
+    endpoint: (id) => organizations?.endpoint(id),
   });
-
-  const ctx: SimulatorContext = {
-    state,
-    deliveries,
-    options: resolved,
-    emit(eventType, data) {
-      const event: EmittedEvent = { eventId: newId('evt'), eventType, data };
-      emitted.push(event);
-      const subscribed = [...state.endpoints.values()].filter((endpoint) => endpoint.enabledEvents.includes(eventType));
-      deliveries.enqueue(event, subscribed);
-      return event;
-    },
-    events: () => emitted,
-  };
-
-  const routes: Route[] = [
-    ...customerRoutes(ctx),
-    ...invoiceRoutes(ctx),
-    ...paymentRoutes(ctx),
-    ...webhookRoutes(ctx),
-    ...portalRoutes(ctx),
-    // Simulator-only sandbox calls (assumed, not in the spec): they cause the events no spec'd call causes.
-    ...refundRoutes(ctx),
-    ...disputeRoutes(ctx),
-    ...paymentMethodRoutes(ctx),
-    ...subscriptionRoutes(ctx),
-    ...sandboxEventRoutes(ctx),
-    ...sandboxChangeRoutes(ctx),
-  ];
-  routes.push(...documentRoutes(() => routes));
+  const orgs = new Organizations({ options: resolved, deliveries, onEmit: (event) => emitted.push(event) });
+  organizations = orgs;
+  const requestLog = new RequestLog();
 
   let url = '';
-  const server = createServer(createRestHandler({ routes, options: resolved, baseUrl: () => url }));
+  const server = createServer(createRestHandler({ organizations: orgs, requestLog, options: resolved, baseUrl: () => url }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(resolved.port, resolved.host, () => {
@@ -132,7 +106,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   });
   const { port } = server.address() as AddressInfo;
   url = `http://${resolved.host.includes(':') ? `[${resolved.host}]` : resolved.host}:${port}`;
-  resolved.logger?.info({ url }, 'simulator listening');
+  resolved.logger?.info({ url, accounts: resolved.accounts.length }, 'simulator listening');
 
   let closing: Promise<void> | undefined;
   const { random: _random, logger: _logger, ...publicOptions } = resolved;
@@ -140,14 +114,20 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     url,
     port,
     options: publicOptions,
-    routes,
-    emit(eventType, data) {
-      if (!isEventType(eventType)) throw new TypeError(`Unknown event type ${JSON.stringify(eventType)}.`);
-      const example = exampleEvent(eventType, data === undefined ? {} : { data });
-      return { ...example, eventId: ctx.emit(eventType, example.data).eventId } as typeof example;
-    },
+    routes: orgs.first.routes,
+    emit: (eventType, data) => orgs.first.organization.emit(eventType, data),
     events: () => emitted,
-    records: () => state.records(),
+    records: () => orgs.first.organization.records(),
+    organizations: () => orgs.all.map((runtime) => runtime.organization),
+    organization(id) {
+      const found = orgs.get(id);
+      if (!found) {
+        throw new RangeError(`No organization ${JSON.stringify(id)}: this simulator has ${resolved.accounts.join(', ')}.`);
+      }
+      return found.organization;
+    },
+    ownerOf: (id) => orgs.ownerOf(id),
+    requestLog: () => requestLog.entries(),
     webhookEvents: (filter) => deliveries.list(filter),
     deliveryPosts: () => deliveries.posts(),
     idle: () => deliveries.idle(),
