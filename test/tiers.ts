@@ -55,6 +55,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/simulator/events.test.ts',
     'test/simulator/flows.test.ts',
     'test/simulator/openapi.test.ts',
+    'test/simulator/organizations-session.test.ts',
     'test/simulator/organizations.test.ts',
     'test/simulator/request-body.test.ts',
     'test/simulator/rest.test.ts',

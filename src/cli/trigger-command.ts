@@ -5,6 +5,7 @@ import { EVENT_TYPES, isEventType } from '../events/index.js';
 import { parseSecretList } from '../signature/index.js';
 import { flowFor, isFlowName } from '../simulator/flows.js';
 import { FLOW_DESCRIPTIONS, FLOW_NAMES, FlowError, runFlow, triggerEvent, type FlowName, type FlowResult } from '../simulator/index.js';
+import { SINGLE_ACCOUNT_ID } from '../simulator/options.js';
 import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { SIMULATOR_API_KEY } from './simulate-command.js';
@@ -12,7 +13,9 @@ import {
   DEFAULT_SESSION_DIR,
   displayPath,
   readSimulatorSession,
+  sessionAccountEntries,
   sessionFilePath,
+  type SessionAccount,
   type SimulatorSession,
 } from '../service/simulator-session.js';
 import { type EnvOf, readEnv } from '../service/environment.js';
@@ -33,6 +36,8 @@ export interface TriggerCommandOptions {
   secret?: string | undefined;
   /** The simulator a flow runs against. Default: PAYHOOKS_API_URL, then the session file's. */
   simulator?: string | undefined;
+  /** The organization of the session file to act as: its key for a flow, its secret for `--to`. Default: the first. */
+  account?: string | undefined;
 }
 
 /** The `--help` text that lists the flows, one line each. */
@@ -62,6 +67,28 @@ interface Target {
   /** Where the URL came from, for the output. */
   source: string;
   session: SimulatorSession | undefined;
+  /** The session's organization the flow runs in. */
+  account: SessionAccount | undefined;
+}
+
+/**
+ * The organization `--account` names in the session file (else undefined: no `--account`). Throws with the ids
+ * there are when the file is missing or does not list it.
+ */
+async function chosenAccount(account: string | undefined, sessionDir: string): Promise<SessionAccount | undefined> {
+  if (account === undefined) return undefined;
+  const file = displayPath(sessionFilePath(sessionDir));
+  const session = await readSimulatorSession(sessionDir);
+  if (!session) {
+    throw new Error(
+      `--account picks an organization of the simulator session, and there is none (${file}): start payhooks simulate --accounts N --forward-to URL in this folder.`,
+    );
+  }
+  const accounts = sessionAccountEntries(session);
+  const found = accounts.find((entry) => entry.id === account);
+  if (!found)
+    throw new Error(`No account ${JSON.stringify(account)} in ${file}; it lists ${accounts.map((entry) => entry.id).join(', ')}.`);
+  return found;
 }
 
 /**
@@ -90,7 +117,12 @@ export async function runTrigger(
         : `Unknown flow ${JSON.stringify(name)}. Flows: ${FLOW_DESCRIPTIONS.map((f) => f.name).join(', ')} (payhooks trigger --help says what each does); or an event type such as INVOICE_PAID.`,
     );
   }
-  if (options.to !== undefined) return sendExample(name, options.to, options.secret ?? env.PAYHOOKS_WEBHOOK_SECRET, sessionDir);
+  if (options.to !== undefined) {
+    // An explicit --account signs with that organization's secret, over PAYHOOKS_WEBHOOK_SECRET (--secret still wins).
+    const account = await chosenAccount(options.account, sessionDir);
+    const secret = options.secret ?? account?.secret ?? env.PAYHOOKS_WEBHOOK_SECRET;
+    return sendExample(name, options.to, secret, sessionDir);
+  }
 
   const target = await findSimulator(options, env, sessionDir, name);
   const flow = flowFor(name);
@@ -104,13 +136,16 @@ export async function runTrigger(
 }
 
 async function findSimulator(options: TriggerCommandOptions, env: EnvOf<'trigger'>, sessionDir: string, name: string): Promise<Target> {
-  const envKey = env.PAYHOOKS_API_KEY;
+  // --account's key wins over PAYHOOKS_API_KEY: naming the organization is naming its key.
+  const account = await chosenAccount(options.account, sessionDir);
+  const envKey = account?.apiKey ?? env.PAYHOOKS_API_KEY;
   if (options.simulator !== undefined) {
     return {
       url: checkUrl(options.simulator, '--simulator'),
       apiKey: envKey ?? SIMULATOR_API_KEY,
       source: '--simulator',
       session: undefined,
+      account,
     };
   }
   const envUrl = env.PAYHOOKS_API_URL;
@@ -120,10 +155,12 @@ async function findSimulator(options: TriggerCommandOptions, env: EnvOf<'trigger
       apiKey: envKey ?? SIMULATOR_API_KEY,
       source: 'PAYHOOKS_API_URL',
       session: undefined,
+      account,
     };
   const session = await readSimulatorSession(sessionDir);
   if (session) {
-    return { url: session.url, apiKey: session.apiKey, source: displayPath(sessionFilePath(sessionDir)), session };
+    const chosen = account ?? sessionAccountEntries(session)[0]!;
+    return { url: session.url, apiKey: chosen.apiKey, source: displayPath(sessionFilePath(sessionDir)), session, account: chosen };
   }
   throw new Error(
     `No simulator to run ${name} in: start one with payhooks simulate --forward-to http://127.0.0.1:8787/webhooks in this folder (it writes ${displayPath(sessionFilePath(sessionDir))}), or pass --simulator URL.${isEventType(name) ? ` To send the catalog's example of ${name} to a receiver instead, pass --to URL.` : ''}`,
@@ -132,7 +169,12 @@ async function findSimulator(options: TriggerCommandOptions, env: EnvOf<'trigger
 
 async function flowCommand(flow: FlowName, target: Target, preface: string[]): Promise<TriggerCommandResult> {
   const description = FLOW_DESCRIPTIONS.find((f) => f.name === flow)!;
-  const header = [...preface, `flow ${flow}: ${description.summary}`, `simulator: ${target.url} (from ${target.source})`, ''];
+  const header = [
+    ...preface,
+    `flow ${flow}: ${description.summary}`,
+    `simulator: ${target.url} (from ${target.source})${target.account && target.account.id !== SINGLE_ACCOUNT_ID ? `, account ${target.account.id}` : ''}`,
+    '',
+  ];
   let result: FlowResult;
   try {
     result = await runFlow(flow, { baseUrl: target.url, apiKey: target.apiKey });
@@ -146,7 +188,7 @@ async function flowCommand(flow: FlowName, target: Target, preface: string[]): P
   }
   const width = Math.max(...result.events.map((event) => event.eventType.length));
   const forwarding = target.session
-    ? `The simulator delivers them to ${target.session.forwardTo} (endpoint ${target.session.endpointId}) when subscribed, with retries;`
+    ? `The simulator delivers them to ${target.account?.forwardTo ?? target.session.forwardTo} (endpoint ${target.account?.endpointId ?? target.session.endpointId}) when subscribed, with retries;`
     : 'The simulator delivers them to the endpoints subscribed to them, with retries;';
   return {
     ok: true,
@@ -235,6 +277,10 @@ export function addTriggerCommand(program: Command, ctx: CommandContext): void {
     .option('--simulator <url>', 'the simulator to run the flow in (default: PAYHOOKS_API_URL, then ./.payhooks/simulator.json)')
     .option('--to <url>', "with an event type: send the catalog's example straight to this receiver, e.g. http://127.0.0.1:8787/webhooks")
     .option('--secret <secret>', 'with --to: the secret to sign with (default: PAYHOOKS_WEBHOOK_SECRET, then the session file)')
+    .option(
+      '--account <id>',
+      'the organization of ./.payhooks/simulator.json to act as (simulate --accounts): its key for a flow, its secret for --to (default: the first)',
+    )
     .addHelpText('after', flowsHelp())
     .action(async (name: string, opts: TriggerCommandOptions) => {
       const result = await runTrigger(name, opts);

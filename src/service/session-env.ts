@@ -3,8 +3,11 @@ import type { ServiceEnv } from './service-defaults.js';
 import {
   DEFAULT_SESSION_DIR,
   displayPath,
+  probeSessionAccounts,
   probeSimulatorSession,
   readSimulatorSession,
+  type SessionServiceAccount,
+  sessionAccountEntries,
   sessionFilePath,
   type SimulatorSession,
   SimulatorSessionError,
@@ -26,6 +29,15 @@ export async function withSimulatorSession(env: ServiceEnv, logger: Logger, dir:
   const live = await liveSession(logger, dir, 'its secret can no longer verify anything', 'PAYHOOKS_WEBHOOK_SECRET');
   if (!live) return env;
   const { session, secret, file } = live;
+  const accounts = sessionAccountEntries(session);
+  if (accounts.length > 1) {
+    // Until serve receives per account, the session's organizations cannot all be received here; say so rather
+    // than take the first one's secret and leave the others' deliveries refused.
+    logger.warn(
+      `not using the simulator session from ${file}: it runs ${accounts.length} organizations (${accounts.map((a) => a.id).join(', ')}), each delivering to its own /webhooks/<account> route, and this serve receives for one account at /webhooks. Run payhooks simulate without --accounts, or set PAYHOOKS_WEBHOOK_SECRET.`,
+    );
+    return env;
+  }
   const apiFromSession = env.PAYHOOKS_API_KEY === undefined && env.PAYHOOKS_API_URL === undefined;
   logger.info(
     apiFromSession
@@ -38,6 +50,35 @@ export async function withSimulatorSession(env: ServiceEnv, logger: Logger, dir:
     PAYHOOKS_WEBHOOK_SECRET: [secret],
     ...(apiFromSession ? { PAYHOOKS_API_KEY: session.apiKey, PAYHOOKS_API_URL: session.url } : {}),
   };
+}
+
+/**
+ * The accounts of a running simulator's session, `{ id, apiKey, apiUrl, secrets }` each with its endpoint's
+ * current secret (asked with that organization's own key), for serve to receive on `/webhooks/<id>` for each:
+ * undefined (with a warning that says why) when there is no session, it is broken, or its simulator stopped.
+ * A session of one organization gives one account, `default`.
+ *
+ * @example
+ * const accounts = await simulatorSessionAccounts(logger); // [{ id: 'acct_1', apiKey, apiUrl, secrets: [current] }, …]
+ */
+export async function simulatorSessionAccounts(
+  logger: SessionLog,
+  dir: string = DEFAULT_SESSION_DIR,
+): Promise<SessionServiceAccount[] | undefined> {
+  const file = displayPath(sessionFilePath(dir));
+  const session = await readSessionOrWarn(logger, dir);
+  if (!session) return undefined;
+  const probe = await probeSessionAccounts(session);
+  if (!probe.live) {
+    logger.warn(
+      `not using the simulator session from ${file}: ${probe.reason}, so its secrets can no longer verify anything. Run payhooks simulate --forward-to URL again.`,
+    );
+    return undefined;
+  }
+  logger.info(
+    `using the simulator session from ${file}: ${probe.accounts.length} account${probe.accounts.length === 1 ? '' : 's'} (${probe.accounts.map((a) => a.id).join(', ')}), secrets and API at ${session.url}`,
+  );
+  return probe.accounts;
 }
 
 /** Where {@link withSimulatorSessionApi} reports what it did: a pino logger, or a command's stderr. */
@@ -80,14 +121,7 @@ async function liveSession(
   override: string,
 ): Promise<{ session: SimulatorSession; secret: string; file: string } | undefined> {
   const file = displayPath(sessionFilePath(dir));
-  let session: SimulatorSession | undefined;
-  try {
-    session = await readSimulatorSession(dir);
-  } catch (err) {
-    if (!(err instanceof SimulatorSessionError)) throw err;
-    logger.warn(`ignoring the simulator session: ${err.message.replace(/^payhooks: /, '')}`);
-    return undefined;
-  }
+  const session = await readSessionOrWarn(logger, dir);
   if (!session) return undefined;
   const probe = await probeSimulatorSession(session);
   if (!probe.live) {
@@ -97,6 +131,17 @@ async function liveSession(
     return undefined;
   }
   return { session, secret: probe.secret, file };
+}
+
+/** The session file in `dir`; undefined when there is none, or (with a warning) when it is not a session. */
+async function readSessionOrWarn(logger: SessionLog, dir: string): Promise<SimulatorSession | undefined> {
+  try {
+    return await readSimulatorSession(dir);
+  } catch (err) {
+    if (!(err instanceof SimulatorSessionError)) throw err;
+    logger.warn(`ignoring the simulator session: ${err.message.replace(/^payhooks: /, '')}`);
+    return undefined;
+  }
 }
 
 // A simulator forwarding to another port or path than this serve listens on delivers nothing here; say so now
