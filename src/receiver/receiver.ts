@@ -170,7 +170,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     note.account = account;
     const scheme = schemes.get(account);
     if (scheme === undefined) note.unknownAccount = true;
-    return { maxBodyBytes, scheme: scheme ?? decoy, log, accountRoute: accountRoute || scheme === undefined };
+    // The decoy's verdict is not this delivery's: it logs nothing of it (refusal() says what happened).
+    return { maxBodyBytes, scheme: scheme ?? decoy, log: scheme ? log : undefined, accountRoute: accountRoute || scheme === undefined };
   }
 
   /** {@link refusalOf} for the request's route: an unknown account's delivery is refused whatever its signature. */
@@ -178,6 +179,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     const refused = refusalOf(request, note, checksOf(request, note));
     if (!note.unknownAccount) return refused;
     note.verified = false;
+    // The id comes from the request's path: shown cut short, never trusted.
+    log?.warn({ account: request.account?.slice(0, 64) ?? DEFAULT_ACCOUNT }, 'a delivery for an account that is not configured; answered 404');
     if (refused === undefined || refused.status === 404) return errorResponse(404, NO_SUCH_ENDPOINT);
     return refused;
   }
