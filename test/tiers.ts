@@ -180,6 +180,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/service/app-worker-child.test.ts',
     'test/simulator/cli.test.ts',
     'test/simulator/first-session.test.ts',
+    'test/simulator/organizations-serve.test.ts',
     'test/store/data-dir-lock.test.ts',
     'test/sync/http-forward.test.ts',
     'test/sync/reconcile.test.ts',

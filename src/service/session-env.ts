@@ -31,10 +31,10 @@ export async function withSimulatorSession(env: ServiceEnv, logger: Logger, dir:
   const { session, secret, file } = live;
   const accounts = sessionAccountEntries(session);
   if (accounts.length > 1) {
-    // Until serve receives per account, the session's organizations cannot all be received here; say so rather
-    // than take the first one's secret and leave the others' deliveries refused.
+    // Only the caller can take several organizations as accounts (withSimulatorSessionAccounts); taking the first
+    // one's secret here would leave the others' deliveries refused, so say so instead.
     logger.warn(
-      `not using the simulator session from ${file}: it runs ${accounts.length} organizations (${accounts.map((a) => a.id).join(', ')}), each delivering to its own /webhooks/<account> route, and this serve receives for one account at /webhooks. Run payhooks simulate without --accounts, or set PAYHOOKS_WEBHOOK_SECRET.`,
+      `not using the simulator session from ${file}: it runs ${accounts.length} organizations (${accounts.map((a) => a.id).join(', ')}), and serve takes them as its accounts only when its configuration file names none. Leave accounts out of the configuration file, run payhooks simulate without --accounts, or set PAYHOOKS_WEBHOOK_SECRET.`,
     );
     return env;
   }
@@ -44,7 +44,7 @@ export async function withSimulatorSession(env: ServiceEnv, logger: Logger, dir:
       ? `using the simulator session from ${file}: secret and API at ${session.url}; set PAYHOOKS_WEBHOOK_SECRET to override`
       : `using the simulator session from ${file}: secret of endpoint ${session.endpointId} (the API from PAYHOOKS_API_KEY / PAYHOOKS_API_URL); set PAYHOOKS_WEBHOOK_SECRET to override`,
   );
-  warnIfNotForwardedHere(session.forwardTo, env, logger);
+  warnIfNotForwardedHere([{ id: undefined, forwardTo: session.forwardTo }], env, logger);
   return {
     ...env,
     PAYHOOKS_WEBHOOK_SECRET: [secret],
@@ -79,6 +79,37 @@ export async function simulatorSessionAccounts(
     `using the simulator session from ${file}: ${probe.accounts.length} account${probe.accounts.length === 1 ? '' : 's'} (${probe.accounts.map((a) => a.id).join(', ')}), secrets and API at ${session.url}`,
   );
   return probe.accounts;
+}
+
+/** What `serve` takes from a simulator session: its environment, and one account per organization when there are several. */
+export interface SimulatorSessionSetup {
+  env: ServiceEnv;
+  /** Empty for a session of one organization (its secret and API are in `env`, as before accounts existed). */
+  accounts: SessionServiceAccount[];
+}
+
+/**
+ * {@link withSimulatorSession} for a serve whose configuration names no accounts: a session of several
+ * organizations (`simulate --accounts N`) becomes one account each, received at `/webhooks/<id>` and verified with
+ * that organization's current secret, its handlers reading the simulator with its key; a session of one
+ * organization completes the environment as before (`/webhooks`, no path change). The environment's secret wins
+ * over both.
+ *
+ * @example
+ * const { env, accounts } = await withSimulatorSessionAccounts(readEnv('serve'), logger);
+ */
+export async function withSimulatorSessionAccounts(
+  env: ServiceEnv,
+  logger: Logger,
+  dir: string = DEFAULT_SESSION_DIR,
+): Promise<SimulatorSessionSetup> {
+  if (env.PAYHOOKS_WEBHOOK_SECRET?.length) return { env, accounts: [] };
+  // A quiet look first: a broken file is reported once, by whichever reader below takes it.
+  const peek = await readSimulatorSession(dir).catch(() => undefined);
+  if (!peek || sessionAccountEntries(peek).length < 2) return { env: await withSimulatorSession(env, logger, dir), accounts: [] };
+  const accounts = await simulatorSessionAccounts(logger, dir);
+  if (accounts) warnIfNotForwardedHere(sessionAccountEntries(peek), env, logger);
+  return { env, accounts: accounts ?? [] };
 }
 
 /** Where {@link withSimulatorSessionApi} reports what it did: a pino logger, or a command's stderr. */
@@ -145,15 +176,23 @@ async function readSessionOrWarn(logger: SessionLog, dir: string): Promise<Simul
 }
 
 // A simulator forwarding to another port or path than this serve listens on delivers nothing here; say so now
-// rather than leave the user waiting for events that go elsewhere.
-function warnIfNotForwardedHere(forwardTo: string, env: ServiceEnv, logger: Logger): void {
-  const target = new URL(forwardTo);
-  const local = ['127.0.0.1', 'localhost', '[::1]'].includes(target.hostname);
-  const port = Number(target.port || (target.protocol === 'https:' ? 443 : 80));
-  if (!local || env.PORT === 0) return;
-  if (port !== env.PORT || target.pathname !== '/webhooks') {
-    logger.warn(
-      `the simulator forwards to ${forwardTo}, but serve receives on port ${env.PORT} at /webhooks: deliveries will not arrive here${port !== env.PORT ? ` (start serve with PORT=${port})` : ''}`,
-    );
+// rather than leave the user waiting for events that go elsewhere. An account's path is /webhooks/<its id>.
+function warnIfNotForwardedHere(
+  targets: readonly { id: string | undefined; forwardTo: string }[],
+  env: ServiceEnv,
+  logger: Pick<Logger, 'warn'>,
+): void {
+  for (const { id, forwardTo } of targets) {
+    const target = new URL(forwardTo);
+    const local = ['127.0.0.1', 'localhost', '[::1]'].includes(target.hostname);
+    const port = Number(target.port || (target.protocol === 'https:' ? 443 : 80));
+    if (!local || env.PORT === 0) continue;
+    const path = id === undefined ? '/webhooks' : `/webhooks/${id}`;
+    if (port !== env.PORT || target.pathname !== path) {
+      logger.warn(
+        `the simulator forwards ${id === undefined ? '' : `account ${id}'s deliveries `}to ${forwardTo}, but serve receives ${id === undefined ? '' : 'them '}on port ${env.PORT} at ${path}: deliveries will not arrive here${port !== env.PORT ? ` (start serve with PORT=${port})` : ''}`,
+      );
+      return;
+    }
   }
 }

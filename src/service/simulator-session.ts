@@ -4,6 +4,7 @@ import { join, relative } from 'node:path';
 import { z } from 'zod';
 import { ApiConnectionError, createClient, NotFoundError, ServerError } from '../client/index.js';
 import { PayhooksError } from '../errors.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 
 // The file where `payhooks simulate --forward-to URL` leaves what `serve` and `trigger` need to reach it:
 // the simulator's address, a key, and the endpoint it registered with its signing secret. Written with mode
@@ -12,11 +13,6 @@ import { PayhooksError } from '../errors.js';
 
 /** The folder of the session file, relative to the working directory (the embedded database's folder too). */
 export const DEFAULT_SESSION_DIR = '.payhooks';
-/**
- * The account of a session file of one organization (what the simulator calls its one organization, and a
- * single-account payhooks its implicit account). Stated here too because the service does not import the simulator.
- */
-export const SESSION_SINGLE_ACCOUNT_ID = 'default';
 /** The session file's name inside that folder. */
 export const SESSION_FILE_NAME = 'simulator.json';
 
@@ -81,7 +77,7 @@ export function sessionAccountEntries(session: SimulatorSession): SessionAccount
   return (
     session.accounts ?? [
       {
-        id: SESSION_SINGLE_ACCOUNT_ID,
+        id: DEFAULT_ACCOUNT,
         apiKey: session.apiKey,
         endpointId: session.endpointId,
         secret: session.secret,

@@ -9,7 +9,7 @@ import { forwardOrganizations, forwardUrlFor, simulateOptionParsers } from '../.
 import { runTrigger } from '../../src/cli/trigger-command.js';
 import { EVENT_TYPES } from '../../src/events/index.js';
 import { readServiceEnv } from '../../src/service/environment.js';
-import { simulatorSessionAccounts, withSimulatorSession } from '../../src/service/session-env.js';
+import { simulatorSessionAccounts, withSimulatorSession, withSimulatorSessionAccounts } from '../../src/service/session-env.js';
 import { probeSessionAccounts, readSimulatorSession, sessionAccounts, type SimulatorSession } from '../../src/service/simulator-session.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
@@ -125,7 +125,25 @@ describe('a session of three organizations', () => {
     expect(sessionAccounts(single)).toEqual([{ id: 'default', apiKey: session.apiKey, apiUrl: session.url, secrets: [session.secret] }]);
   });
 
-  it("serve (receiving for one account) does not take the first organization's secret, and says why", async () => {
+  it('serve without accounts of its own takes one account per organization; its own secret wins over the session', async () => {
+    const { logger, lines } = recordingLogger();
+    const env = readServiceEnv({ PORT: new URL(receiverUrl).port });
+    const setup = await withSimulatorSessionAccounts(env, logger, join(dir, '.payhooks'));
+    expect(setup).toEqual({ env, accounts: sessionAccounts(session) });
+    expect(lines.map((l) => l.msg)).toEqual([expect.stringMatching(/: 3 accounts \(acct_1, acct_2, acct_3\)/)]);
+    const withSecret = readServiceEnv({ PORT: '8787', PAYHOOKS_WEBHOOK_SECRET: 'mine' });
+    expect(await withSimulatorSessionAccounts(withSecret, logger, join(dir, '.payhooks'))).toEqual({ env: withSecret, accounts: [] });
+    // On another port than the endpoints: one warning that says where they go.
+    const elsewhere = recordingLogger();
+    await withSimulatorSessionAccounts(readServiceEnv({ PORT: '8787' }), elsewhere.logger, join(dir, '.payhooks'));
+    expect(elsewhere.lines.map((l) => l.msg)).toContainEqual(
+      expect.stringMatching(
+        /forwards account acct_1's deliveries to .*\/webhooks\/acct_1, but serve receives them on port 8787 at \/webhooks\/acct_1: deliveries will not arrive here/,
+      ),
+    );
+  });
+
+  it("serve with accounts of its own does not take the first organization's secret, and says why", async () => {
     const { logger, lines } = recordingLogger();
     const env = readServiceEnv({ PORT: '8787' });
     expect(await withSimulatorSession(env, logger, join(dir, '.payhooks'))).toEqual(env);
