@@ -185,6 +185,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/worker/processes.test.ts',
   ],
   soak: [
+    'test/soak/account-fairness.test.ts',
     'test/cli/partition.test.ts',
     'test/cli/serve-broker-faults.test.ts',
     'test/receiver/bounded-memory.test.ts',

@@ -120,6 +120,7 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
     worker,
     api: { key: env.PAYHOOKS_API_KEY, url: env.PAYHOOKS_API_URL },
     console: { adminToken: env.PAYHOOKS_ADMIN_TOKEN },
+    metrics: { accountLabels: sync.accountLabels },
     logLevel: env.PAYHOOKS_LOG_LEVEL,
     tracing: { exporters: tracingExporters(env, sync.tracing.exporter), trustIncomingContext: sync.tracing.trustIncomingContext },
     configFile: sync.path,
