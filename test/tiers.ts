@@ -110,6 +110,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/long-queue.test.ts',
     'test/store/operator-queries.test.ts',
     'test/store/per-handler-claim.test.ts',
+    'test/store/prune-account.test.ts',
     'test/store/prune-replay-race.test.ts',
     'test/store/store.test.ts',
     'test/store/statement-timeout.test.ts',
