@@ -96,6 +96,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/receiver/quarantine-race.test.ts',
     'test/receiver/quarantine.test.ts',
     'test/receiver/trace-context.test.ts',
+    'test/service/account-budgets.test.ts',
     'test/service/alarms.test.ts',
     'test/service/service-library.test.ts',
     'test/service/tracing-tree.test.ts',
