@@ -45,6 +45,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/long-functions.test.ts',
     'test/public-surface.test.ts',
     'test/receiver/node-body-reader.test.ts',
+    'test/service/accounts-config.test.ts',
     'test/service/tracing-config.test.ts',
     'test/service/worker-process.test.ts',
     'test/signature/default-scheme.test.ts',
