@@ -89,6 +89,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/handlers/direct-debit-races.test.ts',
     'test/handlers/direct-debit.test.ts',
     'test/receiver/ack-budget.test.ts',
+    'test/receiver/account-adapters.test.ts',
     'test/receiver/adapters.test.ts',
     'test/receiver/durability.test.ts',
     'test/receiver/failures.test.ts',
