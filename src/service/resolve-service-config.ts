@@ -111,7 +111,9 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
       sessionAccounts = fromSession.accounts.map(({ id, secrets, apiKey, apiUrl }) => ({ id, secrets, apiKey, apiUrl, workerShare: 1 }));
     }
   }
-  const accounts = sync?.accounts ? accountsOf(sync.accounts, env, { source, cwd }, problems) : sessionAccounts;
+  const accounts = sync?.accounts
+    ? accountsOf(sync.accounts, env, { source, cwd, receiving: role !== 'worker' }, problems)
+    : sessionAccounts;
   ruleProblems(env, role, source, problems, accounts.length > 0);
 
   if (problems.length || !sync || !worker) return { config: undefined, problems, env: variables, sync };
@@ -129,6 +131,7 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
     worker,
     api: { key: env.PAYHOOKS_API_KEY, url: env.PAYHOOKS_API_URL },
     console: { adminToken: env.PAYHOOKS_ADMIN_TOKEN },
+    metrics: { accountLabels: sync.accountLabels },
     logLevel: env.PAYHOOKS_LOG_LEVEL,
     tracing: { exporters: tracingExporters(env, sync.tracing.exporter), trustIncomingContext: sync.tracing.trustIncomingContext },
     configFile: sync.path,
@@ -275,10 +278,10 @@ function ruleProblems(
 function accountsOf(
   entries: readonly AccountEntry[],
   env: Partial<ServiceEnv>,
-  where: { source: Readonly<Record<string, string | undefined>>; cwd: string },
+  where: { source: Readonly<Record<string, string | undefined>>; cwd: string; receiving: boolean },
   problems: ServiceConfigProblem[],
 ): ResolvedAccount[] {
-  const { accounts, problems: unread } = resolveAccounts(entries, { env: where.source, cwd: where.cwd });
+  const { accounts, problems: unread } = resolveAccounts(entries, { env: where.source, cwd: where.cwd, secrets: where.receiving });
   for (const message of unread) problems.push({ key: 'config', kind: 'file', message });
   for (const account of accounts) {
     if (account.secrets.length > 0) {
