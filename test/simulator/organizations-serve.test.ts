@@ -92,8 +92,8 @@ describe('serve beside simulate --accounts 3', () => {
         60_000,
       );
       expect(crossed.code).toBe(1);
-      // serve answers a delivery its route's account cannot verify as it answers one for no account (a 4xx).
-      expect(crossed.stdout).toMatch(/^HTTP 40[14]$/m);
+      // serve answers a delivery its route's account cannot verify as it answers one for no account (docs/accounts.md).
+      expect(crossed.stdout).toMatch(/^HTTP 404$/m);
       const crossedId = /sent CUSTOMER_UPDATED (evt_\S+)/.exec(crossed.stdout)?.[1];
       expect(crossedId).toBeDefined();
       const own = await runCli(
