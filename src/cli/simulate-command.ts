@@ -226,11 +226,34 @@ ${blocks.join('\n')}
   It is removed when the simulator stops.
 
   Next, in another terminal in this folder:
-    payhooks trigger cash-payment --account ${accounts[1]!.id}   # runs in that organization (default: ${accounts[0]!.id})
+${accountsNextSteps(accounts)}
 
   The interface: ${url}/openapi.json. Deliveries: GET ${url}/v1/webhook-events (each key sees its own).
   Everything is in memory and lost on exit. Ctrl-C stops it.
 `;
+}
+
+// serve takes the session's organizations as its accounts, each on /webhooks/<id>: say so when that is where they go.
+function accountsNextSteps(accounts: readonly SessionAccount[]): string {
+  const first = new URL(accounts[0]!.forwardTo);
+  const port = first.port || (first.protocol === 'https:' ? '443' : '80');
+  const toServe = accounts.every((account) => {
+    const url = new URL(account.forwardTo);
+    return ['127.0.0.1', 'localhost'].includes(url.hostname) && url.port === first.port && url.pathname === `/webhooks/${account.id}`;
+  });
+  const lines = [
+    ...(toServe
+      ? [
+          [
+            `${port === '8787' ? '' : `PORT=${port} `}payhooks serve`,
+            'receives each organization on /webhooks/<id>, verified with its own secret',
+          ],
+        ]
+      : []),
+    [`payhooks trigger cash-payment --account ${accounts[1]!.id}`, `runs in that organization (default: ${accounts[0]!.id})`],
+  ];
+  const width = Math.max(...lines.map(([command]) => command!.length));
+  return lines.map(([command, comment]) => `    ${command!.padEnd(width)}   # ${comment}`).join('\n');
 }
 
 /**

@@ -51,6 +51,7 @@ describe('serve beside simulate --accounts 3', () => {
       const simulateDone = collect(simulate, 170_000);
       const sessionFile = join(dir, '.payhooks', 'simulator.json');
       await waitFor(() => existsSync(sessionFile) && simulateOut().includes('Ctrl-C stops it'), 'the session file', 60_000);
+      expect(simulateOut()).toMatch(new RegExp(`PORT=${servePort} payhooks serve +# receives each organization on /webhooks/<id>`));
       const session = JSON.parse(readFileSync(sessionFile, 'utf8')) as { accounts: { id: string; forwardTo: string }[] };
       expect(session.accounts.map((a) => a.forwardTo)).toEqual(ACCOUNTS.map((id) => `http://127.0.0.1:${servePort}/webhooks/${id}`));
 
