@@ -122,7 +122,8 @@ export interface SessionLog {
  * The API part of {@link withSimulatorSession}, for the commands that read the service's API but receive no
  * deliveries (`verify`, `backfill`): with `PAYHOOKS_API_KEY` and `PAYHOOKS_API_URL` both unset and a live simulator
  * session in `dir`, the simulator is the API, as it is for `serve` beside it. The same file, the same checks (a
- * broken file or a stopped simulator is ignored with a warning) and one line that says so.
+ * broken file or a stopped simulator is ignored with a warning) and one line that says so. With several
+ * organizations (`simulate --accounts`), `account`'s key (default: the first organization's).
  *
  * @example
  * const env = await withSimulatorSessionApi(ctx.env('verify'), log);
@@ -131,14 +132,25 @@ export async function withSimulatorSessionApi<E extends { PAYHOOKS_API_KEY?: str
   env: E,
   logger: SessionLog,
   dir: string = DEFAULT_SESSION_DIR,
+  account?: string,
 ): Promise<E> {
   if (env.PAYHOOKS_API_KEY !== undefined || env.PAYHOOKS_API_URL !== undefined) return env;
   const live = await liveSession(logger, dir, 'it is not the API any more', 'PAYHOOKS_API_KEY and PAYHOOKS_API_URL');
   if (!live) return env;
+  // Several organizations: the one asked for, else the first; each key reads only its own organization's data.
+  const accounts = sessionAccountEntries(live.session);
+  const chosen = account === undefined ? accounts[0]! : accounts.find((entry) => entry.id === account);
+  if (!chosen) {
+    logger.warn(
+      `not using the simulator session from ${live.file}: it has no account ${account} (it lists ${accounts.map((a) => a.id).join(', ')}).`,
+    );
+    return env;
+  }
+  const whose = accounts.length > 1 ? ` as account ${chosen.id} (of ${accounts.map((a) => a.id).join(', ')})` : '';
   logger.info(
-    `using the simulator session from ${live.file}: the API at ${live.session.url}; set PAYHOOKS_API_KEY and PAYHOOKS_API_URL to override`,
+    `using the simulator session from ${live.file}: the API at ${live.session.url}${whose}; set PAYHOOKS_API_KEY and PAYHOOKS_API_URL to override`,
   );
-  return { ...env, PAYHOOKS_API_KEY: live.session.apiKey, PAYHOOKS_API_URL: live.session.url };
+  return { ...env, PAYHOOKS_API_KEY: chosen.apiKey, PAYHOOKS_API_URL: live.session.url };
 }
 
 /**

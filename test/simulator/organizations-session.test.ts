@@ -9,7 +9,12 @@ import { forwardOrganizations, forwardUrlFor, simulateOptionParsers } from '../.
 import { runTrigger } from '../../src/cli/trigger-command.js';
 import { EVENT_TYPES } from '../../src/events/index.js';
 import { readServiceEnv } from '../../src/service/environment.js';
-import { simulatorSessionAccounts, withSimulatorSession, withSimulatorSessionAccounts } from '../../src/service/session-env.js';
+import {
+  simulatorSessionAccounts,
+  withSimulatorSession,
+  withSimulatorSessionAccounts,
+  withSimulatorSessionApi,
+} from '../../src/service/session-env.js';
 import { probeSessionAccounts, readSimulatorSession, sessionAccounts, type SimulatorSession } from '../../src/service/simulator-session.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
@@ -141,6 +146,29 @@ describe('a session of three organizations', () => {
         /forwards account acct_1's deliveries to .*\/webhooks\/acct_1, but serve receives them on port 8787 at \/webhooks\/acct_1: deliveries will not arrive here/,
       ),
     );
+  });
+
+  it("gives verify and backfill one organization's key: the first, or the one asked for", async () => {
+    const base = { PAYHOOKS_API_KEY: undefined, PAYHOOKS_API_URL: undefined };
+    const logged: string[] = [];
+    const log = { info: (m: string) => logged.push(m), warn: (m: string) => logged.push(`warn: ${m}`) };
+    const sessionDir = join(dir, '.payhooks');
+    expect(await withSimulatorSessionApi(base, log, sessionDir)).toEqual({
+      PAYHOOKS_API_KEY: session.accounts![0]!.apiKey,
+      PAYHOOKS_API_URL: simulator.url,
+    });
+    expect(await withSimulatorSessionApi(base, log, sessionDir, 'acct_3')).toEqual({
+      PAYHOOKS_API_KEY: session.accounts![2]!.apiKey,
+      PAYHOOKS_API_URL: simulator.url,
+    });
+    expect(await withSimulatorSessionApi(base, log, sessionDir, 'acct_9')).toEqual(base);
+    expect(logged).toEqual([
+      expect.stringMatching(/the API at \S+ as account acct_1 \(of acct_1, acct_2, acct_3\)/),
+      expect.stringMatching(/as account acct_3 \(of/),
+      expect.stringMatching(
+        /^warn: not using the simulator session from .*: it has no account acct_9 \(it lists acct_1, acct_2, acct_3\)\.$/,
+      ),
+    ]);
   });
 
   it("serve with accounts of its own does not take the first organization's secret, and says why", async () => {
