@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { describeDatabaseUrl } from '../../src/internal/describe-url.js';
+import { parseConnectionHosts } from '../../src/store/connection-hosts.js';
+
+describe('parseConnectionHosts (libpq host lists)', () => {
+  it('reads hosts and ports as lists from a URL, defaulting a missing port to 5432, and keeps the rest for node-postgres', () => {
+    const read = parseConnectionHosts(
+      'postgres://app:s%3Acret@db1:5433,db2,[::1]:6000/payhooks?target_session_attrs=read-write&sslmode=disable',
+    );
+    expect(read.hosts).toEqual([
+      { host: 'db1', port: 5433 },
+      { host: 'db2', port: 5432 },
+      { host: '::1', port: 6000 },
+    ]);
+    expect(read.targetSessionAttrs).toBe('read-write');
+    expect(read.connectionString).toBe('postgres://app:s%3Acret@db1:5433/payhooks?sslmode=disable');
+  });
+
+  it('defaults to read-write with several hosts and to any with one; primary reads as read-write', () => {
+    expect(parseConnectionHosts('postgres://db1,db2/x').targetSessionAttrs).toBe('read-write');
+    expect(parseConnectionHosts('postgres://db1/x').targetSessionAttrs).toBe('any');
+    expect(parseConnectionHosts('postgres://db1,db2/x?target_session_attrs=any').targetSessionAttrs).toBe('any');
+    expect(parseConnectionHosts('postgres://db1/x?target_session_attrs=primary').targetSessionAttrs).toBe('read-write');
+  });
+
+  it('gives a URL of one host back unchanged', () => {
+    const url = 'postgresql://me:pw@127.0.0.1:5432/test?application_name=x';
+    expect(parseConnectionHosts(url)).toEqual({
+      hosts: [{ host: '127.0.0.1', port: 5432 }],
+      targetSessionAttrs: 'any',
+      connectionString: url,
+    });
+  });
+
+  it('reads host and port lists from the query, pairing one port with every host', () => {
+    expect(parseConnectionHosts('postgres:///db?host=a,b&port=7000').hosts).toEqual([
+      { host: 'a', port: 7000 },
+      { host: 'b', port: 7000 },
+    ]);
+    expect(parseConnectionHosts('postgres://u@x/db?host=a,b&port=7000,7001').connectionString).toBe('postgres://u@a:7000/db');
+  });
+
+  it('reads the keyword form, quoted values included, into a URL', () => {
+    const read = parseConnectionHosts("host=h1,h2 port=5432,5433 dbname=pay user=app password='it\\'s x' sslmode=disable");
+    expect(read.hosts).toEqual([
+      { host: 'h1', port: 5432 },
+      { host: 'h2', port: 5433 },
+    ]);
+    expect(read.targetSessionAttrs).toBe('read-write');
+    const url = new URL(read.connectionString);
+    expect([url.hostname, url.port, url.pathname, decodeURIComponent(url.username), url.searchParams.get('sslmode')]).toEqual([
+      'h1',
+      '5432',
+      '/pay',
+      'app',
+      'disable',
+    ]);
+    expect(decodeURIComponent(url.password)).toBe("it's x");
+  });
+
+  it('refuses what it cannot use, saying why and never showing the password', () => {
+    const refusals = [
+      ['postgres://u:hunter2@db1,,db2/x', /empty host/],
+      ['postgres://u:hunter2@db1:99999,db2/x', /invalid port "99999"/],
+      ['postgres://u:hunter2@db1,db2/x?target_session_attrs=standby', /payhooks writes, so use read-write/],
+      ['postgres://u:hunter2@x/db?host=a,b,c&port=1,2', /3 hosts but 2 ports/],
+      ['host=a port=5432 password=hunter2 !!', /cannot read from position/],
+      ['mysql://u:hunter2@db/x', /neither a postgres:\/\/ URL nor libpq keywords/],
+    ] as const;
+    for (const [text, message] of refusals) {
+      let thrown: unknown;
+      try {
+        parseConnectionHosts(text);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, text).toBeInstanceOf(TypeError);
+      expect((thrown as Error).message).toMatch(message);
+      expect((thrown as Error).message).not.toContain('hunter2');
+    }
+  });
+
+  it('describes a URL of several hosts without its password or parameters', () => {
+    expect(describeDatabaseUrl('postgres://app:hunter2@db1:5432,db2:5433/payhooks?target_session_attrs=read-write')).toBe(
+      'postgres://app@db1:5432,db2:5433/payhooks',
+    );
+  });
+});
