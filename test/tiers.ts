@@ -190,6 +190,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/partition.test.ts',
     'test/cli/serve-broker-faults.test.ts',
     'test/receiver/bounded-memory.test.ts',
+    'test/receiver/two-receivers.test.ts',
     'test/store/partition-upkeep-beside-outcomes.test.ts',
     'test/store/ha-failover.test.ts',
     'test/sync/broker-faults.test.ts',

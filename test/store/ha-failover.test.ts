@@ -13,8 +13,8 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
-import { envelope, signedDelivery } from '../helpers/deliveries.js';
 import { type HaNode, type HaPair, haPairUnavailable, startHaPair } from '../helpers/ha-pair.js';
+import { describeFigures, sendUnderLoad } from '../helpers/retrying-sender.js';
 import { waitFor } from '../helpers/wait.js';
 
 const unavailable = haPairUnavailable();
@@ -23,121 +23,6 @@ if (unavailable) console.warn(`[payhooks tests] the HA failover tests are SKIPPE
 
 const SECRET = 'ha-failover-secret';
 const RATE = 200; // deliveries a second
-const LOAD_MS = 12_000;
-const FAULT_AT_MS = 4_000;
-/** Requests in flight at once, at most: a sender has a bounded number of connections (the simulator's slots). */
-const SENDER_SLOTS = 64;
-/** How long a delivery keeps being retried: bounded, as the service's retries are. */
-const GIVE_UP_MS = 90_000;
-
-/** A counting semaphore: take() waits for a free slot. */
-class Slots {
-  #free: number;
-  readonly #waiting: (() => void)[] = [];
-  constructor(count: number) {
-    this.#free = count;
-  }
-  async take(): Promise<void> {
-    if (this.#free > 0) {
-      this.#free--;
-      return;
-    }
-    await new Promise<void>((resolve) => this.#waiting.push(resolve));
-  }
-  give(): void {
-    const next = this.#waiting.shift();
-    if (next) next();
-    else this.#free++;
-  }
-}
-
-interface LoadFigures {
-  sent: number;
-  acked: Set<string>;
-  status503: number;
-  otherStatus: number;
-  connectionErrors: number;
-  longestGapMs: number;
-  errorReasons: Map<string, number>;
-  /** The longest the receiver took to answer one request: its ack budget bounds it. */
-  slowestAnswerMs: number;
-}
-
-/** Posts RATE deliveries a second for LOAD_MS, each retried every 100 ms until a 2xx; runs `fault` at FAULT_AT_MS. */
-async function sendUnderLoad(url: string, run: string, fault: () => Promise<void>): Promise<LoadFigures> {
-  const scheme = createDefaultScheme({ secrets: SECRET });
-  const figures: LoadFigures = {
-    sent: 0,
-    acked: new Set(),
-    status503: 0,
-    otherStatus: 0,
-    connectionErrors: 0,
-    longestGapMs: 0,
-    errorReasons: new Map(),
-    slowestAnswerMs: 0,
-  };
-  const slots = new Slots(SENDER_SLOTS);
-  const started = performance.now();
-  let last2xx = started;
-  const deliver = async (i: number) => {
-    const eventId = `evt_${run}_${i}`;
-    const body = envelope(eventId);
-    // Its own customer each, so that the worker may run them side by side (one resource's events run one at a time).
-    body.data.id = `cus_${run}_${i}`;
-    const giveUpAt = performance.now() + GIVE_UP_MS;
-    let attempt = 0;
-    while (performance.now() < giveUpAt) {
-      const delivery = signedDelivery(scheme, body);
-      await slots.take();
-      const sentAt = performance.now();
-      let status = 0;
-      try {
-        const response = await fetch(url, {
-          method: 'POST',
-          headers: delivery.headers,
-          body: delivery.body,
-          signal: AbortSignal.timeout(10_000),
-        });
-        await response.text();
-        status = response.status;
-        figures.slowestAnswerMs = Math.max(figures.slowestAnswerMs, performance.now() - sentAt);
-      } catch (error) {
-        figures.connectionErrors++;
-        const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-        const reason = cause?.code ?? cause?.message ?? (error as Error).message;
-        figures.errorReasons.set(reason, (figures.errorReasons.get(reason) ?? 0) + 1);
-      } finally {
-        slots.give();
-      }
-      if (status === 200) {
-        const now = performance.now();
-        figures.longestGapMs = Math.max(figures.longestGapMs, now - last2xx);
-        last2xx = now;
-        figures.acked.add(eventId);
-        return;
-      }
-      if (status === 503) figures.status503++;
-      else if (status !== 0) figures.otherStatus++;
-      // Exponential backoff with jitter, as a sender retries (a fixed 100 ms made a retry storm of the backlog).
-      attempt++;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2)));
-    }
-  };
-  const deliveries: Promise<void>[] = [];
-  const total = (RATE * LOAD_MS) / 1000;
-  let faulted: Promise<void> | undefined;
-  for (let i = 0; i < total; i++) {
-    const due = started + (i * 1000) / RATE;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    if (faulted === undefined && performance.now() - started >= FAULT_AT_MS) faulted = fault();
-    deliveries.push(deliver(i));
-    figures.sent++;
-  }
-  await Promise.all([...deliveries, faulted]);
-  return figures;
-}
-
 /** A connection straight to one node (not through payhooks). */
 async function onNode<T>(node: HaNode, use: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ host: '127.0.0.1', port: node.port, user: 'postgres', database: 'payhooks' });
@@ -221,7 +106,15 @@ describe.skipIf(unavailable !== undefined)('failover of a real HA pair under loa
     serverSlowestMs = 0;
     loopDelay.reset();
     loopDelay.enable();
-    const figures = await sendUnderLoad(receiverUrl, run, () => fault(before));
+    const figures = await sendUnderLoad({
+      url: receiverUrl,
+      scheme: createDefaultScheme({ secrets: SECRET }),
+      run,
+      rate: RATE,
+      durationMs: 12_000,
+      faultAtMs: 4_000,
+      fault: () => fault(before),
+    });
     loopDelay.disable();
     const after = await pair.primary();
     const ids = [...figures.acked];
@@ -250,9 +143,8 @@ describe.skipIf(unavailable !== undefined)('failover of a real HA pair under loa
     }));
     const twice = effects.filter((r) => Number(r.n) !== 1);
     console.info(
-      `[ha-failover] ${run}: ${before.name} -> ${after.name}; ${figures.sent} deliveries at ${RATE}/s, ${figures.acked.size} acknowledged; ` +
-        `${figures.status503} answers 503, ${figures.otherStatus} other non-2xx, ${figures.connectionErrors} connection errors ${JSON.stringify(Object.fromEntries(figures.errorReasons))}; ` +
-        `longest time without a 2xx ${Math.round(figures.longestGapMs)} ms; slowest answer ${Math.round(figures.slowestAnswerMs)} ms ` +
+      `[ha-failover] ${run}: ${before.name} -> ${after.name} at ${RATE} deliveries/s; ` +
+        `${describeFigures(figures)} ` +
         `(${Math.round(serverSlowestMs)} ms in the receiver; event loop delay at most ${Math.round(loopDelay.max / 1e6)} ms)`,
     );
     // The fault happened: the primary moved. Then nothing lost, nothing twice.
