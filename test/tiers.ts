@@ -20,6 +20,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/architecture.test.ts',
     'test/cli/arguments.test.ts',
     'test/store/connection-hosts.test.ts',
+    'test/docs/deployment.test.ts',
     'test/cli/env.test.ts',
     'test/cli/serve-doctor-agree.test.ts',
     'test/cli/until-signal.test.ts',
