@@ -134,7 +134,9 @@ function parseKeywordForm(text: string): ConnectionHosts {
   const user = values.get('user');
   const password = values.get('password');
   const userinfo =
-    user === undefined ? '' : `${encodeURIComponent(user)}${password === undefined ? '' : `:${encodeURIComponent(password)}`}@`;
+    user === undefined && password === undefined
+      ? ''
+      : `${encodeURIComponent(user ?? '')}${password === undefined ? '' : `:${encodeURIComponent(password)}`}@`;
   const database = values.get('dbname');
   const params = new URLSearchParams();
   for (const [key, value] of values) if (!URL_PARTS.has(key)) params.set(key, value);
@@ -162,4 +164,20 @@ function readKeywords(text: string): Map<string, string> {
     );
   }
   return values;
+}
+
+/**
+ * The password a connection string carries (URL or keyword form, one host or several), to keep it out of messages;
+ * undefined when it has none or cannot be read.
+ *
+ * @example
+ * connectionPassword('postgres://app:hunter2@db1,db2/payhooks') // 'hunter2'
+ */
+export function connectionPassword(connection: string): string | undefined {
+  try {
+    const password = new URL(parseConnectionHosts(connection).connectionString).password;
+    return password ? decodeURIComponent(password) : undefined;
+  } catch {
+    return undefined;
+  }
 }

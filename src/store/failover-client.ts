@@ -6,7 +6,9 @@ export class NotPrimaryError extends Error {
   /** SQLSTATE 25006 (read_only_sql_transaction), as a write on that server would fail: callers that know it treat it alike. */
   readonly code = '25006';
   constructor(host: DatabaseHost) {
-    super(`${host.host}:${host.port} does not accept writes (a standby, or a primary being demoted); trying the next host`);
+    super(
+      `${host.host}:${host.port} does not accept writes (a standby, or a primary being demoted), and target_session_attrs=read-write asks for the primary`,
+    );
     this.name = 'NotPrimaryError';
   }
 }

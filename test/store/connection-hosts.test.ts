@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { describeDatabaseUrl } from '../../src/internal/describe-url.js';
-import { parseConnectionHosts } from '../../src/store/connection-hosts.js';
+import { explainedDatabaseError } from '../../src/cli/database-error.js';
+import { connectionPassword, parseConnectionHosts } from '../../src/store/connection-hosts.js';
 
 describe('parseConnectionHosts (libpq host lists)', () => {
   it('reads hosts and ports as lists from a URL, defaulting a missing port to 5432, and keeps the rest for node-postgres', () => {
@@ -84,5 +85,28 @@ describe('parseConnectionHosts (libpq host lists)', () => {
     expect(describeDatabaseUrl('postgres://app:hunter2@db1:5432,db2:5433/payhooks?target_session_attrs=read-write')).toBe(
       'postgres://app@db1:5432,db2:5433/payhooks',
     );
+  });
+
+  it('finds the password of any form, so that messages can leave it out', () => {
+    expect(connectionPassword('postgres://app:hun%40ter2@db1:5432,db2:5433/payhooks')).toBe('hun@ter2');
+    expect(connectionPassword("host=a,b password='hunter 2' dbname=x")).toBe('hunter 2');
+    expect(connectionPassword('postgres://app@db1,db2/payhooks')).toBeUndefined();
+    expect(connectionPassword('not a connection string')).toBeUndefined();
+  });
+
+  it("explains a refused connection to any of the hosts as the database's, without the password", () => {
+    const url = 'postgres://app:hunter2@127.0.0.1:6001,127.0.0.1:6002/payhooks';
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6002 (password hunter2)'), {
+      code: 'ECONNREFUSED',
+      port: 6002,
+    });
+    const explained = explainedDatabaseError(url, refused) as Error;
+    expect(explained.message).toMatch(
+      /cannot use the PostgreSQL database of DATABASE_URL \(postgres:\/\/app@127\.0\.0\.1:6001,127\.0\.0\.1:6002\/payhooks\)/,
+    );
+    expect(explained.message).not.toContain('hunter2');
+    // A socket to a port of none of the hosts (a broker) is not the database's.
+    const other = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5672'), { code: 'ECONNREFUSED', port: 5672 });
+    expect(explainedDatabaseError(url, other)).toBe(other);
   });
 });
