@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { describeDatabaseUrl } from '../../src/internal/describe-url.js';
 import { explainedDatabaseError } from '../../src/cli/database-error.js';
 import { connectionPassword, parseConnectionHosts } from '../../src/store/connection-hosts.js';
+import { HostRotation } from '../../src/store/failover-client.js';
 
 describe('parseConnectionHosts (libpq host lists)', () => {
   it('reads hosts and ports as lists from a URL, defaulting a missing port to 5432, and keeps the rest for node-postgres', () => {
@@ -108,5 +109,21 @@ describe('parseConnectionHosts (libpq host lists)', () => {
     // A socket to a port of none of the hosts (a broker) is not the database's.
     const other = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5672'), { code: 'ECONNREFUSED', port: 5672 });
     expect(explainedDatabaseError(url, other)).toBe(other);
+  });
+
+  it('rotates to the next host once however many connections to the failed one report it, and comes round again', () => {
+    const rotation = new HostRotation([
+      { host: 'db1', port: 5432 },
+      { host: 'db2', port: 5432 },
+    ]);
+    expect(rotation.current()).toEqual({ host: 'db1', port: 5432 });
+    // Ten pooled connections to db1 fail at once: db2 is tried next, not db1 again after an even count.
+    for (let i = 0; i < 10; i++) rotation.failed({ host: 'db1', port: 5432 });
+    expect(rotation.current()).toEqual({ host: 'db2', port: 5432 });
+    rotation.failed({ host: 'db1', port: 5432 });
+    expect(rotation.current()).toEqual({ host: 'db2', port: 5432 });
+    rotation.failed({ host: 'db2', port: 5432 });
+    expect(rotation.current()).toEqual({ host: 'db1', port: 5432 });
+    expect(() => new HostRotation([])).toThrow(TypeError);
   });
 });
