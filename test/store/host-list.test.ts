@@ -40,6 +40,31 @@ describe.skipIf(!pgUrl)('a DATABASE_URL listing several hosts', () => {
     }
   });
 
+  it('drops a connection whose write is refused with 25006 (a demoted primary) and goes on, through the host list, on a new one', {
+    timeout: 30_000,
+  }, async () => {
+    const real = new URL(pgUrl!);
+    const dead = await closedPort();
+    const url = `${real.protocol}//${real.username ? `${real.username}@` : ''}127.0.0.1:${dead},${real.host}${real.pathname}`;
+    const store = await openDatabase({ url, schema: uniqueSchema('hosts'), poolSize: 1 });
+    try {
+      const pid = async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(store.db)).rows[0]!.pid;
+      const first = await pid();
+      // The session turns read-only, as a primary demoted under its connections does.
+      await sql`set session characteristics as transaction read only`.execute(store.db);
+      const refused = await sql`create temporary table demoted (x int)`.execute(store.db).then(
+        () => 'written',
+        (error: unknown) => (error as { code?: string }).code,
+      );
+      expect(refused).toBe('25006');
+      // The next statement runs on a new connection, found by trying the hosts again (the dead one first), and writes.
+      expect(await pid()).not.toBe(first);
+      await sql`create temporary table demoted (x int)`.execute(store.db);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('refuses a server that does not accept writes when read-write is asked for, with SQLSTATE 25006', { timeout: 30_000 }, async () => {
     const readOnly = new URL(pgUrl!);
     readOnly.searchParams.set('target_session_attrs', 'read-write');
