@@ -41,7 +41,10 @@ export function parseConnectionHosts(connection: string): ConnectionHosts {
   const text = connection.trim();
   if (/^postgres(ql)?:\/\//i.test(text)) return parseUrlForm(text);
   if (/^\s*[a-z_]+\s*=/i.test(text)) return parseKeywordForm(text);
-  throw new TypeError('the database connection string is neither a postgres:// URL nor libpq keywords (host=… dbname=…)');
+  // node-postgres' own form for a Unix socket (`socket:/var/run/postgresql?db=payhooks`): one server, as it was.
+  if (/^socket:/i.test(text))
+    return { hosts: [{ host: 'localhost', port: DEFAULT_PORT }], targetSessionAttrs: 'any', connectionString: text };
+  throw new TypeError('the database connection string is neither a postgres:// URL nor libpq keywords (host=… dbname=…) nor socket:/path');
 }
 
 function parseUrlForm(url: string): ConnectionHosts {

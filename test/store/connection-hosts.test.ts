@@ -25,6 +25,10 @@ describe('parseConnectionHosts (libpq host lists)', () => {
     expect(parseConnectionHosts('postgres://db1/x?target_session_attrs=primary').targetSessionAttrs).toBe('read-write');
   });
 
+  it("passes node-postgres' socket: form through as it is", () => {
+    expect(parseConnectionHosts('socket:/var/run/postgresql?db=payhooks').connectionString).toBe('socket:/var/run/postgresql?db=payhooks');
+  });
+
   it('gives a URL of one host back unchanged', () => {
     const url = 'postgresql://me:pw@127.0.0.1:5432/test?application_name=x';
     expect(parseConnectionHosts(url)).toEqual({
