@@ -23,7 +23,7 @@ export function describeUrl(url: string): string {
  */
 export function describeDatabaseUrl(url: string): string {
   // Several hosts (libpq's `postgres://u@h1:5432,h2:5432/db`), which the URL parser refuses: the list as it is.
-  const multiHost = /^(postgres(?:ql)?:\/\/)(?:([^:@/?#]*)(?::[^@/?#]*)?@)?([^@/?#]*,[^@/?#]*)(\/[^?#]*)?/i.exec(url);
+  const multiHost = /^(postgres(?:ql)?:\/\/)(?:([^:@/?#]*)(?::[^@/?#]*)?@)?([^@/?#]*,[^@/?#]*)(?=[/?#]|$)(\/[^?#]*)?/i.exec(url);
   if (multiHost) {
     const [, scheme, user, hosts, path] = multiHost;
     return `${scheme}${user ? `${decodeURIComponent(user)}@` : ''}${hosts}${path && path !== '/' ? path : ''}`;

@@ -90,6 +90,8 @@ describe('parseConnectionHosts (libpq host lists)', () => {
     expect(describeDatabaseUrl('postgres://app:hunter2@db1:5432,db2:5433/payhooks?target_session_attrs=read-write')).toBe(
       'postgres://app@db1:5432,db2:5433/payhooks',
     );
+    // A comma in the password of one host is not a host list.
+    expect(describeDatabaseUrl('postgres://app:hun,ter2@db1:5432/payhooks')).toBe('postgres://app@db1:5432/payhooks');
   });
 
   it('finds the password of any form, so that messages can leave it out', () => {
