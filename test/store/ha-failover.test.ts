@@ -51,7 +51,7 @@ describe.skipIf(unavailable !== undefined)('failover of a real HA pair under loa
     await onNode(primary, (c) =>
       c.query('create table public.ha_effects (event_id text not null, written_at timestamptz not null default now())'),
     );
-    // Logs are kept to read on a failure; warnings and errors only.
+    // payhooks' warnings and errors, summed up by message after each run.
     const logger = pino({ level: 'warn' }, { write: (line: string) => void logged.push(line) });
     hooks = createPayhooks({
       secret: SECRET,
@@ -103,6 +103,7 @@ describe.skipIf(unavailable !== undefined)('failover of a real HA pair under loa
   /** Runs the load with `fault` at FAULT_AT_MS, waits for every event to be done, and checks the new primary. */
   async function survives(run: string, fault: (primary: HaNode) => Promise<void>) {
     const before = await pair.primary();
+    logged.length = 0;
     serverSlowestMs = 0;
     loopDelay.reset();
     loopDelay.enable();
@@ -142,6 +143,14 @@ describe.skipIf(unavailable !== undefined)('failover of a real HA pair under loa
       ).rows,
     }));
     const twice = effects.filter((r) => Number(r.n) !== 1);
+    const messages = new Map<string, number>();
+    for (const line of logged) {
+      const msg = String((JSON.parse(line) as { msg?: unknown }).msg).slice(0, 90);
+      messages.set(msg, (messages.get(msg) ?? 0) + 1);
+    }
+    console.info(
+      `[ha-failover] ${run}: payhooks logged ${logged.length} warnings and errors: ${JSON.stringify(Object.fromEntries(messages))}`,
+    );
     console.info(
       `[ha-failover] ${run}: ${before.name} -> ${after.name} at ${RATE} deliveries/s; ` +
         `${describeFigures(figures)} ` +
