@@ -1,6 +1,13 @@
 import { createDefaultScheme } from '../signature/index.js';
 
 /**
+ * The header a simulator on a manual clock adds to each delivery: its simulated time in ms since the epoch. Not
+ * signed, so only a receiver in the test-only mode `PAYHOOKS_TEST_SIMULATED_CLOCK=1` (or a scheme wrapped with
+ * `withSimulatedClock`) reads it, to measure the signature's age against the time the simulator signed it at.
+ */
+export const SIMULATED_TIME_HEADER = 'x-payhooks-simulated-time';
+
+/**
  * The headers of one delivery signed with the default scheme: `X-Webhook-Timestamp` and one `v1=<hex>` per
  * secret in `X-Webhook-Signature`, space-separated, the newest secret first. During a rotation's grace period
  * both the new and the old secret sign, so a receiver configured with either one verifies.
