@@ -52,6 +52,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/signature/hmac-scheme.test.ts',
     'test/signature/standard-webhooks.test.ts',
     'test/simulator/cli-arguments.test.ts',
+    'test/simulator/clock.test.ts',
     'test/simulator/events.test.ts',
     'test/simulator/flows.test.ts',
     'test/simulator/openapi.test.ts',

@@ -241,6 +241,19 @@ const VARIABLES = {
     ),
     { readBy: ['serve'], description: 'true: tracing off, whatever else says' },
   ),
+  PAYHOOKS_TEST_SIMULATED_CLOCK: variable(
+    blankIsUnset(
+      z
+        .string()
+        .transform((text) => ['true', '1'].includes(text.trim().toLowerCase()))
+        .optional(),
+    ),
+    {
+      readBy: ['serve'],
+      description:
+        "TEST ONLY. true: measure the signature's timestamp tolerance against the x-payhooks-simulated-time header of a simulator on a manual clock (anyone can send it: never in production)",
+    },
+  ),
   PAYHOOKS_LOG_LEVEL: variable(
     blankIsUnset(z.enum(LOG_LEVELS, { error: refusing(`must be one of ${LOG_LEVELS.join(', ')}`) }).default(LOGGER_DEFAULTS.level)),
     { readBy: [...SYNC_COMMANDS, 'simulate'], description: 'level of the JSON log lines on stdout' },

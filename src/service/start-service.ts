@@ -9,6 +9,7 @@ import { createAdminApi } from '../console/admin-api.js';
 import { PayhooksError } from '../errors.js';
 import { parseDuration } from '../internal/duration.js';
 import { createLogger } from '../logger.js';
+import { createDefaultScheme, withSimulatedClock } from '../signature/index.js';
 import { registerHealthMetrics } from '../metrics/health-metrics.js';
 import { createPayhooksMetrics, type PayhooksMetrics } from '../metrics/payhooks-metrics.js';
 import type { WorkerEvents } from '../worker/worker-events.js';
@@ -94,8 +95,16 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   }
   // The receiver's answers, for the silence and signature alarms.
   const watch = new DeliveryWatch();
+  if (config.receiver.trustSimulatedClock) {
+    logger.warn(
+      'PAYHOOKS_TEST_SIMULATED_CLOCK is on: signature timestamps are checked against the x-payhooks-simulated-time header, which anyone can send. For tests with a manual-clock simulator only, never in production.',
+    );
+  }
+  const secrets = config.receiver.secrets;
   const hooks = createPayhooks<ApiClient>({
-    secret: config.receiver.secrets,
+    ...(config.receiver.trustSimulatedClock && secrets?.length
+      ? { scheme: withSimulatedClock(createDefaultScheme({ secrets })) }
+      : { secret: secrets }),
     database: { url: config.database.url, dataDir: config.database.dataDir, schema: config.database.schema },
     migrations: config.database.appMigrations,
     appSchema: config.database.appSchema,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseDuration } from './clock.js';
+import { parseDuration } from '../internal/duration.js';
 import type { SimulatorContext } from './context.js';
 import { badRequest, conflict } from './route-error.js';
 import { defineRoute, type Route } from './route.js';
@@ -61,16 +61,15 @@ export function clockRoutes(ctx: SimulatorContext): Route[] {
         if (ctx.clock.mode !== 'manual') {
           throw conflict('The simulator runs on the real clock; start it with payhooks simulate --clock manual to advance it.');
         }
-        let advance: Awaited<ReturnType<typeof ctx.clock.advance>>;
+        let target: number;
         try {
-          advance =
-            input.by !== undefined
-              ? await ctx.clock.advance(parseDuration(input.by))
-              : await ctx.clock.advanceTo(new Date(input.to!).getTime());
+          target = input.by !== undefined ? ctx.clock.now() + parseDuration(input.by) : new Date(input.to!).getTime();
         } catch (err) {
-          if (err instanceof RangeError) throw badRequest(err.message);
-          throw err;
+          throw badRequest((err as Error).message);
         }
+        const advance = await ctx.clock.advanceTo(target).catch((err: unknown) => {
+          throw err instanceof RangeError ? badRequest(err.message) : err;
+        });
         return {
           status: 200,
           body: { from: new Date(advance.from).toISOString(), to: new Date(advance.to).toISOString(), fired: advance.fired },

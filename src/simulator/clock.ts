@@ -1,3 +1,5 @@
+import { MAX_TIMER_MS, parseDuration } from '../internal/duration.js';
+
 /** How the simulator's clock moves: with the machine's (`real`) or only when told to (`manual`). */
 export type ClockMode = 'real' | 'manual';
 
@@ -100,8 +102,7 @@ export class SimulatorClock {
   }
 
   /**
-   * Moves a manual clock forward by `ms` (or to `to`, when given as an absolute time), running every timer due on
-   * the way, in order. Calls are serialised: a second advance starts where the first ended. Throws a RangeError on
+   * Moves a manual clock forward by `ms`, running every timer due on the way, in order. Calls are serialised: a second advance starts where the first ended. Throws a RangeError on
    * the real clock, for a negative step, or for a step over ten years.
    */
   advance(ms: number): Promise<ClockAdvance> {
@@ -171,8 +172,8 @@ export class SimulatorClock {
   }
 
   #arm(pending: Pending): void {
-    // setTimeout holds at most 2^31-1 ms (about 24.8 days); a longer wait is re-armed in steps.
-    const wait = Math.min(Math.max(0, pending.dueAt - Date.now()), 2 ** 31 - 1);
+    // A Node timer holds at most MAX_TIMER_MS (about 24.8 days); a longer wait is re-armed in steps.
+    const wait = Math.min(Math.max(0, pending.dueAt - Date.now()), MAX_TIMER_MS);
     pending.handle = setTimeout(() => {
       if (pending.cancelled || this.#closed) return;
       if (pending.dueAt > Date.now()) return this.#arm(pending);
@@ -181,24 +182,6 @@ export class SimulatorClock {
     }, wait);
     pending.handle.unref();
   }
-}
-
-const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 } as const;
-
-/**
- * Reads a duration such as `1d`, `90m`, `2h30m`, `1d6h25m12s` or `500ms` into milliseconds; throws a RangeError
- * naming what it takes otherwise.
- *
- * @example
- * parseDuration('1d12h'); // 129600000
- */
-export function parseDuration(text: string): number {
-  const trimmed = text.trim();
-  const parts = [...trimmed.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d|w)/g)];
-  if (trimmed === '' || parts.map((part) => part[0]).join('') !== trimmed) {
-    throw new RangeError(`A duration is a number and a unit (ms, s, m, h, d, w), e.g. 1d, 90m, 2h30m; not ${JSON.stringify(text)}.`);
-  }
-  return parts.reduce((sum, part) => sum + Number(part[1]) * UNIT_MS[part[2] as keyof typeof UNIT_MS], 0);
 }
 
 /** The simulator's clock as `simulator.clock` hands it to tests. */

@@ -1,11 +1,6 @@
 import { createDefaultScheme } from '../signature/index.js';
 
-/**
- * The header a simulator on a manual clock adds to each delivery: its simulated time in ms since the epoch. Not
- * signed, so only a receiver in the test-only mode `PAYHOOKS_TEST_SIMULATED_CLOCK=1` (or a scheme wrapped with
- * `withSimulatedClock`) reads it, to measure the signature's age against the time the simulator signed it at.
- */
-export const SIMULATED_TIME_HEADER = 'x-payhooks-simulated-time';
+export { SIMULATED_TIME_HEADER } from '../signature/index.js';
 
 /**
  * The headers of one delivery signed with the default scheme: `X-Webhook-Timestamp` and one `v1=<hex>` per
