@@ -178,6 +178,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/packaging.test.ts',
     'test/service/app-worker-child.test.ts',
     'test/simulator/cli.test.ts',
+    'test/simulator/developer-loop.test.ts',
     'test/simulator/first-session.test.ts',
     'test/store/data-dir-lock.test.ts',
     'test/sync/http-forward.test.ts',
