@@ -1,4 +1,3 @@
-import { isEventType } from '../events/index.js';
 import {
   DEFAULT_SESSION_DIR,
   displayPath,
@@ -27,6 +26,8 @@ export async function findSimulatorTarget(
   env: { PAYHOOKS_API_KEY?: string | undefined; PAYHOOKS_API_URL?: string | undefined },
   sessionDir: string = DEFAULT_SESSION_DIR,
   what = 'talk to',
+  /** A sentence added to the message when there is no simulator. */
+  hint = '',
 ): Promise<SimulatorTarget> {
   const envKey = env.PAYHOOKS_API_KEY;
   if (simulator !== undefined) {
@@ -44,7 +45,7 @@ export async function findSimulatorTarget(
   const session = await readSimulatorSession(sessionDir);
   if (session) return { url: session.url, apiKey: session.apiKey, source: displayPath(sessionFilePath(sessionDir)), session };
   throw new Error(
-    `No simulator to ${what}: start one with payhooks simulate --forward-to http://127.0.0.1:8787/webhooks in this folder (it writes ${displayPath(sessionFilePath(sessionDir))}), or pass --simulator URL.${isEventType(what.replace(/^run /, '')) ? ` To send the catalog's example of ${what.replace(/^run /, '')} to a receiver instead, pass --to URL.` : ''}`,
+    `No simulator to ${what}: start one with payhooks simulate --forward-to http://127.0.0.1:8787/webhooks in this folder (it writes ${displayPath(sessionFilePath(sessionDir))}), or pass --simulator URL.${hint}`,
   );
 }
 

@@ -76,7 +76,8 @@ Examples:
 type Target = SimulatorTarget;
 
 async function findSimulator(options: TriggerCommandOptions, env: EnvOf<'trigger'>, sessionDir: string, name: string): Promise<Target> {
-  return findSimulatorTarget(options.simulator, env, sessionDir, `run ${name}`);
+  const hint = isEventType(name) ? ` To send the catalog's example of ${name} to a receiver instead, pass --to URL.` : '';
+  return findSimulatorTarget(options.simulator, env, sessionDir, `run ${name} in`, hint);
 }
 
 /**

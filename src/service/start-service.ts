@@ -95,16 +95,8 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   }
   // The receiver's answers, for the silence and signature alarms.
   const watch = new DeliveryWatch();
-  if (config.receiver.trustSimulatedClock) {
-    logger.warn(
-      'PAYHOOKS_TEST_SIMULATED_CLOCK is on: signature timestamps are checked against the x-payhooks-simulated-time header, which anyone can send. For tests with a manual-clock simulator only, never in production.',
-    );
-  }
-  const secrets = config.receiver.secrets;
   const hooks = createPayhooks<ApiClient>({
-    ...(config.receiver.trustSimulatedClock && secrets?.length
-      ? { scheme: withSimulatedClock(createDefaultScheme({ secrets })) }
-      : { secret: secrets }),
+    ...verification(config.receiver, logger),
     database: { url: config.database.url, dataDir: config.database.dataDir, schema: config.database.schema },
     migrations: config.database.appMigrations,
     appSchema: config.database.appSchema,
@@ -302,4 +294,20 @@ async function listen(server: Server, host: string, port: number): Promise<void>
       { cause: err },
     );
   }
+}
+
+/**
+ * The receiver's secrets, or (test only, `PAYHOOKS_TEST_SIMULATED_CLOCK`) the default scheme measuring signature age
+ * against a manual-clock simulator's time, with a warning that says so.
+ */
+function verification(
+  receiver: ServiceConfig['receiver'],
+  logger: Logger,
+): { secret: string[] | undefined } | { scheme: ReturnType<typeof withSimulatedClock> } {
+  const secrets = receiver.secrets;
+  if (!receiver.trustSimulatedClock || !secrets?.length) return { secret: secrets };
+  logger.warn(
+    'PAYHOOKS_TEST_SIMULATED_CLOCK is on: signature timestamps are checked against the x-payhooks-simulated-time header, which anyone can send. For tests with a manual-clock simulator only, never in production.',
+  );
+  return { scheme: withSimulatedClock(createDefaultScheme({ secrets })) };
 }
