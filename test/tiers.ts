@@ -53,6 +53,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/signature/standard-webhooks.test.ts',
     'test/simulator/cli-arguments.test.ts',
     'test/simulator/clock.test.ts',
+    'test/simulator/loop-commands.test.ts',
     'test/testing/test-simulator.test.ts',
     'test/simulator/events.test.ts',
     'test/simulator/flows.test.ts',

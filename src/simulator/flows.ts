@@ -72,6 +72,8 @@ export interface RunFlowOptions {
 
 interface FlowRun {
   overrides: ResolvedOverrides;
+  /** The simulator's time when the flow started (its clock may be manual), ms since the epoch. */
+  now: number;
   api: ApiClient;
   sandbox: SandboxClient;
   tag: string;
@@ -268,8 +270,11 @@ export async function runFlow(name: FlowName, options: RunFlowOptions): Promise<
   const resources: Record<string, string[]> = {};
   try {
     const before = (await sandbox.listEvents({ take: 1 })).total ?? 0;
+    // Dates the flow gives (an invoice due in a week) count from the simulator's time, which may be manual.
+    const now = Date.parse((await sandbox.clock()).now);
     await FLOWS[name].run({
       overrides,
+      now,
       api,
       sandbox,
       tag: `${name}-${randomBytes(4).toString('hex')}`,
@@ -331,7 +336,7 @@ async function newInvoice(run: FlowRun, customer: ApiCustomer): Promise<ApiInvoi
   const { amount = 250_000, currency = 'MXN', ...rest } = fields;
   const invoice = await run.api.invoices.create({
     customerId: customer.id,
-    dueDate: new Date(Date.now() + 7 * 24 * 60 * 60 * 1000).toISOString(),
+    dueDate: new Date(run.now + 7 * 24 * 60 * 60 * 1000).toISOString(),
     items: [{ quantity: 1, concept: { displayName: 'Tuition (simulated)', amount: Number(amount), currency: String(currency) } }],
     ...rest,
     ...(metadata.length > 0 ? { metadata } : {}),

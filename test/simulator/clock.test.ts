@@ -110,6 +110,19 @@ describe('the manual clock', () => {
     }
   });
 
+  it('dates what flows create from the simulated time: the invoice is due a week after the manual clock', async () => {
+    const simulator = await startSimulator({ clock: 'manual', startAt: START });
+    try {
+      const result = await runFlow('mark-paid', { baseUrl: simulator.url });
+      const invoice = simulator.records().invoices.find((i) => i.id === result.resources.invoice![0])!;
+      expect(invoice.createdAt).toBe(new Date(START).toISOString());
+      expect(invoice.dueDate).toBe(new Date(START + 7 * 86_400_000).toISOString());
+      expect(invoice.paidAt).toBe(new Date(START).toISOString());
+    } finally {
+      await simulator.close();
+    }
+  });
+
   it('refuses to advance the real clock or to go back', async () => {
     const real = await startSimulator();
     const manual = await startSimulator({ clock: 'manual', startAt: START });
