@@ -76,7 +76,8 @@ export function webhookRoutes(ctx: SimulatorContext): Route[] {
       errors: [404],
       handle({ params }) {
         const endpoint = state.endpoint(params.id!);
-        const graceMs = options.rotationGraceMs / options.timeScale;
+        // A manual clock plays the real durations; only the real clock is sped up by timeScale.
+        const graceMs = ctx.clock.mode === 'manual' ? options.rotationGraceMs : options.rotationGraceMs / options.timeScale;
         endpoint.previousSecret = graceMs > 0 ? { secret: endpoint.secret, expiresAt: ctx.clock.now() + graceMs } : null;
         endpoint.secret = newSecret();
         const expiresAt = endpoint.previousSecret ? new Date(endpoint.previousSecret.expiresAt).toISOString() : null;

@@ -123,6 +123,33 @@ describe('the manual clock', () => {
     }
   });
 
+  it("runs a rotation's grace period on the simulated time: both secrets sign until a day has been advanced", async () => {
+    const receiver = await recordingReceiver();
+    const simulator = await startSimulator({ clock: 'manual', startAt: START, timeScale: 1000 });
+    try {
+      const { id } = await registerEndpoint(simulator.url, receiver.url, ['CUSTOMER_CREATED']);
+      const rotated = await api(simulator.url).post(`/v1/webhooks/${id}/secret/rotate`);
+      expect((rotated.body as { previousSecretExpiresAt: string }).previousSecretExpiresAt).toBe(
+        new Date(START + 86_400_000).toISOString(),
+      );
+      const signatures = () => String(receiver.received.at(-1)!.headers['x-webhook-signature']).split(' ').length;
+      simulator.emit('CUSTOMER_CREATED');
+      await simulator.idle();
+      expect(signatures()).toBe(2);
+      await simulator.clock.advance('23h');
+      simulator.emit('CUSTOMER_CREATED');
+      await simulator.idle();
+      expect(signatures()).toBe(2);
+      await simulator.clock.advance('1h');
+      simulator.emit('CUSTOMER_CREATED');
+      await simulator.idle();
+      expect(signatures()).toBe(1);
+    } finally {
+      await simulator.close();
+      await receiver.close();
+    }
+  });
+
   it('refuses to advance the real clock or to go back', async () => {
     const real = await startSimulator();
     const manual = await startSimulator({ clock: 'manual', startAt: START });
