@@ -17,7 +17,7 @@ import type { HealthReport } from '../alarms/health-report.js';
 import { resolveStep } from '../store/effect-steps.js';
 import { consoleAsset } from './console-page.js';
 import { FailureThrottle } from './failure-throttle.js';
-import { arrivalPosition, filterText, identifierText } from './inputs.js';
+import { accountId, arrivalPosition, filterText, identifierText } from './inputs.js';
 import { maskPersonalData } from './mask.js';
 import { adminTokenWeakness, bearerMatches } from './token.js';
 import type { VerifyControl } from './verify-control.js';
@@ -100,6 +100,7 @@ const isoDate = z.iso
 const revealFlag = z.enum(['true', 'false']).transform((value) => value === 'true');
 
 const listQuery = z.strictObject({
+  account: accountId.optional(),
   status: z.enum(EVENT_STATUSES).optional(),
   type: filterText.optional(),
   resource: filterText.optional(),
@@ -110,7 +111,8 @@ const listQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(MAX_EVENT_PAGE).optional(),
   reveal: revealFlag.optional(),
 });
-const statsQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(168).default(3) });
+const statsQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(168).default(3), account: accountId.optional() });
+const eventQuery = z.strictObject({ reveal: revealFlag.optional(), account: accountId.optional() });
 
 const quarantineQuery = z.strictObject({
   state: z.enum(['held', 'released', 'discarded', 'all']).optional(),
@@ -135,6 +137,12 @@ const replayBody = z
     status: z.enum(REPLAYABLE).optional(),
     type: identifierText.optional(),
     eventIds: z.array(identifierText).min(1).max(MAX_REPLAY_IDS).optional(),
+    events: z
+      .array(z.strictObject({ account: accountId, eventId: identifierText }))
+      .min(1)
+      .max(MAX_REPLAY_IDS)
+      .optional(),
+    account: accountId.optional(),
     dryRun: z.boolean().optional(),
     sample: z.number().int().min(1).max(MAX_REPLAY_IDS).optional(),
     limit: z.number().int().min(1).max(MAX_REPLAY_IDS).optional(),
@@ -144,8 +152,10 @@ const replayBody = z
   })
   .superRefine((body, ctx) => {
     const problem = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
-    if (body.eventIds === undefined && body.status === undefined) problem('status', 'give a status, or eventIds');
-    if (body.eventIds !== undefined && body.type !== undefined)
+    if (body.eventIds === undefined && body.events === undefined && body.status === undefined)
+      problem('status', 'give a status, or eventIds');
+    if (body.eventIds !== undefined && body.events !== undefined) problem('events', 'give eventIds or events, not both');
+    if ((body.eventIds !== undefined || body.events !== undefined) && body.type !== undefined)
       problem('type', 'selects by type within a status; leave it out with eventIds');
     if (body.dryRun && body.limit !== undefined) problem('limit', 'is for a batch of a replay, not for a dry run');
     if (body.sample !== undefined && !body.dryRun) problem('sample', 'is for a dry run only');
@@ -248,6 +258,7 @@ const ROUTES: readonly AdminRoute[] = [
     async answer({ store, query, via }, logger) {
       const filter = parse(listQuery, query, 'query');
       const page = await pageEvents(store, {
+        account: filter.account,
         status: filter.status,
         eventType: filter.type,
         resourceKey: filter.resource,
@@ -268,10 +279,11 @@ const ROUTES: readonly AdminRoute[] = [
     pattern: /^\/admin\/api\/events\/([^/]+)$/,
     commandLine: true,
     async answer({ store, query, param, via }, logger) {
-      const reveal = query.reveal === 'true';
+      const asked = parse(eventQuery, query, 'query');
+      const reveal = asked.reveal === true;
       const eventId = eventIdOf(param!);
-      const event = await getEvent(store, eventId);
-      if (!event) throw new BadRequest(404, `No event ${eventId} is stored.`);
+      const event = await getEvent(store, eventId, asked.account);
+      if (!event) throw new BadRequest(404, `No event ${eventId} is stored${asked.account ? ` for account ${asked.account}` : ''}.`);
       if (reveal) logger?.info({ eventId, via }, 'console: personal data of an event revealed');
       const rawBody = reveal ? event.rawBody : maskPersonalData(event.rawBody);
       const handlerAttempts = reveal
@@ -324,10 +336,13 @@ const ROUTES: readonly AdminRoute[] = [
     commandLine: true,
     async answer({ request, store, via }, logger) {
       const body = parse(replayBody, jsonBody(await bodyText(request)), 'body');
+      const how = { account: body.account, redoEffects: body.redoEffects };
       const which: ReplaySelection = body.eventIds
-        ? { eventIds: [...new Set(body.eventIds)], status: body.status, redoEffects: body.redoEffects }
-        : { status: body.status!, eventType: body.type, redoEffects: body.redoEffects };
-      const described = { status: body.status, eventType: body.type, named: body.eventIds?.length, via };
+        ? { eventIds: [...new Set(body.eventIds)], status: body.status, ...how }
+        : body.events
+          ? { events: body.events, status: body.status, ...how }
+          : { status: body.status!, eventType: body.type, ...how };
+      const described = { account: body.account, status: body.status, eventType: body.type, named: body.eventIds?.length, via };
       if (body.dryRun) return ok(await previewReplay(store, which, body.sample ?? 10));
       if (body.limit !== undefined) {
         const batch = await replayBatch(store, which, { limit: body.limit, after: body.after, through: body.through });
@@ -440,9 +455,9 @@ const ROUTES: readonly AdminRoute[] = [
     pattern: /^\/admin\/api\/stats$/,
     commandLine: true,
     async answer({ store, query }) {
-      const { hours } = parse(statsQuery, query, 'query');
+      const { hours, account } = parse(statsQuery, query, 'query');
       const [byTypeAndStatus, oldest, activity] = await Promise.all([
-        countEventsByTypeAndStatus(store),
+        countEventsByTypeAndStatus(store, account),
         oldestPendingEvent(store),
         activityByMinute(store, hours),
       ]);

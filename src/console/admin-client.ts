@@ -10,6 +10,7 @@ import type { OldestPending, StoredEventDetail, TypeStatusCount } from '../store
 import type { ReplayBatch, ReplayPreview, ReplaySelection } from '../store/maintenance.js';
 import type { ResolveOutcome, StepResolution } from '../store/effect-steps.js';
 import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 
 /** A request the console's API answered with an error, or did not answer at all (`status` undefined). */
 export class AdminApiError extends PayhooksError {
@@ -25,7 +26,10 @@ export class AdminApiError extends PayhooksError {
 
 const date = z.iso.datetime({ offset: true }).transform((text) => new Date(text));
 // In the order of store/inbox.ts's objects, so that JSON printed from an answer is byte for byte the same.
+// `account` defaults for a serve that predates accounts (every event then was the default account's).
+const account = z.string().default(DEFAULT_ACCOUNT);
 const storedEvent = z.object({
+  account,
   eventId: z.string(),
   eventType: z.string(),
   resourceKey: z.string().nullable(),
@@ -59,6 +63,7 @@ const eventDetail = storedEvent.extend({
   effectSteps: z
     .array(
       z.object({
+        account,
         eventId: z.string(),
         receivedAt: date,
         handler: z.string(),
@@ -79,16 +84,18 @@ const eventDetail = storedEvent.extend({
     .default([]),
 });
 const resolved = z.discriminatedUnion('resolved', [
-  z.object({ resolved: z.literal(true), handler: z.string(), step: z.string(), remaining: z.number(), requeued: z.boolean() }),
+  z.object({ resolved: z.literal(true), account, handler: z.string(), step: z.string(), remaining: z.number(), requeued: z.boolean() }),
   z.object({
     resolved: z.literal(false),
     reason: z.enum(['not-found', 'not-held', 'ambiguous']),
     handlers: z.array(z.string()).optional(),
+    accounts: z.array(z.string()).optional(),
     state: z.enum(['started', 'completed', 'failed', 'needs-review', 'redo']).optional(),
   }),
 ]);
 const quarantined = z.object({
   id: z.string(),
+  account,
   kind: z.enum(QUARANTINE_KINDS),
   reason: z.string(),
   eventId: z.string().nullable(),
@@ -110,6 +117,7 @@ const stats = z.object({
   byTypeAndStatus: z.array(z.object({ eventType: z.string(), status: z.enum(EVENT_STATUSES), count: z.number() })),
   oldestPending: z
     .object({
+      account,
       eventId: z.string(),
       receivedAt: date,
       ageMs: z.number(),
@@ -142,6 +150,8 @@ export interface AdminStats {
 
 /** Filters and page of `GET /admin/api/events`. */
 export interface AdminEventQuery {
+  /** One account's events; default every account's. */
+  account?: string | undefined;
   status?: EventStatus | undefined;
   type?: string | undefined;
   cursor?: string | undefined;
@@ -166,9 +176,9 @@ export interface AdminClient {
   /** `GET /admin/api/events`: one page, newest first. */
   listEvents(query: AdminEventQuery): Promise<EventPage>;
   /** `GET /admin/api/events/{eventId}`; undefined when no such event is stored (404). */
-  getEvent(eventId: string, options: { reveal: boolean }): Promise<StoredEventDetail | undefined>;
-  /** `GET /admin/api/stats`: the counts per type and state, and the oldest pending event. */
-  stats(): Promise<AdminStats>;
+  getEvent(eventId: string, options: { reveal: boolean; account?: string | undefined }): Promise<StoredEventDetail | undefined>;
+  /** `GET /admin/api/stats`: the counts per type and state (of one account, or all), and the oldest pending event. */
+  stats(account?: string): Promise<AdminStats>;
   /** `GET /admin/api/quarantine`: quarantined deliveries, newest first. */
   listQuarantined(filter: QuarantineFilter): Promise<QuarantinedDelivery[]>;
   /** `GET /admin/api/quarantine/{id}?reveal=true`: one, with its exact bytes; undefined when there is none (404). */
@@ -239,23 +249,31 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
   }
 
   const selection = (which: ReplaySelection) => ({
-    ...('eventIds' in which ? { eventIds: which.eventIds, status: which.status } : { status: which.status, type: which.eventType }),
+    ...('eventIds' in which
+      ? { eventIds: which.eventIds, status: which.status }
+      : 'events' in which
+        ? { events: which.events, status: which.status }
+        : { status: which.status, type: which.eventType }),
+    ...(which.account !== undefined ? { account: which.account } : {}),
     ...(which.redoEffects ? { redoEffects: true } : {}),
   });
 
   return {
-    listEvents({ status, type, cursor, limit, reveal }) {
+    listEvents({ account, status, type, cursor, limit, reveal }) {
       const query = new URLSearchParams();
-      for (const [name, value] of Object.entries({ status, type, cursor, limit, reveal }))
+      for (const [name, value] of Object.entries({ account, status, type, cursor, limit, reveal }))
         if (value !== undefined) query.set(name, String(value));
       return call(eventPage, 'GET', `/events?${query}`);
     },
-    async getEvent(eventId, { reveal }) {
-      const path = `/events/${encodeURIComponent(eventId)}${reveal ? '?reveal=true' : ''}`;
+    async getEvent(eventId, { reveal, account }) {
+      const query = new URLSearchParams();
+      if (reveal) query.set('reveal', 'true');
+      if (account !== undefined) query.set('account', account);
+      const path = `/events/${encodeURIComponent(eventId)}${query.size ? `?${query}` : ''}`;
       const answer = await send('GET', path);
       return answer.status === 404 ? undefined : decode(eventDetail, 'GET', path, answer);
     },
-    stats: () => call(stats, 'GET', '/stats'),
+    stats: (account) => call(stats, 'GET', account === undefined ? '/stats' : `/stats?${new URLSearchParams({ account })}`),
     async listQuarantined({ state, limit }) {
       const query = new URLSearchParams();
       if (state !== undefined) query.set('state', state);

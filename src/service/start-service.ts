@@ -9,22 +9,23 @@ import { createAdminApi } from '../console/admin-api.js';
 import { PayhooksError } from '../errors.js';
 import { parseDuration } from '../internal/duration.js';
 import { createLogger } from '../logger.js';
-import { createDefaultScheme, withSimulatedClock } from '../signature/index.js';
+import { createDefaultScheme, parseSecretList, withSimulatedClock } from '../signature/index.js';
 import { registerHealthMetrics } from '../metrics/health-metrics.js';
 import { createPayhooksMetrics, type PayhooksMetrics } from '../metrics/payhooks-metrics.js';
 import type { WorkerEvents } from '../worker/worker-events.js';
-import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhooks.js';
+import { createPayhooks, type Payhooks, type PayhooksAccount, type RegisterHandlers } from '../payhooks.js';
 import { registerMirror } from '../sync/mirror/mirror-sink.js';
 import { type GapSweeper, startGapSweeper } from '../sync/gap-sweep.js';
 import { type PeriodicReconcile, startPeriodicReconcile } from '../sync/periodic-reconcile.js';
 import { type RegisteredSinks, registerSinks } from '../sync/sinks.js';
 import { startAlarmMonitor } from './alarm-monitor.js';
-import { budgetedClient } from './budgeted-client.js';
+import { bindAccountBudgets, payhooksAccounts, serviceAccounts } from './service-accounts.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 import { adminRoute } from './routes/admin-route.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { metricsRoute } from './routes/metrics-route.js';
 import { json, matchRoute, type ServiceRoute } from './routes/service-route.js';
-import { WEBHOOK_PATH, webhookRoute } from './routes/webhook-route.js';
+import { WEBHOOK_PATH, webhookAccount, webhookRoute } from './routes/webhook-route.js';
 import { writePostgresMarker } from './postgres-marker.js';
 import { newLocalToken, removeServeSession, writeServeSession } from './serve-session.js';
 import type { ServiceConfig, ServiceRole } from './service-config.js';
@@ -84,10 +85,11 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   const registry = new Registry();
   if (config.metrics.processMetrics) collectDefaultMetrics({ register: registry });
   // The inbox gauges are read at scrapes, which only come once the server listens, after `hooks` exists.
-  const metrics = createPayhooksMetrics(registry, { store: () => hooks.ready() });
-  // Every process on this database (serve, its worker child, backfill, reconcile) takes from one rate budget.
-  const budgeted = config.api.key ? budgetedClient({ apiKey: config.api.key, baseUrl: config.api.url, logger, metrics }) : undefined;
-  const api = budgeted?.api;
+  const metrics = createPayhooksMetrics(registry, { store: () => hooks.ready(), accountLabels: config.metrics.accountLabels });
+  // Every process on this database (serve, its worker child, backfill, reconcile) takes from one rate budget per account.
+  const accounts = serviceAccounts(config, { logger, metrics });
+  // The sweeper, reconcile, verify and the API probe read through the default account's client (or the first one's).
+  const api = (accounts.find((account) => account.id === DEFAULT_ACCOUNT) ?? accounts[0])?.client?.api;
   if (!api) {
     logger.warn(
       "PAYHOOKS_API_KEY is not set: handlers get no API client (ctx.api) and have only the events' own snapshots, so current-state reads (the defence against out-of-order delivery) are off.",
@@ -96,7 +98,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   // The receiver's answers, for the silence and signature alarms.
   const watch = new DeliveryWatch();
   const hooks = createPayhooks<ApiClient>({
-    ...verification(config.receiver, logger),
+    accounts: trustingSimulatedClock(payhooksAccounts(accounts), config.receiver.trustSimulatedClock, logger),
     database: { url: config.database.url, dataDir: config.database.dataDir, schema: config.database.schema },
     migrations: config.database.appMigrations,
     appSchema: config.database.appSchema,
@@ -115,7 +117,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   });
   options.observeWorker?.(hooks.events);
   const store = await hooks.ready();
-  budgeted?.bind(store);
+  bindAccountBudgets(accounts, store);
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
   let periodic: PeriodicReconcile | undefined;
   let sweeper: GapSweeper | undefined;
@@ -159,7 +161,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   const localToken = store.kind === 'pglite' ? newLocalToken() : undefined;
   const adminToken = config.console.adminToken;
   const routes: ServiceRoute[] = [
-    webhookRoute(receiving ? hooks.node() : undefined, registry),
+    webhookRoute(receiving ? hooks.node({ account: webhookAccount }) : undefined, registry),
     ...(adminToken !== undefined || localToken !== undefined
       ? [
           adminRoute(
@@ -297,17 +299,17 @@ async function listen(server: Server, host: string, port: number): Promise<void>
 }
 
 /**
- * The receiver's secrets, or (test only, `PAYHOOKS_TEST_SIMULATED_CLOCK`) the default scheme measuring signature age
- * against a manual-clock simulator's time, with a warning that says so.
+ * The accounts as they are, or (test only, `PAYHOOKS_TEST_SIMULATED_CLOCK`) each with the default scheme over its
+ * secrets measuring signature age against a manual-clock simulator's time, with a warning that says so.
  */
-function verification(
-  receiver: ServiceConfig['receiver'],
-  logger: Logger,
-): { secret: string[] | undefined } | { scheme: ReturnType<typeof withSimulatedClock> } {
-  const secrets = receiver.secrets;
-  if (!receiver.trustSimulatedClock || !secrets?.length) return { secret: secrets };
+function trustingSimulatedClock(accounts: PayhooksAccount<ApiClient>[], trust: boolean, logger: Logger): PayhooksAccount<ApiClient>[] {
+  if (!trust) return accounts;
   logger.warn(
     'PAYHOOKS_TEST_SIMULATED_CLOCK is on: signature timestamps are checked against the x-payhooks-simulated-time header, which anyone can send. For tests with a manual-clock simulator only, never in production.',
   );
-  return { scheme: withSimulatedClock(createDefaultScheme({ secrets })) };
+  return accounts.map((account) => {
+    const secrets = account.secret === undefined ? [] : parseSecretList(account.secret);
+    if (secrets.length === 0 || account.scheme !== undefined) return account;
+    return { ...account, secret: undefined, scheme: withSimulatedClock(createDefaultScheme({ secrets })) };
+  });
 }
