@@ -9,10 +9,11 @@ import { createAdminApi } from '../console/admin-api.js';
 import { PayhooksError } from '../errors.js';
 import { parseDuration } from '../internal/duration.js';
 import { createLogger } from '../logger.js';
+import { createDefaultScheme, parseSecretList, withSimulatedClock } from '../signature/index.js';
 import { registerHealthMetrics } from '../metrics/health-metrics.js';
 import { createPayhooksMetrics, type PayhooksMetrics } from '../metrics/payhooks-metrics.js';
 import type { WorkerEvents } from '../worker/worker-events.js';
-import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhooks.js';
+import { createPayhooks, type Payhooks, type PayhooksAccount, type RegisterHandlers } from '../payhooks.js';
 import { registerMirror } from '../sync/mirror/mirror-sink.js';
 import { type GapSweeper, startGapSweeper } from '../sync/gap-sweep.js';
 import { type PeriodicReconcile, startPeriodicReconcile } from '../sync/periodic-reconcile.js';
@@ -97,7 +98,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   // The receiver's answers, for the silence and signature alarms.
   const watch = new DeliveryWatch();
   const hooks = createPayhooks<ApiClient>({
-    accounts: payhooksAccounts(accounts),
+    accounts: trustingSimulatedClock(payhooksAccounts(accounts), config.receiver.trustSimulatedClock, logger),
     database: { url: config.database.url, dataDir: config.database.dataDir, schema: config.database.schema },
     migrations: config.database.appMigrations,
     appSchema: config.database.appSchema,
@@ -295,4 +296,20 @@ async function listen(server: Server, host: string, port: number): Promise<void>
       { cause: err },
     );
   }
+}
+
+/**
+ * The accounts as they are, or (test only, `PAYHOOKS_TEST_SIMULATED_CLOCK`) each with the default scheme over its
+ * secrets measuring signature age against a manual-clock simulator's time, with a warning that says so.
+ */
+function trustingSimulatedClock(accounts: PayhooksAccount<ApiClient>[], trust: boolean, logger: Logger): PayhooksAccount<ApiClient>[] {
+  if (!trust) return accounts;
+  logger.warn(
+    'PAYHOOKS_TEST_SIMULATED_CLOCK is on: signature timestamps are checked against the x-payhooks-simulated-time header, which anyone can send. For tests with a manual-clock simulator only, never in production.',
+  );
+  return accounts.map((account) => {
+    const secrets = account.secret === undefined ? [] : parseSecretList(account.secret);
+    if (secrets.length === 0 || account.scheme !== undefined) return account;
+    return { ...account, secret: undefined, scheme: withSimulatedClock(createDefaultScheme({ secrets })) };
+  });
 }

@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { exampleEvent, isEventType, type EventMap, type EventType, type WebhookEvent } from '../events/index.js';
+import type { SimulatorClock } from './clock.js';
+import { clockRoutes } from './clock-routes.js';
+import { scheduleCollection } from './collections.js';
 import type { EmittedEvent, SimulatorContext } from './context.js';
 import { customerRoutes } from './customer-routes.js';
 import type { DeliveryQueue, DeliveryRecord, DeliveryRecordFilter } from './deliveries.js';
@@ -8,7 +11,7 @@ import { documentRoutes } from './document-routes.js';
 import { IdempotencyStore } from './idempotency.js';
 import { newId } from './ids.js';
 import { invoiceRoutes } from './invoice-routes.js';
-import type { ResolvedSimulatorOptions } from './options.js';
+import { type ResolvedSimulatorOptions, SimulatorOptionError } from './options.js';
 import { paymentMethodRoutes } from './payment-method-routes.js';
 import { paymentRoutes } from './payment-routes.js';
 import { portalRoutes } from './portal-routes.js';
@@ -17,6 +20,7 @@ import type { KeyEnvironment, Route } from './route.js';
 import { sandboxChangeRoutes } from './sandbox-change-routes.js';
 import { sandboxEventRoutes } from './sandbox-event-routes.js';
 import { SimulatorState, type SimWebhookEndpoint, type SimulatorRecords } from './state.js';
+import { restoreState, type SimulatorSnapshot } from './state-file.js';
 import { subscriptionRoutes } from './subscription-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
 
@@ -76,6 +80,7 @@ export function organizationRoutes(ctx: SimulatorContext): Route[] {
     ...subscriptionRoutes(ctx),
     ...sandboxEventRoutes(ctx),
     ...sandboxChangeRoutes(ctx),
+    ...clockRoutes(ctx),
   ];
   routes.push(...documentRoutes(() => routes));
   return routes;
@@ -85,7 +90,11 @@ export function organizationRoutes(ctx: SimulatorContext): Route[] {
 export interface OrganizationsOptions {
   options: ResolvedSimulatorOptions;
   deliveries: DeliveryQueue;
-  /** Called with every event any organization emits (the simulator's own list of all events). */
+  /** The simulator's one clock, shared by every organization. */
+  clock: SimulatorClock;
+  /** A snapshot to start the (one) organization from. */
+  restore?: SimulatorSnapshot | undefined;
+  /** Called with every event any organization emits, restored ones included (the simulator's own list of all events). */
   onEmit: (event: EmittedEvent) => void;
 }
 
@@ -94,12 +103,15 @@ export class Organizations {
   readonly #list: OrganizationRuntime[];
   readonly #byKeyTail = new Map<string, OrganizationRuntime>();
 
-  constructor({ options, deliveries, onEmit }: OrganizationsOptions) {
+  constructor({ options, deliveries, clock, restore, onEmit }: OrganizationsOptions) {
     const single = options.accounts.length === 1;
+    if (restore && !single) {
+      throw new SimulatorOptionError(`restore takes a snapshot of one organization; accounts gives ${options.accounts.length}.`);
+    }
     this.#list = options.accounts.map((id) => {
       // The key names its account, so that a developer reading a log line knows whose it is; the random tail makes it a key.
       const apiKey = single ? SINGLE_ORGANIZATION_KEY : `sk_test_${id}_${randomBytes(12).toString('base64url')}`;
-      const runtime = createOrganization({ id, apiKey, single, options, deliveries, onEmit });
+      const runtime = createOrganization({ id, apiKey, single, options, deliveries, clock, restore, onEmit });
       this.#byKeyTail.set(keyTail(apiKey), runtime);
       return runtime;
     });
@@ -160,16 +172,21 @@ function createOrganization(input: {
   single: boolean;
   options: ResolvedSimulatorOptions;
   deliveries: DeliveryQueue;
+  clock: SimulatorClock;
+  restore: SimulatorSnapshot | undefined;
   onEmit: (event: EmittedEvent) => void;
 }): OrganizationRuntime {
-  const { id, apiKey, options, deliveries, onEmit } = input;
+  const { id, apiKey, options, deliveries, clock, restore, onEmit } = input;
   const state = new SimulatorState(input.single ? undefined : `Simulated Organization ${id}`);
   const emitted: EmittedEvent[] = [];
-  const emittedIds = new Set<string>();
+  if (restore) restoreState(state, emitted, restore);
+  const emittedIds = new Set(emitted.map((event) => event.eventId));
+  for (const event of emitted) onEmit(event);
   const ctx: SimulatorContext = {
     state,
     deliveries,
     options,
+    clock,
     emit(eventType, data) {
       const event: EmittedEvent = { eventId: newId('evt'), eventType, data };
       emitted.push(event);
@@ -199,5 +216,8 @@ function createOrganization(input: {
     webhookEvents: (filter) => deliveries.list(filter).filter((record) => state.endpoints.has(record.endpointId)),
     holds: (resourceId) => state.holds(resourceId) || emittedIds.has(resourceId) || ownRecord(resourceId),
   };
-  return { organization, state, routes: organizationRoutes(ctx), idempotency: new IdempotencyStore() };
+  const routes = organizationRoutes(ctx);
+  // A restored subscription collects on its schedule again.
+  for (const subscription of state.subscriptions.values()) scheduleCollection(ctx, subscription);
+  return { organization, state, routes, idempotency: new IdempotencyStore() };
 }

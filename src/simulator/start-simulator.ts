@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { EventMap, EventType, WebhookEvent } from '../events/index.js';
+import { clockControl, SimulatorClock, type SimulatorClockControl } from './clock.js';
 import type { EmittedEvent } from './context.js';
 import { DeliveryQueue, type DeliveryPost, type DeliveryRecordFilter, type DeliveryRecord } from './deliveries.js';
 import { resolveSimulatorOptions, type ResolvedSimulatorOptions, type SimulatorOptions } from './options.js';
@@ -9,6 +10,7 @@ import { RequestLog, type RequestLogEntry } from './request-log.js';
 import { createRestHandler } from './rest-handler.js';
 import type { Route } from './route.js';
 import type { SimulatorRecords } from './state.js';
+import { snapshotState, type SimulatorSnapshot } from './state-file.js';
 
 /** A running simulator. */
 export interface Simulator {
@@ -19,6 +21,10 @@ export interface Simulator {
   readonly options: Readonly<Omit<ResolvedSimulatorOptions, 'random' | 'logger'>>;
   /** Every operation it serves (what `/openapi.json` describes). */
   readonly routes: readonly Route[];
+  /** Its time: real, or manual and moved by `clock.advance('1d')` (the `clock` option). */
+  readonly clock: SimulatorClockControl;
+  /** A copy of its state, to start another simulator from (`restore`) or to write to a file. */
+  snapshot(): SimulatorSnapshot;
   /**
    * Sends a realistic event of any type (the catalog's example, with a fresh eventId and `data` fields
    * overridden) to every endpoint subscribed to it, as if the service had emitted it. Returns at once; the
@@ -76,9 +82,17 @@ export interface Simulator {
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
   const resolved = resolveSimulatorOptions(options);
   const emitted: EmittedEvent[] = [];
+  const restore = options.restore;
+  const clock = new SimulatorClock({
+    mode: resolved.clock,
+    timeScale: resolved.timeScale,
+    startAt: resolved.startAt ?? (restore?.clock.mode === 'manual' ? Date.parse(restore.clock.now) : undefined),
+    settle: () => deliveries.idle(),
+  });
   // The organizations are made after the queue, which asks them for an endpoint only when it sends.
   let organizations: Organizations | undefined;
   const deliveries = new DeliveryQueue({
+    clock,
     timeScale: resolved.timeScale,
     duplicateRate: resolved.duplicateRate,
     reorder: resolved.reorder,
@@ -88,7 +102,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     logger: resolved.logger,
     endpoint: (id) => organizations?.endpoint(id),
   });
-  const orgs = new Organizations({ options: resolved, deliveries, onEmit: (event) => emitted.push(event) });
+  const orgs = new Organizations({ options: resolved, deliveries, clock, restore, onEmit: (event) => emitted.push(event) });
   organizations = orgs;
   const requestLog = new RequestLog();
 
@@ -115,6 +129,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     port,
     options: publicOptions,
     routes: orgs.first.routes,
+    clock: clockControl(clock),
+    snapshot() {
+      // A snapshot file holds one organization's state (src/simulator/state-file.ts).
+      if (orgs.all.length > 1) throw new RangeError(`A snapshot holds one organization; this simulator runs ${orgs.all.length}.`);
+      return snapshotState(orgs.first.state, emitted, { mode: clock.mode, now: clock.now() });
+    },
     emit: (eventType, data) => orgs.first.organization.emit(eventType, data),
     events: () => emitted,
     records: () => orgs.first.organization.records(),
@@ -133,6 +153,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     idle: () => deliveries.idle(),
     close() {
       closing ??= (async () => {
+        clock.close();
         await deliveries.close();
         await new Promise<void>((resolve) => {
           server.closeAllConnections();

@@ -12,6 +12,7 @@ import { migrate } from '../../src/store/migrate.js';
 import { envelope, post, signedDelivery } from '../helpers/deliveries.js';
 import { errorMessage } from '../helpers/error-body.js';
 import { ADAPTERS, listen } from '../helpers/servers.js';
+import { waitFor } from '../helpers/wait.js';
 
 const north = createDefaultScheme({ secrets: ['whsec_north_0123456789'] });
 const south = createDefaultScheme({ secrets: ['whsec_south_0123456789'] });
@@ -104,5 +105,41 @@ describe('an account from a function of the request', () => {
     expect((await send('north')).status).toBe(200);
     expect((await send('south')).status).toBe(404);
     expect((await getEvent(store, 'fn_header'))?.account).toBe('north');
+  });
+});
+
+describe("handlers see the event's account", () => {
+  it('ctx.account and the ctx.api of that account', async () => {
+    const db = await openDatabase({ dataDir: 'memory://', schema: 'account_ctx' });
+    await migrate(db);
+    const hooks = createPayhooks<{ name: string }>({
+      accounts: [
+        { id: 'north', secret: 'whsec_north_0123456789', api: { name: 'north-client' } },
+        { id: 'south', secret: 'whsec_south_0123456789', api: { name: 'south-client' } },
+      ],
+      database: db,
+      logger: silent,
+      worker: { pollIntervalMs: 20 },
+    });
+    const seen: string[] = [];
+    hooks.onAny(async (event, ctx) => {
+      seen.push(`${ctx.account}:${event.eventId}:${ctx.api?.name}`);
+    });
+    try {
+      for (const [account, scheme] of [
+        ['north', north],
+        ['south', south],
+      ] as const) {
+        const delivery = signedDelivery(scheme, envelope('ctx_same'));
+        const answer = await hooks.receive({ method: 'POST', headers: delivery.headers, rawBody: Buffer.from(delivery.body), account });
+        expect(answer.status).toBe(200);
+      }
+      await hooks.start();
+      await waitFor(() => seen.length >= 2, 'both events handled', 30_000);
+      expect(seen.sort()).toEqual(['north:ctx_same:north-client', 'south:ctx_same:south-client']);
+    } finally {
+      await hooks.stop();
+      await db.close().catch(() => undefined);
+    }
   });
 });
