@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forwardOrganizations, forwardUrlFor, simulateOptionParsers } from '../../src/cli/simulate-command.js';
+import { type HeadlessInfo, headlessLine } from '../../src/cli/simulate-headless.js';
 import { runTrigger } from '../../src/cli/trigger-command.js';
 import { EVENT_TYPES } from '../../src/events/index.js';
 import { readServiceEnv } from '../../src/service/environment.js';
@@ -104,6 +105,14 @@ describe('a session of three organizations', () => {
       session.accounts![0]!.endpointId,
       session.accounts![0]!.secret,
     ]);
+  });
+
+  it('simulate --json lists every organization by account id, with its key and endpoint', () => {
+    const info = JSON.parse(headlessLine(simulator, session, undefined)) as HeadlessInfo;
+    expect(info.accounts.map((a) => [a.id, a.apiKey, a.endpointId, a.secret])).toEqual(
+      session.accounts!.map((a) => [a.id, a.apiKey, a.endpointId, a.secret]),
+    );
+    expect([info.apiKey, info.endpointId]).toEqual([session.accounts![0]!.apiKey, session.accounts![0]!.endpointId]);
   });
 
   it('gives serve one {id, apiKey, apiUrl, secrets} per organization, with the current secrets asked with each key', async () => {

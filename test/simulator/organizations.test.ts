@@ -149,6 +149,18 @@ describe('three organizations in one simulator', () => {
     }
   });
 
+  it('shares one clock, and keeps snapshots and restore to one organization', async () => {
+    expect(() => simulator.snapshot()).toThrow(/A snapshot holds one organization; this simulator runs 3/);
+    const single = await startSimulator();
+    try {
+      await expect(startSimulator({ accounts: 2, restore: single.snapshot() })).rejects.toThrow(
+        /restore takes a snapshot of one organization; accounts gives 2/,
+      );
+    } finally {
+      await single.close();
+    }
+  });
+
   it("takes an organization's sk_live_ twin as its production key: its data, and the sandbox refused", async () => {
     const c = simulator.organization('acct_3');
     const live = api(simulator.url, c.apiKey.replace(/^sk_test_/, 'sk_live_'));
