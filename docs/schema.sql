@@ -859,6 +859,18 @@ CREATE INDEX effect_steps_review_idx ON ONLY payhooks.effect_steps USING btree (
 CREATE INDEX handler_attempts_event_idx ON ONLY payhooks.handler_attempts USING btree (event_id, id);
 
 --
+-- Name: inbox_events_resource_seq_idx; Type: INDEX; Schema: payhooks; Owner: -
+--
+
+CREATE INDEX inbox_events_resource_seq_idx ON ONLY payhooks.inbox_events USING btree (resource_key, seq) WHERE (resource_key IS NOT NULL);
+
+--
+-- Name: inbox_events_sender_id_idx; Type: INDEX; Schema: payhooks; Owner: -
+--
+
+CREATE INDEX inbox_events_sender_id_idx ON ONLY payhooks.inbox_events USING btree (COALESCE((headers ->> 'x-webhook-event-id'::text), (headers ->> 'webhook-id'::text), (headers ->> 'svix-id'::text))) WHERE (COALESCE((headers ->> 'x-webhook-event-id'::text), (headers ->> 'webhook-id'::text), (headers ->> 'svix-id'::text)) IS NOT NULL);
+
+--
 -- Name: inbox_events_seq_idx; Type: INDEX; Schema: payhooks; Owner: -
 --
 

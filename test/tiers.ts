@@ -108,6 +108,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/ledger.test.ts',
     'test/store/claim-plan.test.ts',
     'test/store/long-queue.test.ts',
+    'test/store/operator-story.test.ts',
     'test/store/operator-queries.test.ts',
     'test/store/per-handler-claim.test.ts',
     'test/store/prune-replay-race.test.ts',

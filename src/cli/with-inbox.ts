@@ -78,5 +78,7 @@ function serveInbox(session: ServeSession, inUse: DataDirInUseError): Inbox {
     discardQuarantined: (id) => asked((api) => api.discardQuarantined(id)),
     resolveStep: (ref, resolution) => asked((api) => api.resolveStep(ref, resolution)),
     replayBatch: (which, batch) => asked((api) => api.replayBatch(which, batch)),
+    resourceStory: (resource, { limit }) => asked((api) => api.story(resource, { limit })),
+    findById: (id) => asked((api) => api.find(id)),
   };
 }

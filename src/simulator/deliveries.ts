@@ -228,6 +228,8 @@ export class DeliveryQueue {
       headers: {
         'content-type': 'application/json',
         'user-agent': 'payhooks-simulator/1.0',
+        // The webhook event record's id, the same on every retry: what the service's dashboard and API list.
+        'x-webhook-event-id': record.id,
         ...signDelivery(record.body, secretsOf(endpoint)),
       },
       body: record.body,
