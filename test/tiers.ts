@@ -146,6 +146,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/backfill.test.ts',
     'test/cli/beside-serve.test.ts',
     'test/cli/bulk-commands.test.ts',
+    'test/cli/story-and-window.test.ts',
     'test/cli/cli-helpers.test.ts',
     'test/cli/cli.test.ts',
     'test/cli/config-at-start.test.ts',
