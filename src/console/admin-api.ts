@@ -66,8 +66,9 @@ export interface AdminApiOptions {
   /** Verify runs, for `POST` and `GET /admin/api/verify`; unset: those routes answer 404. */
   verify?: VerifyControl | undefined;
   /**
-   * The Postgres mirror's schema, for the mirror rows of `GET /admin/api/story` (`startService` gives it when the mirror
-   * runs); unset: stories have no mirror rows (`mirror: null`).
+   * The Postgres mirror's schema, for the mirror rows of `GET /admin/api/story` (`startService` gives its configured
+   * one, whichever process writes the mirror: it is read only where its tables exist); unset: stories have no mirror
+   * rows (`mirror: null`).
    */
   mirrorSchema?: string | undefined;
 }

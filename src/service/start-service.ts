@@ -170,7 +170,6 @@ export async function startService(config: ServiceConfig, options: StartServiceO
                 logger: logger.child({ component: 'console' }),
                 health: () => monitor.health(),
                 verify,
-                // Looked at only where its tables exist: a mirror written by another process counts too.
                 mirrorSchema: config.mirror.schema,
               }),
             ),

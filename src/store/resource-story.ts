@@ -1,5 +1,4 @@
 import { sql } from 'kysely';
-import { RESOURCE_KINDS, type ResourceKind } from '../events/resource-key.js';
 import type { PayhooksDatabase } from './database.js';
 import { type EffectStep, listSteps } from './effect-steps.js';
 import { type HandlerAttempt, handlerTimelines } from './handler-timeline.js';
@@ -49,14 +48,20 @@ export interface StoryOptions {
 /** The events a story tells by default: the newest 500 of a resource (a busy customer may have thousands). */
 export const DEFAULT_STORY_EVENTS = 500;
 
-/** The mirror's table of each kind of resource (migrations/mirror/001_mirror.sql). */
-const MIRROR_TABLES = {
+/**
+ * The mirror's table of each kind of resource key (migrations/mirror/001_mirror.sql). The kinds are those of the
+ * events' resource keys (`RESOURCE_KINDS` of events/resource-key.ts, which the store may not import; a test holds the
+ * two lists equal).
+ */
+export const MIRROR_TABLES = {
   invoice: 'invoices',
   customer: 'customers',
   payment: 'payments',
   dispute: 'disputes',
   subscription: 'subscriptions',
-} as const satisfies Record<ResourceKind, string>;
+} as const;
+type ResourceKind = keyof typeof MIRROR_TABLES;
+const RESOURCE_KINDS = Object.keys(MIRROR_TABLES) as ResourceKind[];
 
 const KIND_PREFIX = new RegExp(`^(${RESOURCE_KINDS.join('|')}):(.+)$`);
 

@@ -121,7 +121,7 @@ describe.skipIf(!pgUrl)('events history, events show by any id and replay by a t
     expect(shown.stderr.trim()).toBe("whevt_c1: found by its sender's x-webhook-event-id");
     const none = await runCli(['events', 'show', 'whevt_nothing'], env);
     expect(none.code).not.toBe(0);
-    expect(none.stderr).toContain('Nothing stored under whevt_nothing');
+    expect(none.stderr).toContain('No stored event with eventId whevt_nothing, and nothing else is stored under it');
   });
 
   it('replays a 30-minute window: the dry run counts what --yes re-queues, nothing outside moves', { timeout: 60_000 }, async () => {

@@ -7,7 +7,8 @@ import { storeEvent } from '../../src/store/inbox.js';
 import { countReplayable, previewReplay, type ReplaySelection, replayBatch } from '../../src/store/maintenance.js';
 import { migrateMirror } from '../../src/store/migrate.js';
 import { quarantineDelivery } from '../../src/store/quarantine.js';
-import { resourceKeysOf, resourceStory } from '../../src/store/resource-story.js';
+import { RESOURCE_KINDS } from '../../src/events/index.js';
+import { MIRROR_TABLES, resourceKeysOf, resourceStory } from '../../src/store/resource-story.js';
 import type { EventStatus } from '../../src/store/schema.js';
 import { backdate, setState } from '../helpers/inbox.js';
 import { backends, dispose } from '../helpers/stores.js';
@@ -211,6 +212,10 @@ describe.each(backends)('the operator story queries on $name', (backend) => {
 });
 
 describe('resource keys of what an operator types', () => {
+  it("knows every kind the events' resource keys name, in their order, each with its mirror table", () => {
+    expect(Object.keys(MIRROR_TABLES)).toEqual([...RESOURCE_KINDS]);
+  });
+
   it('takes a kind:id as it is, a bare id under every kind, and refuses an unknown kind or nothing', () => {
     expect(resourceKeysOf('invoice:inv_1')).toEqual(['invoice:inv_1']);
     expect(resourceKeysOf(' cus_1 ')).toEqual(['invoice:cus_1', 'customer:cus_1', 'payment:cus_1', 'dispute:cus_1', 'subscription:cus_1']);

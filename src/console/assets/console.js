@@ -77,10 +77,10 @@ async function loadEvents() {
       el('td', {}, el('button', { type: 'button', class: 'link', onclick: () => showEvent(event.eventId, true) }, event.eventId)),
       el('td', {}, event.eventType),
       el('td', {}, el('span', { class: `status status-${event.status}` }, event.status)),
-      el('td', { class: 'num' }, event.attempts),
-      el('td', { class: 'num' }, event.deliveries),
+      el('td', { class: 'num wide' }, event.attempts),
+      el('td', { class: 'num wide' }, event.deliveries),
       el('td', {}, new Date(event.receivedAt).toLocaleString()),
-      el('td', { class: 'error' }, event.lastError || ''),
+      el('td', { class: 'error wide' }, event.lastError || ''),
     ),
   );
   $('events').replaceChildren(...rows);
