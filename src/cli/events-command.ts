@@ -108,7 +108,7 @@ async function showAnyId(ctx: CommandContext, id: string): Promise<void> {
   if (shown.event) return ctx.out(printableJson(JSON.stringify(shown.event, null, 2)));
   if (shown.held) return ctx.out(quarantinedJson(shown.held));
   throw new UsageError(
-    `Nothing stored under ${id}: no eventId, no sender's id (X-Webhook-Event-Id, webhook-id, svix-id) and no quarantine number.`,
+    `No stored event with eventId ${id}, and nothing else is stored under it: no sender's id (X-Webhook-Event-Id, webhook-id, svix-id) and no quarantine number.`,
   );
 }
 
