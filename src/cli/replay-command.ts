@@ -57,10 +57,9 @@ export function selectionOf(eventIds: readonly string[], opts: ReplayCommandOpti
   const redoEffects = opts.redoEffects === true;
   const filters = (['since', 'until', 'handler', 'type', 'account'] as const).filter((name) => opts[name] !== undefined);
   if (eventIds.length > 0) {
-    if (opts.status || filters.length > 0)
-      throw new UsageError(
-        `Give either event ids or a selection (--status, --since/--until, ${filters.map((f) => `--${f}`).join(', ') || '…'}), not both.`,
-      );
+    if (opts.status) throw new UsageError('Give either event ids or --status, not both.');
+    if (filters.length > 0)
+      throw new UsageError(`Give either event ids or a selection (${filters.map((f) => `--${f}`).join(', ')}), not both.`);
     return { eventIds: [...new Set(eventIds)], redoEffects };
   }
   if ((opts.since === undefined) !== (opts.until === undefined)) throw new UsageError('--since and --until go together: give both.');
