@@ -112,6 +112,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/operator-story.test.ts',
     'test/store/operator-queries.test.ts',
     'test/store/per-handler-claim.test.ts',
+    'test/store/prune-account.test.ts',
     'test/store/prune-replay-race.test.ts',
     'test/store/store.test.ts',
     'test/store/statement-timeout.test.ts',
@@ -189,6 +190,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/worker/processes.test.ts',
   ],
   soak: [
+    'test/soak/account-fairness.test.ts',
     'test/cli/partition.test.ts',
     'test/cli/serve-broker-faults.test.ts',
     'test/receiver/bounded-memory.test.ts',

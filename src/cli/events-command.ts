@@ -5,7 +5,8 @@ import { UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { formatAge, printable, printableJson, table } from './format.js';
 import { addHistoryCommand } from './history-command.js';
-import { positiveInt } from './parse-options.js';
+import { accountOption, positiveInt } from './parse-options.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 import { quarantinedJson, quarantineTable } from './quarantine-command.js';
 import { withInbox } from './with-inbox.js';
 
@@ -14,6 +15,7 @@ export interface ListCommandOptions {
   /** A state, or `quarantined`: the signed deliveries that could not be stored as events. */
   status?: EventStatus | 'quarantined' | undefined;
   type?: string | undefined;
+  account?: string | undefined;
   limit: number;
   json?: boolean | undefined;
 }
@@ -41,18 +43,21 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
       ]),
     )
     .option('--type <type>', 'only events of this type, e.g. INVOICE_PAID')
+    .option('--account <id>', "only this account's events (docs/accounts.md); default every account's", accountOption)
     .option('--limit <n>', 'at most this many', positiveInt('--limit'), 100)
     .option('--json', 'print one JSON array (the "showing N of M" note goes to stderr, when not all are shown)')
     .action(async (opts: ListCommandOptions) => {
       if (opts.status === 'quarantined') {
-        const held = await withInbox(ctx.env('events'), (inbox) => inbox.listQuarantined({ state: 'held', limit: opts.limit }));
+        const held = await withInbox(ctx.env('events'), (inbox) =>
+          inbox.listQuarantined({ state: 'held', limit: opts.limit, account: opts.account }),
+        );
         const shown = opts.type === undefined ? held : held.filter((q) => q.eventType === opts.type);
         if (opts.json) return ctx.out(printableJson(JSON.stringify(shown, null, 2)));
         if (shown.length === 0) return ctx.out('no events');
         await ctx.out(quarantineTable(shown));
         return ctx.out(`showing ${shown.length} quarantined deliveries (payhooks quarantine show|release|discard ID)`);
       }
-      const filter = { status: opts.status, eventType: opts.type };
+      const filter = { account: opts.account, status: opts.status, eventType: opts.type };
       const [rows, counts] = await withInbox(ctx.env('events'), async (inbox) => [
         await inbox.listEvents({ ...filter, limit: opts.limit }),
         await inbox.countEventsByStatus(filter),
@@ -72,9 +77,10 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
     .command('show')
     .description("show one stored event with its body and headers, by its eventId, the sender's id of the delivery or a quarantine number")
     .argument('<id>', "an eventId, the id the sender's headers gave the delivery (X-Webhook-Event-Id, webhook-id), or a quarantine number")
+    .option('--account <id>', 'the account whose event it is; default: the first received of any account', accountOption)
     // show prints JSON either way; the flag is accepted so that scripts can pass --json to every events command.
     .option('--json', 'print the event as JSON (what show prints anyway)')
-    .action((id: string) => showAnyId(ctx, id));
+    .action((id: string, opts: { account?: string }) => showAnyId(ctx, id, opts.account));
   addHistoryCommand(events, ctx);
   events
     .command('stats')
@@ -94,12 +100,13 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
  * `events show ID`: the event of that eventId, else the event whose sender gave the delivery that id, else the
  * quarantined delivery; what was found by another id than the eventId is said on stderr, so stdout stays the JSON.
  */
-async function showAnyId(ctx: CommandContext, id: string): Promise<void> {
+async function showAnyId(ctx: CommandContext, id: string, account: string | undefined): Promise<void> {
   const shown = await withInbox(ctx.env('events'), async (inbox) => {
-    const event = await inbox.getEvent(id);
+    const event = await inbox.getEvent(id, account);
     if (event) return { event };
-    const found = await inbox.findById(id);
-    if (found?.kind === 'sender-id') return { event: await inbox.getEvent(found.eventId), note: `found by its sender's ${found.header}` };
+    const found = await inbox.findById(id, account);
+    if (found?.kind === 'sender-id')
+      return { event: await inbox.getEvent(found.eventId, found.account), note: `found by its sender's ${found.header}` };
     if (found?.kind === 'quarantine')
       return { held: await inbox.getQuarantined(found.quarantineId), note: `quarantined delivery #${found.quarantineId} (${found.state})` };
     return {};
@@ -108,7 +115,7 @@ async function showAnyId(ctx: CommandContext, id: string): Promise<void> {
   if (shown.event) return ctx.out(printableJson(JSON.stringify(shown.event, null, 2)));
   if (shown.held) return ctx.out(quarantinedJson(shown.held));
   throw new UsageError(
-    `No stored event with eventId ${id}, and nothing else is stored under it: no sender's id (X-Webhook-Event-Id, webhook-id, svix-id) and no quarantine number.`,
+    `No stored event with eventId ${id}${account ? ` in account ${account}` : ''}, and nothing else is stored under it: no sender's id (X-Webhook-Event-Id, webhook-id, svix-id) and no quarantine number.`,
   );
 }
 
@@ -123,9 +130,12 @@ function statusSummary(counts: StatusCounts): string {
 }
 
 function eventsTable(rows: readonly StoredEvent[]): string {
+  // The account's column only where there is more than the default account: a single-account inbox reads as before.
+  const accounts = rows.some((e) => e.account !== DEFAULT_ACCOUNT);
   return table(
-    ['EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'DELIVERIES', 'RECEIVED', 'LAST ERROR'],
+    [...(accounts ? ['ACCOUNT'] : []), 'EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'DELIVERIES', 'RECEIVED', 'LAST ERROR'],
     rows.map((e) => [
+      ...(accounts ? [e.account] : []),
       e.eventId,
       e.eventType,
       e.status,

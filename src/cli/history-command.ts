@@ -4,11 +4,12 @@ import { DEFAULT_STORY_EVENTS, resourceKeysOf } from '../store/resource-story.js
 import { UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { countOf, printable, printableJson } from './format.js';
-import { positiveInt } from './parse-options.js';
+import { accountOption, positiveInt } from './parse-options.js';
 import { withInbox } from './with-inbox.js';
 
 /** The options of `payhooks events history`. */
 interface HistoryOptions {
+  account?: string | undefined;
   json?: boolean | undefined;
   limit: number;
   mirrorSchema: string;
@@ -25,6 +26,7 @@ export function addHistoryCommand(events: Command, ctx: CommandContext): void {
     .argument('<resource>', 'invoice:inv_…, customer:cus_…, payment:…, dispute:…, subscription:…, or a bare id (every kind)')
     .option('--json', 'print one JSON object: resource, keys, events (oldest first), truncated, mirror')
     .option('--limit <n>', 'at most this many events, the newest', positiveInt('--limit'), DEFAULT_STORY_EVENTS)
+    .option('--account <id>', "only this account's events (docs/accounts.md); default every account's", accountOption)
     .option('--mirror-schema <schema>', "the mirror's schema, on a database this command opens (beside serve: serve's)", 'payhooks_mirror')
     .action(async (resource: string, opts: HistoryOptions) => {
       try {
@@ -33,7 +35,7 @@ export function addHistoryCommand(events: Command, ctx: CommandContext): void {
         throw new UsageError((err as RangeError).message);
       }
       const story = await withInbox(ctx.env('events'), (inbox) =>
-        inbox.resourceStory(resource, { limit: opts.limit, mirrorSchema: opts.mirrorSchema }),
+        inbox.resourceStory(resource, { limit: opts.limit, mirrorSchema: opts.mirrorSchema, account: opts.account }),
       );
       if (opts.json) return ctx.out(printableJson(JSON.stringify(story, null, 2)));
       await ctx.out(storyText(story));

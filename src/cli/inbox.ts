@@ -44,8 +44,8 @@ export interface Inbox {
   /** How many events match, per state. */
   countEventsByStatus(filter: EventsFilter): Promise<StatusCounts>;
   /** One event as stored, personal data included; undefined when there is none. */
-  getEvent(eventId: string): Promise<StoredEventDetail | undefined>;
-  countEventsByTypeAndStatus(): Promise<TypeStatusCount[]>;
+  getEvent(eventId: string, account?: string): Promise<StoredEventDetail | undefined>;
+  countEventsByTypeAndStatus(account?: string): Promise<TypeStatusCount[]>;
   oldestPendingEvent(): Promise<OldestPending | undefined>;
   previewReplay(which: ReplaySelection, sampleSize: number): Promise<ReplayPreview>;
   /** Quarantined deliveries, newest first (held ones by default). */
@@ -64,9 +64,12 @@ export interface Inbox {
    * A resource's story, personal data as stored. `mirrorSchema` is where a database this process opened keeps its
    * mirror; beside serve, serve's own mirror is read.
    */
-  resourceStory(resource: string, options: { limit?: number | undefined; mirrorSchema: string }): Promise<ResourceStory>;
-  /** What an id names (an eventId, a sender's id, a quarantine number); undefined when nothing does. */
-  findById(id: string): Promise<FoundId | undefined>;
+  resourceStory(
+    resource: string,
+    options: { limit?: number | undefined; mirrorSchema: string; account?: string | undefined },
+  ): Promise<ResourceStory>;
+  /** What an id names (an eventId, a sender's id, a quarantine number), in one account or any; undefined when nothing does. */
+  findById(id: string, account?: string): Promise<FoundId | undefined>;
 }
 
 /** The inbox of a database this process opened. */
@@ -74,8 +77,8 @@ export function localInbox(store: PayhooksDatabase): Inbox {
   return {
     listEvents: (filter) => listEvents(store, filter),
     countEventsByStatus: (filter) => countEventsByStatus(store, filter),
-    getEvent: (eventId) => getEvent(store, eventId),
-    countEventsByTypeAndStatus: () => countEventsByTypeAndStatus(store),
+    getEvent: (eventId, account) => getEvent(store, eventId, account),
+    countEventsByTypeAndStatus: (account) => countEventsByTypeAndStatus(store, account),
     oldestPendingEvent: () => oldestPendingEvent(store),
     previewReplay: (which, sampleSize) => previewReplay(store, which, sampleSize),
     listQuarantined: (filter) => listQuarantined(store, filter),
@@ -85,6 +88,6 @@ export function localInbox(store: PayhooksDatabase): Inbox {
     resolveStep: (ref, resolution) => resolveStep(store, ref, resolution),
     replayBatch: (which, batch) => replayBatch(store, which, batch),
     resourceStory: (resource, options) => resourceStory(store, resource, options),
-    findById: (id) => findById(store, id),
+    findById: (id, account) => findById(store, id, account),
   };
 }

@@ -9,18 +9,19 @@ import { countOf, printable, sampleOf } from './format.js';
 import type { Inbox } from './inbox.js';
 import { startProgress } from './progress.js';
 import { withInbox } from './with-inbox.js';
+import { accountOption } from './parse-options.js';
 
 const REPLAYABLE: readonly ReplayableStatus[] = ['dead', 'invalid', 'ignored', 'done', 'needs-review'];
 
 /** The options of `payhooks replay`. */
 export interface ReplayCommandOptions extends BulkOptions {
   status?: ReplayableStatus | undefined;
+  account?: string | undefined;
   redoEffects?: boolean | undefined;
   since?: string | undefined;
   until?: string | undefined;
   handler?: string | undefined;
   type?: string | undefined;
-  account?: string | undefined;
 }
 
 /**
@@ -41,7 +42,7 @@ export function addReplayCommand(program: Command, ctx: CommandContext): void {
     )
     .option('--handler <name>', 'only events on which this handler failed (a failed run, or it gave up)')
     .option('--type <type>', 'only events of this type, e.g. INVOICE_PAID')
-    .option('--account <account>', 'only events of this account (every event is the default account until accounts arrive)')
+    .option('--account <id>', "only this account's events (docs/accounts.md); default every account's", accountOption)
     .option(
       '--redo-effects',
       "call the events' effect steps (ctx.effect) again, completed ones and those held for review included (asks first)",
@@ -141,7 +142,7 @@ async function replay(ctx: CommandContext, inbox: Inbox, which: ReplaySelection,
 
 /** The selection in words, for the lines replay prints: ` in state dead`, ` dead, invalid or needs-review received …`. */
 function scopeOf(which: ReplaySelection): string {
-  if ('eventIds' in which) return '';
+  if ('eventIds' in which || 'events' in which) return which.account ? ` of account ${printable(which.account)}` : '';
   const states = selectedStates(which)!;
   const parts = [` in state ${states.length === 1 ? states[0] : `${states.slice(0, -1).join(', ')} or ${states.at(-1)}`}`];
   if ('since' in which && which.since && which.until)

@@ -19,7 +19,7 @@ import type { HealthReport } from '../alarms/health-report.js';
 import { resolveStep } from '../store/effect-steps.js';
 import { consoleAsset } from './console-page.js';
 import { FailureThrottle } from './failure-throttle.js';
-import { arrivalPosition, filterText, identifierText } from './inputs.js';
+import { accountId, arrivalPosition, filterText, identifierText } from './inputs.js';
 import { maskPersonalData } from './mask.js';
 import { adminTokenWeakness, bearerMatches } from './token.js';
 import type { VerifyControl } from './verify-control.js';
@@ -108,6 +108,7 @@ const isoDate = z.iso
 const revealFlag = z.enum(['true', 'false']).transform((value) => value === 'true');
 
 const listQuery = z.strictObject({
+  account: accountId.optional(),
   status: z.enum(EVENT_STATUSES).optional(),
   type: filterText.optional(),
   resource: filterText.optional(),
@@ -122,9 +123,11 @@ const storyQuery = z.strictObject({
   resource: filterText,
   limit: z.coerce.number().int().min(1).max(5000).default(DEFAULT_STORY_EVENTS),
   reveal: revealFlag.optional(),
+  account: accountId.optional(),
 });
-const findQuery = z.strictObject({ id: identifierText });
-const statsQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(168).default(3) });
+const findQuery = z.strictObject({ id: identifierText, account: accountId.optional() });
+const statsQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(168).default(3), account: accountId.optional() });
+const eventQuery = z.strictObject({ reveal: revealFlag.optional(), account: accountId.optional() });
 
 const quarantineQuery = z.strictObject({
   state: z.enum(['held', 'released', 'discarded', 'all']).optional(),
@@ -151,8 +154,13 @@ const replayBody = z
     since: isoDate.optional(),
     until: isoDate.optional(),
     handler: identifierText.optional(),
-    account: identifierText.optional(),
     eventIds: z.array(identifierText).min(1).max(MAX_REPLAY_IDS).optional(),
+    events: z
+      .array(z.strictObject({ account: accountId, eventId: identifierText }))
+      .min(1)
+      .max(MAX_REPLAY_IDS)
+      .optional(),
+    account: accountId.optional(),
     dryRun: z.boolean().optional(),
     sample: z.number().int().min(1).max(MAX_REPLAY_IDS).optional(),
     limit: z.number().int().min(1).max(MAX_REPLAY_IDS).optional(),
@@ -163,14 +171,14 @@ const replayBody = z
   .superRefine((body, ctx) => {
     const problem = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
     const windowed = body.since !== undefined || body.until !== undefined;
-    if (body.eventIds === undefined && body.status === undefined && !windowed)
-      problem('status', 'give a status, a time window (since and until), or eventIds');
+    const named = body.eventIds !== undefined || body.events !== undefined;
+    if (!named && body.status === undefined && !windowed) problem('status', 'give a status, a time window (since and until), or eventIds');
+    if (body.eventIds !== undefined && body.events !== undefined) problem('events', 'give eventIds or events, not both');
     if (windowed && (body.since === undefined || body.until === undefined))
       problem(body.since ? 'until' : 'since', 'give both since and until');
     if (body.since && body.until && body.since.getTime() >= body.until.getTime()) problem('until', 'must be after since');
-    for (const filter of ['type', 'since', 'until', 'handler', 'account'] as const)
-      if (body.eventIds !== undefined && body[filter] !== undefined)
-        problem(filter, 'selects among events by state or time; leave it out with eventIds');
+    for (const filter of ['type', 'since', 'until', 'handler'] as const)
+      if (named && body[filter] !== undefined) problem(filter, 'selects among events by state or time; leave it out with eventIds');
     if (body.dryRun && body.limit !== undefined) problem('limit', 'is for a batch of a replay, not for a dry run');
     if (body.sample !== undefined && !body.dryRun) problem('sample', 'is for a dry run only');
     for (const bound of ['after', 'through'] as const)
@@ -272,6 +280,7 @@ const ROUTES: readonly AdminRoute[] = [
     async answer({ store, query, via }, logger) {
       const filter = parse(listQuery, query, 'query');
       const page = await pageEvents(store, {
+        account: filter.account,
         status: filter.status,
         eventType: filter.type,
         resourceKey: filter.resource,
@@ -292,10 +301,11 @@ const ROUTES: readonly AdminRoute[] = [
     pattern: /^\/admin\/api\/events\/([^/]+)$/,
     commandLine: true,
     async answer({ store, query, param, via }, logger) {
-      const reveal = query.reveal === 'true';
+      const asked = parse(eventQuery, query, 'query');
+      const reveal = asked.reveal === true;
       const eventId = eventIdOf(param!);
-      const event = await getEvent(store, eventId);
-      if (!event) throw new BadRequest(404, `No event ${eventId} is stored.`);
+      const event = await getEvent(store, eventId, asked.account);
+      if (!event) throw new BadRequest(404, `No event ${eventId} is stored${asked.account ? ` for account ${asked.account}` : ''}.`);
       if (reveal) logger?.info({ eventId, via }, 'console: personal data of an event revealed');
       const rawBody = reveal ? event.rawBody : maskPersonalData(event.rawBody);
       const handlerAttempts = reveal
@@ -350,12 +360,13 @@ const ROUTES: readonly AdminRoute[] = [
       const body = parse(replayBody, jsonBody(await bodyText(request)), 'body');
       const which = selectionOf(body);
       const described = {
+        account: body.account,
         status: body.status,
         eventType: body.type,
         since: body.since,
         until: body.until,
         handler: body.handler,
-        named: body.eventIds?.length,
+        named: body.eventIds?.length ?? body.events?.length,
         via,
       };
       if (body.dryRun) return ok(await previewReplay(store, which, body.sample ?? 10));
@@ -470,10 +481,10 @@ const ROUTES: readonly AdminRoute[] = [
     pattern: /^\/admin\/api\/story$/,
     commandLine: true,
     async answer({ store, query, options, via }, logger) {
-      const { resource, limit, reveal } = parse(storyQuery, query, 'query');
+      const { resource, limit, reveal, account } = parse(storyQuery, query, 'query');
       let story: ResourceStory;
       try {
-        story = await resourceStory(store, resource, { mirrorSchema: options.mirrorSchema, limit });
+        story = await resourceStory(store, resource, { mirrorSchema: options.mirrorSchema, limit, account });
       } catch (err) {
         if (err instanceof RangeError) throw new BadRequest(400, err.message);
         throw err;
@@ -487,8 +498,8 @@ const ROUTES: readonly AdminRoute[] = [
     pattern: /^\/admin\/api\/find$/,
     commandLine: true,
     async answer({ store, query }) {
-      const { id } = parse(findQuery, query, 'query');
-      const found = await findById(store, id);
+      const { id, account } = parse(findQuery, query, 'query');
+      const found = await findById(store, id, account);
       if (!found) throw new BadRequest(404, `Nothing is stored under ${JSON.stringify(id)}: no eventId, sender's id or quarantine number.`);
       return ok(found);
     },
@@ -498,9 +509,9 @@ const ROUTES: readonly AdminRoute[] = [
     pattern: /^\/admin\/api\/stats$/,
     commandLine: true,
     async answer({ store, query }) {
-      const { hours } = parse(statsQuery, query, 'query');
+      const { hours, account } = parse(statsQuery, query, 'query');
       const [byTypeAndStatus, oldest, activity] = await Promise.all([
-        countEventsByTypeAndStatus(store),
+        countEventsByTypeAndStatus(store, account),
         oldestPendingEvent(store),
         activityByMinute(store, hours),
       ]);
@@ -585,9 +596,10 @@ export function createAdminApi(options: AdminApiOptions): AdminApi {
 
 /** The store's selection for a replay request's body. */
 function selectionOf(body: z.infer<typeof replayBody>): ReplaySelection {
-  const { redoEffects } = body;
-  if (body.eventIds) return { eventIds: [...new Set(body.eventIds)], status: body.status, redoEffects };
-  const filter = { eventType: body.type, handler: body.handler, account: body.account, redoEffects };
+  const how = { account: body.account, redoEffects: body.redoEffects };
+  if (body.eventIds) return { eventIds: [...new Set(body.eventIds)], status: body.status, ...how };
+  if (body.events) return { events: body.events, status: body.status, ...how };
+  const filter = { eventType: body.type, handler: body.handler, ...how };
   if (body.since && body.until) return { ...filter, status: body.status, since: body.since, until: body.until };
   return { ...filter, status: body.status! };
 }

@@ -12,6 +12,7 @@ import type { ResolveOutcome, StepResolution } from '../store/effect-steps.js';
 import type { FoundId } from '../store/find-by-id.js';
 import type { ResourceStory } from '../store/resource-story.js';
 import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 
 /** A request the console's API answered with an error, or did not answer at all (`status` undefined). */
 export class AdminApiError extends PayhooksError {
@@ -27,7 +28,10 @@ export class AdminApiError extends PayhooksError {
 
 const date = z.iso.datetime({ offset: true }).transform((text) => new Date(text));
 // In the order of store/inbox.ts's objects, so that JSON printed from an answer is byte for byte the same.
+// `account` defaults for a serve that predates accounts (every event then was the default account's).
+const account = z.string().default(DEFAULT_ACCOUNT);
 const storedEvent = z.object({
+  account,
   eventId: z.string(),
   eventType: z.string(),
   resourceKey: z.string().nullable(),
@@ -50,6 +54,7 @@ const handlerAttempt = z.object({
   error: z.string().nullable(),
 });
 const effectStep = z.object({
+  account,
   eventId: z.string(),
   receivedAt: date,
   handler: z.string(),
@@ -90,26 +95,29 @@ const story = z.object({
   mirror: z.array(z.object({ table: z.string(), id: z.string(), row: z.record(z.string(), z.unknown()) })).nullable(),
 });
 const found = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('event'), eventId: z.string() }),
-  z.object({ kind: z.literal('sender-id'), eventId: z.string(), header: z.string() }),
+  z.object({ kind: z.literal('event'), account, eventId: z.string() }),
+  z.object({ kind: z.literal('sender-id'), account, eventId: z.string(), header: z.string() }),
   z.object({
     kind: z.literal('quarantine'),
+    account,
     quarantineId: z.string(),
     eventId: z.string().nullable(),
     state: z.enum(['held', 'released', 'discarded']),
   }),
 ]);
 const resolved = z.discriminatedUnion('resolved', [
-  z.object({ resolved: z.literal(true), handler: z.string(), step: z.string(), remaining: z.number(), requeued: z.boolean() }),
+  z.object({ resolved: z.literal(true), account, handler: z.string(), step: z.string(), remaining: z.number(), requeued: z.boolean() }),
   z.object({
     resolved: z.literal(false),
     reason: z.enum(['not-found', 'not-held', 'ambiguous']),
     handlers: z.array(z.string()).optional(),
+    accounts: z.array(z.string()).optional(),
     state: z.enum(['started', 'completed', 'failed', 'needs-review', 'redo']).optional(),
   }),
 ]);
 const quarantined = z.object({
   id: z.string(),
+  account,
   kind: z.enum(QUARANTINE_KINDS),
   reason: z.string(),
   eventId: z.string().nullable(),
@@ -131,6 +139,7 @@ const stats = z.object({
   byTypeAndStatus: z.array(z.object({ eventType: z.string(), status: z.enum(EVENT_STATUSES), count: z.number() })),
   oldestPending: z
     .object({
+      account,
       eventId: z.string(),
       receivedAt: date,
       ageMs: z.number(),
@@ -163,6 +172,8 @@ export interface AdminStats {
 
 /** Filters and page of `GET /admin/api/events`. */
 export interface AdminEventQuery {
+  /** One account's events; default every account's. */
+  account?: string | undefined;
   status?: EventStatus | undefined;
   type?: string | undefined;
   cursor?: string | undefined;
@@ -187,9 +198,9 @@ export interface AdminClient {
   /** `GET /admin/api/events`: one page, newest first. */
   listEvents(query: AdminEventQuery): Promise<EventPage>;
   /** `GET /admin/api/events/{eventId}`; undefined when no such event is stored (404). */
-  getEvent(eventId: string, options: { reveal: boolean }): Promise<StoredEventDetail | undefined>;
-  /** `GET /admin/api/stats`: the counts per type and state, and the oldest pending event. */
-  stats(): Promise<AdminStats>;
+  getEvent(eventId: string, options: { reveal: boolean; account?: string | undefined }): Promise<StoredEventDetail | undefined>;
+  /** `GET /admin/api/stats`: the counts per type and state (of one account, or all), and the oldest pending event. */
+  stats(account?: string): Promise<AdminStats>;
   /** `GET /admin/api/quarantine`: quarantined deliveries, newest first. */
   listQuarantined(filter: QuarantineFilter): Promise<QuarantinedDelivery[]>;
   /** `GET /admin/api/quarantine/{id}?reveal=true`: one, with its exact bytes; undefined when there is none (404). */
@@ -201,9 +212,9 @@ export interface AdminClient {
   /** `POST /admin/api/events/{id}/effects/resolve`: an operator's answer to a step held for review. */
   resolveStep(ref: { eventId: string; step: string; handler?: string | undefined }, resolution: StepResolution): Promise<ResolveOutcome>;
   /** `GET /admin/api/story?reveal=true`: a resource's story, personal data as stored. */
-  story(resource: string, options: { limit?: number | undefined }): Promise<ResourceStory>;
-  /** `GET /admin/api/find`: what an id names; undefined when nothing does (404). */
-  find(id: string): Promise<FoundId | undefined>;
+  story(resource: string, options: { limit?: number | undefined; account?: string | undefined }): Promise<ResourceStory>;
+  /** `GET /admin/api/find`: what an id names (in one account, or any); undefined when nothing does (404). */
+  find(id: string, account?: string): Promise<FoundId | undefined>;
   /** `POST /admin/api/replay` with `dryRun`: how many events a replay would re-queue, a sample, and its bound. */
   previewReplay(which: ReplaySelection, sampleSize: number): Promise<ReplayPreview>;
   /** `POST /admin/api/replay` with `limit`: one batch of a replay in order of arrival. */
@@ -266,30 +277,35 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
   const selection = (which: ReplaySelection) => ({
     ...('eventIds' in which
       ? { eventIds: which.eventIds, status: which.status }
-      : {
-          status: which.status,
-          type: which.eventType,
-          since: 'since' in which ? which.since?.toISOString() : undefined,
-          until: 'until' in which ? which.until?.toISOString() : undefined,
-          handler: which.handler,
-          account: which.account,
-        }),
+      : 'events' in which
+        ? { events: which.events, status: which.status }
+        : {
+            status: which.status,
+            type: which.eventType,
+            since: 'since' in which ? which.since?.toISOString() : undefined,
+            until: 'until' in which ? which.until?.toISOString() : undefined,
+            handler: which.handler,
+          }),
+    ...(which.account !== undefined ? { account: which.account } : {}),
     ...(which.redoEffects ? { redoEffects: true } : {}),
   });
 
   return {
-    listEvents({ status, type, cursor, limit, reveal }) {
+    listEvents({ account, status, type, cursor, limit, reveal }) {
       const query = new URLSearchParams();
-      for (const [name, value] of Object.entries({ status, type, cursor, limit, reveal }))
+      for (const [name, value] of Object.entries({ account, status, type, cursor, limit, reveal }))
         if (value !== undefined) query.set(name, String(value));
       return call(eventPage, 'GET', `/events?${query}`);
     },
-    async getEvent(eventId, { reveal }) {
-      const path = `/events/${encodeURIComponent(eventId)}${reveal ? '?reveal=true' : ''}`;
+    async getEvent(eventId, { reveal, account }) {
+      const query = new URLSearchParams();
+      if (reveal) query.set('reveal', 'true');
+      if (account !== undefined) query.set('account', account);
+      const path = `/events/${encodeURIComponent(eventId)}${query.size ? `?${query}` : ''}`;
       const answer = await send('GET', path);
       return answer.status === 404 ? undefined : decode(eventDetail, 'GET', path, answer);
     },
-    stats: () => call(stats, 'GET', '/stats'),
+    stats: (account) => call(stats, 'GET', account === undefined ? '/stats' : `/stats?${new URLSearchParams({ account })}`),
     async listQuarantined({ state, limit }) {
       const query = new URLSearchParams();
       if (state !== undefined) query.set('state', state);
@@ -309,13 +325,14 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     },
     resolveStep: ({ eventId, step, handler }, resolution) =>
       call(resolved, 'POST', `/events/${encodeURIComponent(eventId)}/effects/resolve`, { step, handler, resolution }),
-    story(resource, { limit }) {
+    story(resource, { limit, account }) {
       const query = new URLSearchParams({ resource, reveal: 'true' });
       if (limit !== undefined) query.set('limit', String(limit));
+      if (account !== undefined) query.set('account', account);
       return call(story, 'GET', `/story?${query}`);
     },
-    async find(id) {
-      const path = `/find?${new URLSearchParams({ id })}`;
+    async find(id, account) {
+      const path = `/find?${new URLSearchParams({ id, ...(account === undefined ? {} : { account }) })}`;
       const answer = await send('GET', path);
       return answer.status === 404 ? undefined : decode(found, 'GET', path, answer);
     },

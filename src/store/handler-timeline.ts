@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
+import { eventKey } from './accounts.js';
 import type { PayhooksDatabase } from './database.js';
+import { type EventRef, ofEvents } from './event-refs.js';
 
 /** One run of a handler for an event (a `handler_attempts` row, or a completion the worker recorded). */
 export interface HandlerAttempt {
@@ -26,29 +27,29 @@ export interface HandlerTimeline {
 }
 
 /**
- * The handler timelines of some events, by eventId (every id asked for has one, empty when nothing ran): two queries
- * whatever the number of events, each through the event's index of its table. Failed runs (and completions marked in
+ * The handler timelines of some events, by {@link eventKey} of their account and eventId (every event asked for has
+ * one, empty when nothing ran): two queries whatever the number of events, each through the event's key. Failed runs (and completions marked in
  * a handler's own transaction) are handler_attempts rows; a completion the worker recorded is its handler_runs row,
  * which carries its start (migrations/009).
  *
  * @example
- * const timeline = (await handlerTimelines(store, ['evt_1'])).get('evt_1')!;
+ * const timeline = (await handlerTimelines(store, [{ account: 'default', eventId: 'evt_1' }])).get(eventKey('default', 'evt_1'))!;
  */
-export async function handlerTimelines(store: PayhooksDatabase, eventIds: readonly string[]): Promise<Map<string, HandlerTimeline>> {
-  const timelines = new Map<string, HandlerTimeline & { order: number[] }>();
-  for (const id of eventIds) timelines.set(id, { attempts: [], completed: [], givenUp: [], order: [] });
-  if (eventIds.length === 0) return timelines;
-  const ids = sql<boolean>`event_id = any(${[...new Set(eventIds)]}::text[])`;
+export async function handlerTimelines(store: PayhooksDatabase, events: readonly EventRef[]): Promise<Map<string, HandlerTimeline>> {
+  const timelines = new Map<string, HandlerTimeline>();
+  for (const { account, eventId } of events) timelines.set(eventKey(account, eventId), { attempts: [], completed: [], givenUp: [] });
+  if (events.length === 0) return timelines;
+  const ids = ofEvents(events);
   const runs = await store.db
     .selectFrom('handler_runs')
-    .select(['event_id', 'handler', 'outcome', 'attempt', 'started_at', 'completed_at'])
+    .select(['event_id', 'account', 'handler', 'outcome', 'attempt', 'started_at', 'completed_at'])
     .where(ids)
     .orderBy('completed_at')
     .orderBy('handler')
     .execute();
   const attempts = await store.db
     .selectFrom('handler_attempts')
-    .select(['event_id', 'handler', 'attempt', 'started_at', 'ended_at', 'outcome', 'error', 'id'])
+    .select(['event_id', 'account', 'handler', 'attempt', 'started_at', 'ended_at', 'outcome', 'error', 'id'])
     .where(ids)
     .execute();
   const rows = [
@@ -62,7 +63,7 @@ export async function handlerTimelines(store: PayhooksDatabase, eventIds: readon
     // In the order they ran; rows carried over by migration 008 (no start) by when they ended.
     .sort((a, b) => (a.started_at ?? a.ended_at).getTime() - (b.started_at ?? b.ended_at).getTime() || a.order - b.order);
   for (const a of rows)
-    timelines.get(a.event_id)?.attempts.push({
+    timelines.get(eventKey(a.account, a.event_id))?.attempts.push({
       handler: a.handler,
       attempt: a.attempt,
       startedAt: a.started_at,
@@ -71,6 +72,7 @@ export async function handlerTimelines(store: PayhooksDatabase, eventIds: readon
       outcome: a.outcome,
       error: a.error,
     });
-  for (const run of runs) timelines.get(run.event_id)?.[run.outcome === 'done' ? 'completed' : 'givenUp'].push(run.handler);
-  return new Map([...timelines].map(([id, { order: _, ...timeline }]) => [id, timeline]));
+  for (const run of runs)
+    timelines.get(eventKey(run.account, run.event_id))?.[run.outcome === 'done' ? 'completed' : 'givenUp'].push(run.handler);
+  return timelines;
 }

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { eventKey } from './accounts.js';
 import type { PayhooksDatabase } from './database.js';
 import { type EffectStep, listSteps } from './effect-steps.js';
 import { type HandlerAttempt, handlerTimelines } from './handler-timeline.js';
@@ -43,6 +44,8 @@ export interface StoryOptions {
   mirrorSchema?: string | undefined;
   /** The most events told, the newest; default {@link DEFAULT_STORY_EVENTS}. */
   limit?: number | undefined;
+  /** Only this account's events; default every account's (a resource id may be one in several accounts). */
+  account?: string | undefined;
 }
 
 /** The events a story tells by default: the newest 500 of a resource (a busy customer may have thousands). */
@@ -95,24 +98,31 @@ export function resourceKeysOf(resource: string): string[] {
 export async function resourceStory(store: PayhooksDatabase, resource: string, options: StoryOptions = {}): Promise<ResourceStory> {
   const keys = resourceKeysOf(resource);
   const limit = options.limit ?? DEFAULT_STORY_EVENTS;
-  const rows = await store.db
+  let query = store.db
     .selectFrom('inbox_event_states')
     .select(summaryColumns)
     .where('resource_key', 'in', keys)
     .orderBy('seq', 'desc')
-    .limit(limit + 1)
-    .execute();
+    .limit(limit + 1);
+  if (options.account !== undefined) query = query.where('account', '=', options.account);
+  const rows = await query.execute();
   const told = rows.slice(0, limit).reverse();
-  const ids = told.map((row) => row.event_id);
-  const [timelines, steps] = await Promise.all([handlerTimelines(store, ids), listSteps(store, ids)]);
+  const refs = told.map((row) => ({ account: row.account, eventId: row.event_id }));
+  const [timelines, steps] = await Promise.all([handlerTimelines(store, refs), listSteps(store, refs)]);
+  const stepsOf = new Map<string, EffectStep[]>();
+  for (const step of steps) {
+    const key = eventKey(step.account, step.eventId);
+    stepsOf.set(key, [...(stepsOf.get(key) ?? []), step]);
+  }
   const events = told.map((row): StoryEvent => {
-    const timeline = timelines.get(row.event_id)!;
+    const key = eventKey(row.account, row.event_id);
+    const timeline = timelines.get(key)!;
     return {
       ...toStoredEvent(row),
       handlerAttempts: timeline.attempts,
       completedHandlers: timeline.completed,
       givenUpHandlers: timeline.givenUp,
-      effectSteps: steps.filter((step) => step.eventId === row.event_id),
+      effectSteps: stepsOf.get(key) ?? [],
     };
   });
   const mirror = options.mirrorSchema === undefined ? null : await mirrorRecords(store, options.mirrorSchema, keys);

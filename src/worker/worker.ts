@@ -20,6 +20,8 @@ import { type WorkerEventMap, WorkerEvents } from './worker-events.js';
 
 /** One run of one handler for one event, for metrics. */
 export interface HandlerRunObservation {
+  /** The event's account (`default` in a single-account installation); absent in a report of an older worker. */
+  account?: string | undefined;
   /** The handler's name: yours, or a sink's (`mirror`, `forward:<name>`, `broker:<name>`, `connector:<name>`). */
   handler: string;
   eventType: string;
@@ -32,7 +34,10 @@ export interface WorkerOptions<Api = unknown> {
   store: PayhooksDatabase;
   registry: HandlerRegistry<Api>;
   logger: Logger;
+  /** `ctx.api` of every account's handlers, unless `apiForAccount` gives one for the event's account. */
   api?: Api | undefined;
+  /** `ctx.api` of an account's handlers: the API client with that account's key (docs/accounts.md); undefined: `api`. */
+  apiForAccount?: ((account: string) => Api | undefined) | undefined;
   /**
    * Called after each handler run, failed or not. Kept for existing callers: it is one subscriber of `run:ended` on
    * {@link WorkerOptions.events}, which tells more.
@@ -212,6 +217,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   const handlers = new HandlerRunner({
     store,
     api: options.api,
+    apiForAccount: options.apiForAccount,
     handlerTimeoutMs,
     searchPath: setLocalSearchPath(appSearchPath(settings.appSchema)),
   });

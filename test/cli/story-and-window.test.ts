@@ -50,6 +50,7 @@ describe.skipIf(!pgUrl)('events history, events show by any id and replay by a t
       await store.db
         .insertInto('handler_attempts')
         .values({
+          account: 'default',
           event_id: 'evt_c2',
           received_at: rows[0]!.received_at,
           handler: 'crm',

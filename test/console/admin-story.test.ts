@@ -58,7 +58,12 @@ describe.each(backends)('the story, find and replay-by-window routes on $name', 
       expect((await get('/admin/api/story?resource=refund%3Are_1')).body.error.message).toMatch(/Unknown kind of resource "refund"/);
       expect((await get('/admin/api/story')).status).toBe(400);
 
-      expect((await get('/admin/api/find?id=whevt_1')).body).toEqual({ kind: 'sender-id', eventId: 'evt_1', header: 'x-webhook-event-id' });
+      expect((await get('/admin/api/find?id=whevt_1')).body).toEqual({
+        kind: 'sender-id',
+        account: 'default',
+        eventId: 'evt_1',
+        header: 'x-webhook-event-id',
+      });
       expect((await get('/admin/api/find?id=nothing')).status).toBe(404);
 
       // The client beside serve: the same objects as the store's own functions, dates and all.

@@ -44,6 +44,7 @@ async function ran(store: PayhooksDatabase, eventId: string, handler: string, at
   await store.db
     .insertInto('handler_attempts')
     .values({
+      account: 'default',
       event_id: eventId,
       received_at,
       handler,
@@ -84,6 +85,7 @@ describe.each(backends)('the operator story queries on $name', (backend) => {
     await store.db
       .insertInto('effect_steps')
       .values({
+        account: 'default',
         event_id: 'evt_c1',
         received_at,
         handler: 'crm',
@@ -149,12 +151,17 @@ describe.each(backends)('the operator story queries on $name', (backend) => {
       rawBody: new TextEncoder().encode('{"eventId":"evt_q"}'),
       headers: {},
     });
-    expect(await findById(store, 'evt_2')).toEqual({ kind: 'event', eventId: 'evt_2' });
-    expect(await findById(store, 'whevt_A')).toEqual({ kind: 'sender-id', eventId: 'evt_1', header: 'x-webhook-event-id' });
-    expect(await findById(store, 'msg_B')).toEqual({ kind: 'sender-id', eventId: 'evt_2', header: 'webhook-id' });
-    expect(await findById(store, 'msg_C')).toEqual({ kind: 'sender-id', eventId: 'evt_3', header: 'svix-id' });
+    expect(await findById(store, 'evt_2')).toEqual({ kind: 'event', account: 'default', eventId: 'evt_2' });
+    expect(await findById(store, 'whevt_A')).toEqual({
+      kind: 'sender-id',
+      account: 'default',
+      eventId: 'evt_1',
+      header: 'x-webhook-event-id',
+    });
+    expect(await findById(store, 'msg_B')).toEqual({ kind: 'sender-id', account: 'default', eventId: 'evt_2', header: 'webhook-id' });
+    expect(await findById(store, 'msg_C')).toEqual({ kind: 'sender-id', account: 'default', eventId: 'evt_3', header: 'svix-id' });
     if (!held) throw new Error('the delivery was not quarantined');
-    const quarantined = { kind: 'quarantine', quarantineId: held.id, eventId: 'evt_q', state: 'held' };
+    const quarantined = { kind: 'quarantine', account: 'default', quarantineId: held.id, eventId: 'evt_q', state: 'held' };
     expect(await findById(store, held.id)).toEqual(quarantined);
     expect(await findById(store, `#${held.id}`)).toEqual(quarantined);
     expect(await findById(store, 'evt_q')).toEqual(quarantined);
