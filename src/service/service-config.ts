@@ -80,7 +80,8 @@ export const serviceConfigSchema = z.object({
     .array(
       z.object({
         id: z.string().min(1),
-        secrets: z.array(z.string().min(1)).min(1),
+        /** Empty only in a process that receives nothing (`--role worker`). */
+        secrets: z.array(z.string().min(1)),
         apiKey: z.string().min(1).optional(),
         apiUrl: z.string().min(1).optional(),
         rateBudget: z

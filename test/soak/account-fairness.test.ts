@@ -92,7 +92,10 @@ describe.each(postgres)('the fair claim with 200 accounts ($name)', (backend) =>
     async () => {
       const db = await backend.open();
       store = db;
-      await ensureAccounts(db, Array.from({ length: ACCOUNTS }, (_, n) => ({ id: accountId(n) })));
+      await ensureAccounts(
+        db,
+        Array.from({ length: ACCOUNTS }, (_, n) => ({ id: accountId(n) })),
+      );
 
       const calm = await playPhase(db, 'calm');
       const burst = Array.from({ length: BURST }, (_, n) => event(accountId(0), `burst_${n}`));

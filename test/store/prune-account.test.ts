@@ -28,7 +28,12 @@ describe.each(backends)('pruning one account ($name)', (backend) => {
     const db = await backend.open();
     store = db;
     await ensureAccounts(db, [{ id: 'north' }, { id: 'south' }]);
-    await storeEvents(db, [stored('north', 'n_old_done'), stored('north', 'n_old_dead'), stored('north', 'n_new_done'), stored('south', 's_old_done')]);
+    await storeEvents(db, [
+      stored('north', 'n_old_done'),
+      stored('north', 'n_old_dead'),
+      stored('north', 'n_new_done'),
+      stored('south', 's_old_done'),
+    ]);
     for (const id of ['n_old_done', 'n_new_done', 's_old_done']) await setState(db, id, 'done');
     await setState(db, 'n_old_dead', 'dead');
     await markHandlerCompleted(db.db, { account: 'north', eventId: 'n_old_done' }, 'crm');
