@@ -74,7 +74,11 @@ async function loadEvents() {
     el(
       'tr',
       { 'data-event-id': event.eventId, 'data-status': event.status },
-      el('td', {}, el('button', { type: 'button', class: 'link', onclick: () => showEvent(event.eventId, true) }, event.eventId)),
+      el(
+        'td',
+        {},
+        el('button', { type: 'button', class: 'link', onclick: () => showEvent(event.eventId, true, false, event.account) }, event.eventId),
+      ),
       el('td', {}, event.eventType),
       el('td', {}, el('span', { class: `status status-${event.status}` }, event.status)),
       el('td', { class: 'num wide' }, event.attempts),
@@ -88,7 +92,7 @@ async function loadEvents() {
 }
 
 async function loadStats() {
-  const stats = await api('/stats?hours=3');
+  const stats = await api(`/stats?${new URLSearchParams({ hours: '3', ...byAccount() })}`);
   $('counts').replaceChildren(
     ...Object.entries(stats.byStatus).map(([status, count]) =>
       el('li', {}, el('span', { class: `status status-${status}` }, status), ` ${count}`),
@@ -227,9 +231,17 @@ function niceMax(value) {
   return value;
 }
 
-async function showEvent(eventId, focus, reveal = false) {
+// The account filter as query parameters: every view is held to it when one is given.
+function byAccount() {
+  return state.filters.account ? { account: state.filters.account } : {};
+}
+
+// One event, of `account` when it is known (an eventId is unique only within its account).
+async function showEvent(eventId, focus, reveal = false, account = state.selectedAccount) {
   state.selected = eventId;
-  const event = await api(`/events/${encodeURIComponent(eventId)}${reveal ? '?reveal=true' : ''}`);
+  state.selectedAccount = account;
+  const query = new URLSearchParams({ ...(reveal ? { reveal: 'true' } : {}), ...(account ? { account } : {}) });
+  const event = await api(`/events/${encodeURIComponent(eventId)}?${query}`);
   let body = event.rawBody;
   try {
     body = JSON.stringify(JSON.parse(event.rawBody), null, 2);
@@ -244,6 +256,7 @@ async function showEvent(eventId, focus, reveal = false) {
   $('detail-title').textContent = `${event.eventType} ${event.eventId}`;
   $('detail-facts').replaceChildren(
     ...[
+      ['account', event.account || 'default'],
       ['state', event.status],
       ['attempts', event.attempts],
       ['deliveries', event.deliveries],
@@ -375,21 +388,21 @@ async function search(text) {
   $('search-result').textContent = '';
   try {
     if (/^(invoice|customer|payment|dispute|subscription):./.test(text)) return await showStory(text, true);
-    const found = await api(`/find?${new URLSearchParams({ id: text })}`).catch((err) => {
+    const found = await api(`/find?${new URLSearchParams({ id: text, ...byAccount() })}`).catch((err) => {
       if (err.message === 'unauthorized') throw err;
       return null;
     });
     if (found && found.kind !== 'quarantine') {
       $('search-result').textContent =
         found.kind === 'event' ? `${text} is an eventId` : `${text} is the sender's ${found.header} of event ${found.eventId}`;
-      return await showEvent(found.eventId, true);
+      return await showEvent(found.eventId, true, false, found.account);
     }
     if (found) {
       $('search-result').textContent =
         `${text} is quarantined delivery #${found.quarantineId} (${found.state}${found.eventId ? `, eventId ${found.eventId}` : ''}): payhooks quarantine show ${found.quarantineId}`;
       return;
     }
-    const story = await api(`/story?${new URLSearchParams({ resource: text })}`);
+    const story = await api(`/story?${new URLSearchParams({ resource: text, ...byAccount() })}`);
     if (story.events.length > 0 || (story.mirror && story.mirror.length > 0)) return await showStory(text, true);
     $('search-result').textContent = `Nothing is stored under ${text}: no eventId, sender's id, quarantine number or resource.`;
   } catch (err) {
@@ -399,7 +412,7 @@ async function search(text) {
 
 // A resource's story: its events oldest first, each with every handler run and effect step, and its mirror row now.
 async function showStory(resource, focus, reveal = false) {
-  const story = await api(`/story?${new URLSearchParams({ resource, ...(reveal ? { reveal: 'true' } : {}) })}`);
+  const story = await api(`/story?${new URLSearchParams({ resource, ...byAccount(), ...(reveal ? { reveal: 'true' } : {}) })}`);
   state.story = resource;
   $('story').hidden = false;
   $('story-title').textContent = `Story of ${story.resource}`;
@@ -442,7 +455,7 @@ function storyItem(event) {
       { class: 'event' },
       el('time', { datetime: event.receivedAt }, new Date(event.receivedAt).toLocaleString()),
       ' ',
-      el('button', { type: 'button', class: 'link', onclick: () => showEvent(event.eventId, true) }, event.eventId),
+      el('button', { type: 'button', class: 'link', onclick: () => showEvent(event.eventId, true, false, event.account) }, event.eventId),
       ` ${event.eventType} `,
       el('span', { class: `status status-${event.status}` }, event.status),
       ` · ${event.attempts} attempt(s), ${event.deliveries} deliver${event.deliveries === 1 ? 'y' : 'ies'}`,
@@ -458,7 +471,14 @@ function selectionBody() {
   if (!from || !to) return { error: 'Set both ends of the time range above (and Apply), then count.' };
   if (status && !['dead', 'invalid', 'ignored', 'done', 'needs-review'].includes(status))
     return { error: `A replay takes finished or failed events, not ${status} ones: choose another state or any.` };
-  return { since: from, until: to, status: status || undefined, type: type || undefined, handler: handler || undefined };
+  return {
+    since: from,
+    until: to,
+    status: status || undefined,
+    type: type || undefined,
+    handler: handler || undefined,
+    account: state.filters.account || undefined,
+  };
 }
 
 function resetBulk() {
