@@ -56,8 +56,8 @@ async function explain(store: PayhooksDatabase, title: string, query: ReturnType
 async function seed(store: PayhooksDatabase): Promise<void> {
   await ensureHistoryPartitions(store, { from: new Date(Date.now() - 2 * 86_400_000) });
   await inSchema(store, [
-    sql`insert into inbox_events (event_id, event_type, resource_key, raw_body, headers, received_at, status, attempts, last_error)
-    select 'evt_' || i,
+    sql`insert into inbox_events (account, event_id, event_type, resource_key, raw_body, headers, received_at, status, attempts, last_error)
+    select 'default', 'evt_' || i,
            case when i % 50 = 0 then 'CUSTOMER_UPDATED' else 'INVOICE_PAID' end,
            case when i % 50 = 0 then 'customer:cus_busy' else 'invoice:inv_' || (i % 20000) end,
            '{"eventId":"evt_' || i || '","eventType":"INVOICE_PAID","data":{"invoiceId":"inv_' || (i % 20000) || '"}}',
@@ -67,11 +67,11 @@ async function seed(store: PayhooksDatabase): Promise<void> {
            1,
            case when i % 20 = 1 then 'ledger answered 422' end
       from generate_series(1, ${EVENTS}) as i`,
-    sql`insert into handler_attempts (event_id, received_at, handler, attempt, started_at, ended_at, outcome, error)
-    select event_id, received_at, 'ledger', 1, received_at, received_at + interval '20 ms', 'failed', last_error
+    sql`insert into handler_attempts (account, event_id, received_at, handler, attempt, started_at, ended_at, outcome, error)
+    select account, event_id, received_at, 'ledger', 1, received_at, received_at + interval '20 ms', 'failed', last_error
       from inbox_events where status = 'dead'`,
-    sql`insert into handler_attempts (event_id, received_at, handler, attempt, started_at, ended_at, outcome, error)
-    select event_id, received_at, 'crm', 1, received_at, received_at + interval '15 ms', 'completed', null
+    sql`insert into handler_attempts (account, event_id, received_at, handler, attempt, started_at, ended_at, outcome, error)
+    select account, event_id, received_at, 'crm', 1, received_at, received_at + interval '15 ms', 'completed', null
       from inbox_events where resource_key = 'customer:cus_busy'`,
     // The insert trigger queued every row; these are finished events, which the queue does not hold.
     sql`delete from inbox_queue`,
@@ -115,19 +115,20 @@ try {
   await explain(
     store,
     "the story's events (resource-story.ts)",
-    sql`select event_id, event_type, resource_key, status, attempts, deliveries, last_error, received_at, next_attempt_at, processed_at
+    sql`select account, event_id, event_type, resource_key, status, attempts, deliveries, last_error, received_at, next_attempt_at, processed_at
           from inbox_event_states where resource_key in ('customer:cus_busy') order by seq desc limit 501`,
   );
   const ids = story.events.map((e) => e.eventId);
   await explain(
     store,
     "the story's runs (handler-timeline.ts)",
-    sql`select event_id, handler, attempt, started_at, ended_at, outcome, error, id from handler_attempts where event_id = any(${ids}::text[])`,
+    sql`select event_id, account, handler, attempt, started_at, ended_at, outcome, error, id from handler_attempts
+         where (event_id, account) in (select * from unnest(${ids}::text[], ${ids.map(() => 'default')}::text[]))`,
   );
   await explain(
     store,
     "an event by its sender's id (find-by-id.ts)",
-    sql`select event_id, headers, seq from inbox_events
+    sql`select event_id, account, headers, seq from inbox_events
          where coalesce(headers ->> 'x-webhook-event-id', headers ->> 'webhook-id', headers ->> 'svix-id') = 'whevt_77777'
          limit 100`,
   );
@@ -137,11 +138,12 @@ try {
     sql`select count(*)::int from inbox_events
          where inbox_events.status <> 'processing' and inbox_events.status in ('dead', 'invalid', 'needs-review')
            and inbox_events.received_at >= ${since} and inbox_events.received_at < ${until}
-           and (exists (select 1 from handler_attempts a where a.event_id = inbox_events.event_id
+           and (exists (select 1 from handler_attempts a where a.event_id = inbox_events.event_id and a.account = inbox_events.account
                           and a.received_at = inbox_events.received_at and a.handler = 'ledger' and a.outcome = 'failed')
-                or exists (select 1 from handler_runs r where r.event_id = inbox_events.event_id
+                or exists (select 1 from handler_runs r where r.event_id = inbox_events.event_id and r.account = inbox_events.account
                           and r.received_at = inbox_events.received_at and r.handler = 'ledger' and r.outcome = 'dead'))
-           and not exists (select 1 from inbox_queue q where q.event_id = inbox_events.event_id and q.lease_owner is not null)`,
+           and not exists (select 1 from inbox_queue q where q.event_id = inbox_events.event_id and q.account = inbox_events.account
+                          and q.lease_owner is not null)`,
   );
 } finally {
   await sql.raw(`drop schema if exists "${schema}" cascade`).execute(store.db);
