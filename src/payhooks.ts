@@ -165,7 +165,11 @@ export interface Payhooks<Api = unknown> {
    * const admin = hooks.admin({ token: process.env.PAYHOOKS_ADMIN_TOKEN });
    * app.use('/admin/api', admin.express());
    */
-  admin(options: { token: string | undefined }): AdminHandlers;
+  admin(options: {
+    token: string | undefined;
+    /** The Postgres mirror's schema, whose rows a resource's story shows (`GET /admin/api/story`); unset: none. */
+    mirrorSchema?: string | undefined;
+  }): AdminHandlers;
   /**
    * Registers a handler for one or several event types; `event.data` is typed from the catalog.
    *
@@ -332,8 +336,8 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
       signatureSchemes();
       return fetchHandler(facade, adapterOptions(adapter));
     },
-    admin({ token }) {
-      const api = createAdminApi({ store: ready, token, logger: logger.child({ component: 'console' }) });
+    admin({ token, mirrorSchema }) {
+      const api = createAdminApi({ store: ready, token, mirrorSchema, logger: logger.child({ component: 'console' }) });
       // The same three adapters as the receiver's: one body reader, one way of answering.
       return { api, node: () => nodeAdapter(api), express: () => expressAdapter(api), fetch: () => fetchAdapter(api) };
     },

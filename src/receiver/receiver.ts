@@ -1,3 +1,4 @@
+import { SENDER_ID_HEADERS } from '../store/find-by-id.js';
 import type { Logger } from 'pino';
 import { within } from '../internal/within.js';
 import { errorResponse } from '../internal/error-response.js';
@@ -133,8 +134,11 @@ const RECEIVE_SPAN: InSpanOptions = { kind: SPAN_KIND.server, parent: 'linked' }
 const TRUSTED_RECEIVE_SPAN: InSpanOptions = { kind: SPAN_KIND.server, parent: 'headers' };
 const GROUP_COMMIT_SPAN: InSpanOptions = { attributes: { 'db.system.name': 'postgresql', 'db.operation.name': 'INSERT' } };
 
-/** Header names kept with each event besides the signature scheme's own. */
-const KEPT_HEADERS = ['content-type', 'user-agent'];
+/**
+ * Header names kept with each event besides the signature scheme's own: the sender's ids of the delivery too, by which
+ * an operator finds it (`payhooks events show`, the console's search; store/find-by-id.ts).
+ */
+const KEPT_HEADERS = ['content-type', 'user-agent', ...SENDER_ID_HEADERS];
 
 /**
  * Builds the receiver: verify the signature on the raw bytes, check the envelope, store once, acknowledge.

@@ -159,20 +159,17 @@ export async function startService(config: ServiceConfig, options: StartServiceO
 
   // On the embedded database, this process is the only way in: the command line gets a token of its own.
   const localToken = store.kind === 'pglite' ? newLocalToken() : undefined;
-  const adminToken = config.console.adminToken;
+  const consoleParts = { store, token: config.console.adminToken, localToken, verify, mirrorSchema: config.mirror.schema };
   const routes: ServiceRoute[] = [
     webhookRoute(receiving ? hooks.node({ account: webhookAccount }) : undefined, registry),
-    ...(adminToken !== undefined || localToken !== undefined
+    ...(consoleParts.token !== undefined || localToken !== undefined
       ? [
           adminRoute(
             nodeAdapter(
               createAdminApi({
-                store,
-                token: adminToken,
-                localToken,
+                ...consoleParts,
                 logger: logger.child({ component: 'console' }),
                 health: () => monitor.health(),
-                verify,
               }),
             ),
           ),

@@ -233,6 +233,8 @@ export class DeliveryQueue {
       headers: {
         'content-type': 'application/json',
         'user-agent': 'payhooks-simulator/1.0',
+        // The webhook event record's id, the same on every retry: what the service's dashboard and API list.
+        'x-webhook-event-id': record.id,
         ...signDelivery(record.body, secretsOf(endpoint, now), Math.floor(now / 1000)),
         // Only a manual clock differs from the receiver's: say so, for a receiver in the test-only mode that trusts it.
         ...(clock.mode === 'manual' ? { [SIMULATED_TIME_HEADER]: String(now) } : {}),
