@@ -121,6 +121,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/sync/broker-trace-context.test.ts',
     'test/sync/brokers.test.ts',
     'test/sync/gap-sweep.test.ts',
+    'test/sync/mirror-accounts.test.ts',
     'test/sync/mirror-nul.test.ts',
     'test/sync/mirror-sink.test.ts',
     'test/sync/mirror-write.test.ts',

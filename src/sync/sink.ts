@@ -81,7 +81,7 @@ export function registerSink(hooks: Payhooks<ApiClient>, sink: Sink, setup: Pick
     const read: SinkState = () => {
       state ??= readResourceState(event, {
         api: ctx.api,
-        mirror: setup.mirrorSchema ? { store: setup.store, schema: setup.mirrorSchema } : undefined,
+        mirror: setup.mirrorSchema ? { store: setup.store, schema: setup.mirrorSchema, account: ctx.account } : undefined,
         receivedAt: ctx.receivedAt,
         signal: ctx.signal,
         shared: ctx.shared,

@@ -44,18 +44,20 @@ describe.each(backends)('the stored events read a page at a time on $name', (bac
           { paymentId: kept.payment.id, customerId: null },
           0,
         );
-        await writeMirrorState(db, mirrorSchema, state, null);
+        await writeMirrorState(db, mirrorSchema, 'default', state, null);
 
-        const all = (await namedByStoredEvents(db, store.schema, mirrorSchema, ['disputes'], { since: null })).get('disputes')!;
+        const all = (await namedByStoredEvents(db, store.schema, mirrorSchema, ['disputes'], { account: 'default', since: null })).get(
+          'disputes',
+        )!;
         expect(all.events).toBe(EVENTS);
         expect(all.named.size).toBe(EVENTS);
         expect(all.unmirrored.size).toBe(EVENTS - 1);
         expect(all.unmirrored.has('dsp_0700')).toBe(false);
         expect(all.named.get('dsp_1099')?.eventId).toBe('evt_p1099');
 
-        const newest = (await namedByStoredEvents(db, store.schema, mirrorSchema, ['disputes'], { since: null, newest: 600 })).get(
-          'disputes',
-        )!;
+        const newest = (
+          await namedByStoredEvents(db, store.schema, mirrorSchema, ['disputes'], { account: 'default', since: null, newest: 600 })
+        ).get('disputes')!;
         expect(newest.events).toBe(600);
         expect([...newest.named.keys()].sort()).toEqual(
           Array.from({ length: 600 }, (_, k) => `dsp_${String(EVENTS - 600 + k).padStart(4, '0')}`),

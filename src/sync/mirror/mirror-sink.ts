@@ -66,9 +66,10 @@ async function readCurrent(
 }
 
 /**
- * Mirrors one event: reads the current state of each resource it concerns (with an API key), or takes the
- * event's snapshot, and writes them with guarded upserts in the transaction that records the handler's
- * completion. A resource already read after this event was received is not read again.
+ * Mirrors one event into the rows of its account (`ctx.account`): reads the current state of each resource it
+ * concerns (with the account's API key), or takes the event's snapshot, and writes them with guarded upserts keyed
+ * by (account, id) in the transaction that records the handler's completion. A resource already read after this
+ * event was received is not read again.
  */
 export async function mirrorEvent(
   event: WebhookEvent,
@@ -90,7 +91,7 @@ export async function mirrorEvent(
       if (target.snapshot) states.push(target.snapshot);
       continue;
     }
-    const coverage = await readCoveredSince(db, schema, target.table, target.id, ctx.receivedAt);
+    const coverage = await readCoveredSince(db, schema, ctx.account, target.table, target.id, ctx.receivedAt);
     if (coverage.covered) {
       touched.push(target);
       continue;
@@ -109,13 +110,13 @@ export async function mirrorEvent(
     ...states.map((state) => ({
       table: state.table,
       id: state.id,
-      write: (trx: Kysely<Record<string, never>>) => writeMirrorState(trx, schema, state, cause),
+      write: (trx: Kysely<Record<string, never>>) => writeMirrorState(trx, schema, ctx.account, state, cause),
     })),
     ...touched.map((target) => ({
       table: target.table,
       id: target.id,
       write: async (trx: Kysely<Record<string, never>>) => {
-        await touchMirrorRow(trx, schema, target.table, target.id, cause);
+        await touchMirrorRow(trx, schema, ctx.account, target.table, target.id, cause);
         return false;
       },
     })),
