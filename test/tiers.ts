@@ -65,6 +65,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/real-data-dir.test.ts',
     'test/sync/broker-descriptions.test.ts',
     'test/sync/config.test.ts',
+    'test/sync/sink-accounts.test.ts',
     'test/sync/http-helper.test.ts',
     'test/sync/rabbitmq-errors.test.ts',
     'test/sync/reconcile-arguments.test.ts',

@@ -3,16 +3,20 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiClient, createClient } from '../../src/client/index.js';
 import { exampleEvent } from '../../src/events/index.js';
+import { createPayhooks } from '../../src/payhooks.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
+import { getEvent } from '../../src/store/inbox.js';
 import { MIRROR_MIGRATIONS_DIR, migrateMirror, readMigrations } from '../../src/store/migrate.js';
 import { runBackfill } from '../../src/sync/backfill.js';
 import { ensureMirrorAccounts } from '../../src/sync/mirror/accounts.js';
 import { customerFromEvent, STATE_RANK } from '../../src/sync/mirror/states.js';
 import { writeMirrorState } from '../../src/sync/mirror/write.js';
 import { verifyMirror } from '../../src/sync/verify/verify-mirror.js';
+import { putEvent } from '../helpers/inbox.js';
 import { dropMirrorSchema } from '../helpers/mirror.js';
 import { backends, dispose } from '../helpers/stores.js';
+import { waitFor } from '../helpers/wait.js';
 
 // Issue 48: the mirror keyed by (account, id), its own accounts table that the database enforces, and backfill and
 // verify per account, each with that account's API client. Two simulators stand for two organizations.
@@ -124,6 +128,26 @@ describe.each(backends.filter((b) => b.available))('the mirror per account ($nam
       },
       all.filter((file) => file.name < '003'),
     );
+  });
+
+  it('a handler limited to other accounts is not due: it does not run, and events show lists no run of it', async () => {
+    const hooks = createPayhooks({ database: store, logger: silent, worker: { pollIntervalMs: 50 } });
+    const ran: string[] = [];
+    // Until the claim carries the account (migration 018), every stored event is the default account's.
+    hooks.on('CUSTOMER_CREATED', () => void ran.push('north-only'), { name: 'forward:north-only', accounts: ['north'] });
+    hooks.on('CUSTOMER_CREATED', () => void ran.push('default'), { name: 'forward:default', accounts: ['default'] });
+    hooks.on('CUSTOMER_CREATED', () => void ran.push('every'), { name: 'forward:every' });
+    const event = exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_filtered_sink', data: { id: 'cus_f', username: 'f' } });
+    await putEvent(store, event);
+    await hooks.start();
+    try {
+      await waitFor(async () => (await getEvent(store, event.eventId))?.status === 'done', 'the event done');
+    } finally {
+      await hooks.stop();
+    }
+    expect(ran).toEqual(['default', 'every']);
+    const shown = await getEvent(store, event.eventId);
+    expect(shown?.handlerAttempts.map((run) => run.handler)).toEqual(['forward:default', 'forward:every']);
   });
 
   describe('backfill and verify per account, each through its own API client', () => {

@@ -1,15 +1,13 @@
 import { type Kysely, sql } from 'kysely';
 import { PayhooksError } from '../../errors.js';
 import { assertSchemaName } from '../../store/database.js';
+import { ACCOUNT_ID } from '../config-fields.js';
 
 /**
  * The implicit account of a single-account installation, which migrations/mirror/003 assigns existing rows to.
  * The same value as the inbox's `DEFAULT_ACCOUNT` (src/store/accounts.ts).
  */
 export const MIRROR_DEFAULT_ACCOUNT = 'default';
-
-/** The shape of an account id: lower-case, as it appears in URLs (`POST /webhooks/{account}`). */
-const ACCOUNT_ID = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 /** The mirror's tables that reference its `accounts` table: a row in any of them keeps its account. */
 export const MIRROR_ACCOUNT_TABLES = [
