@@ -5,7 +5,8 @@ import { PayhooksError } from '../errors.js';
 import { PAGE_SIZE, type ApiCustomer, type ApiInvoice, type ListPage } from '../events/rest-contract.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { migrateMirror } from '../store/migrate.js';
-import { assertMirrorAccount, MIRROR_DEFAULT_ACCOUNT } from './mirror/accounts.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
+import { assertMirrorAccount } from './mirror/accounts.js';
 import { MIRROR_DEFAULTS } from './mirror/mirror-sink.js';
 import { customerFromApi, invoiceFromApi, latestTime, type MirrorState } from './mirror/states.js';
 import { databaseNow, writeMirrorState } from './mirror/write.js';
@@ -280,7 +281,7 @@ export async function runBackfill(options: BackfillOptions): Promise<BackfillRep
   const mirrorSchema = options.mirrorSchema ?? MIRROR_DEFAULTS.schema;
   const resources = options.resources ?? BACKFILL_DEFAULTS.resources;
   await migrateMirror(options.store, mirrorSchema);
-  const account = options.account ?? MIRROR_DEFAULT_ACCOUNT;
+  const account = options.account ?? DEFAULT_ACCOUNT;
   await assertMirrorAccount(options.store.db, mirrorSchema, account);
   const report: BackfillReport = { mirrorSchema, account, since: options.since ?? null, resources: [], stopped: false };
   for (const resource of resources) {

@@ -93,8 +93,6 @@ export class HandlerRunner<Api> {
     let effect: EffectRunner | undefined;
     const ctx: HandlerContext<Api> = {
       attempt: entry.event.attempt,
-      // Until the claim carries the account (migration 018, issue 48), every event is the implicit account's.
-      account: (entry.event as { account?: string }).account ?? 'default',
       receivedAt: entry.event.receivedAt,
       account,
       get logger() {

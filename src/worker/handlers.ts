@@ -8,8 +8,6 @@ import { assertKnownEventTypes } from './unknown-event-type.js';
 export interface HandlerContext<Api = unknown> {
   /** This run's attempt number for the event, from 1. */
   attempt: number;
-  /** The account (organization) the event was received for; `default` in a single-account installation. */
-  account: string;
   /**
    * When the inbox first stored the event (the database's clock). A read of current state that started after
    * it already reflects what the event announced.

@@ -6,13 +6,18 @@ import { exampleEvent } from '../../src/events/index.js';
 import { createPayhooks } from '../../src/payhooks.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
-import { getEvent } from '../../src/store/inbox.js';
+import { getEvent, storeEvent } from '../../src/store/inbox.js';
+import { resourceKeyOf } from '../../src/events/index.js';
+import { registerMirror } from '../../src/sync/mirror/mirror-sink.js';
 import { MIRROR_MIGRATIONS_DIR, migrateMirror, readMigrations } from '../../src/store/migrate.js';
 import { runBackfill } from '../../src/sync/backfill.js';
 import { ensureMirrorAccounts } from '../../src/sync/mirror/accounts.js';
 import { customerFromEvent, STATE_RANK } from '../../src/sync/mirror/states.js';
 import { writeMirrorState } from '../../src/sync/mirror/write.js';
 import { verifyMirror } from '../../src/sync/verify/verify-mirror.js';
+import { reconcile } from '../../src/sync/reconcile.js';
+import { ensureAccounts } from '../../src/store/accounts.js';
+import { freePort } from '../helpers/servers.js';
 import { putEvent } from '../helpers/inbox.js';
 import { dropMirrorSchema } from '../helpers/mirror.js';
 import { backends, dispose } from '../helpers/stores.js';
@@ -150,6 +155,48 @@ describe.each(backends.filter((b) => b.available))('the mirror per account ($nam
     expect(shown?.handlerAttempts.map((run) => run.handler)).toEqual(['forward:default', 'forward:every']);
   });
 
+  it('the mirror sink writes each event under its account: one customer id in two accounts is two rows', async () => {
+    const hooks = createPayhooks<ApiClient>({
+      database: store,
+      logger: silent,
+      worker: { pollIntervalMs: 50 },
+      accounts: [
+        { id: 'north', secret: 'whsec_north' },
+        { id: 'south', secret: 'whsec_south' },
+      ],
+    });
+    schema = `${store.schema}_mirror${++mirrors}`;
+    try {
+      await registerMirror(hooks, { schema });
+      const { rows: accounts } = await sql`select id from ${sql.id(schema, 'accounts')} order by id`.execute(db());
+      expect(accounts).toEqual([{ id: 'north' }, { id: 'south' }]);
+      for (const [account, username] of [
+        ['north', 'in-north'],
+        ['south', 'in-south'],
+      ] as const) {
+        const envelope = exampleEvent('CUSTOMER_CREATED', { eventId: 'evt_same_id', data: { id: 'cus_twice', username } });
+        const rawBody = JSON.stringify(envelope);
+        await storeEvent(store, {
+          account,
+          eventId: envelope.eventId,
+          eventType: envelope.eventType,
+          resourceKey: resourceKeyOf(envelope.eventType, envelope.data),
+          rawBody,
+          headers: {},
+        });
+      }
+      await hooks.start();
+      await waitFor(async () => (await rows('customers')).length === 2, 'two mirror rows');
+      expect(await rows('customers')).toEqual([
+        { account: 'north', id: 'cus_twice', username: 'in-north' },
+        { account: 'south', id: 'cus_twice', username: 'in-south' },
+      ]);
+    } finally {
+      await hooks.stop();
+      await dropMirrorSchema(store, schema);
+    }
+  });
+
   describe('backfill and verify per account, each through its own API client', () => {
     let north: Simulator;
     let south: Simulator;
@@ -225,6 +272,39 @@ describe.each(backends.filter((b) => b.available))('the mirror per account ($nam
         );
         expect(both).toEqual([{ account: 'north' }, { account: 'south' }]);
       });
+    });
+
+    it('reconcile of an account counts an event as stored only when that account holds it', { timeout: 60_000 }, async () => {
+      const port = await freePort();
+      const sender = await startSimulator({ logger: silent, timeScale: 1_000_000, rateLimitPerMinute: 1_000_000 });
+      try {
+        const api = createClient({ apiKey: 'sk_test_north_history', environment: sender.url, rateLimit: false });
+        await api.webhooks.create({
+          url: `http://127.0.0.1:${port}/webhooks/north`,
+          description: 'north, down',
+          enabledEvents: ['CUSTOMER_CREATED'],
+        });
+        await api.customers.create({ username: 'missed' });
+        await waitFor(() => sender.webhookEvents().some((record) => record.status === 'failed'), 'the sender to give up');
+        const [record] = sender.webhookEvents();
+        // The same eventId reached the inbox, but as south's: north's event is still missing.
+        await ensureAccounts(store, [{ id: 'default' }, { id: 'north' }, { id: 'south' }]);
+        const envelope = exampleEvent('CUSTOMER_CREATED', { eventId: record!.eventId, data: { id: 'cus_x', username: 'x' } });
+        await storeEvent(store, {
+          account: 'south',
+          eventId: envelope.eventId,
+          eventType: envelope.eventType,
+          resourceKey: resourceKeyOf(envelope.eventType, envelope.data),
+          rawBody: JSON.stringify(envelope),
+          headers: {},
+        });
+        const north = await reconcile({ store, api, account: 'north', dryRun: true });
+        expect([north.account, north.listed, north.missing.map((m) => m.eventId)]).toEqual(['north', 1, [record!.eventId]]);
+        const south = await reconcile({ store, api, account: 'south', dryRun: true });
+        expect([south.account, south.listed, south.missing]).toEqual(['south', 1, []]);
+      } finally {
+        await sender.close();
+      }
     });
 
     it('an account missing from the mirror accounts table is refused with a message naming it', async () => {

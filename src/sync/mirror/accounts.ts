@@ -1,13 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import { PayhooksError } from '../../errors.js';
 import { assertSchemaName } from '../../store/database.js';
-import { ACCOUNT_ID } from '../config-fields.js';
-
-/**
- * The implicit account of a single-account installation, which migrations/mirror/003 assigns existing rows to.
- * The same value as the inbox's `DEFAULT_ACCOUNT` (src/store/accounts.ts).
- */
-export const MIRROR_DEFAULT_ACCOUNT = 'default';
+import { isAccountId } from '../../store/accounts.js';
 
 /** The mirror's tables that reference its `accounts` table: a row in any of them keeps its account. */
 export const MIRROR_ACCOUNT_TABLES = [
@@ -47,7 +41,7 @@ export interface MirrorAccountsReport {
 export async function ensureMirrorAccounts<DB>(db: Kysely<DB>, schema: string, ids: readonly string[]): Promise<MirrorAccountsReport> {
   assertSchemaName(schema);
   const wanted = [...new Set(ids)];
-  const bad = wanted.filter((id) => !ACCOUNT_ID.test(id));
+  const bad = wanted.filter((id) => !isAccountId(id));
   if (bad.length > 0) {
     throw new PayhooksError(
       `Account ids ${bad.map((id) => JSON.stringify(id)).join(', ')} are not valid: an account id is 1 to 63 lower-case letters, ` +

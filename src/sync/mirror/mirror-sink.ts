@@ -11,6 +11,7 @@ import type { HandlerContext } from '../../worker/handlers.js';
 import { eventTypesField } from '../config-fields.js';
 import { readApiResource } from '../resource-state.js';
 import { registerSink, type Sink } from '../sink.js';
+import { ensureMirrorAccounts } from './accounts.js';
 import { mirrorTargets, type MirrorTarget } from './event-targets.js';
 import { customerFromApi, invoiceFromApi, type MirrorState, paymentFromApi } from './states.js';
 import { readCoveredSince, touchMirrorRow, writeMirrorState } from './write.js';
@@ -161,8 +162,9 @@ export function mirrorSink(store: PayhooksDatabase, options: { schema: string; e
 }
 
 /**
- * Registers the Postgres mirror sink on a payhooks instance: migrates its schema, then mirrors every event (or
- * the given types) into tables of current state (docs/mirror.md). Call before `hooks.start()`.
+ * Registers the Postgres mirror sink on a payhooks instance: migrates its schema and puts its accounts table in step
+ * with the instance's accounts ({@link ensureMirrorAccounts}), then mirrors every event (or the given types) into
+ * tables of current state, each row under its event's account (docs/mirror.md). Call before `hooks.start()`.
  *
  * @example
  * const hooks = createPayhooks({ secret, api: createClient({ apiKey }) });
@@ -173,6 +175,8 @@ export async function registerMirror(hooks: Payhooks<ApiClient>, options: Mirror
   const schema = options.schema ?? MIRROR_DEFAULTS.schema;
   const store = await hooks.ready();
   await migrateMirror(store, schema);
+  // The mirror's own accounts table, in step with this instance's accounts: its rows refer to it.
+  await ensureMirrorAccounts(store.db, schema, hooks.accounts);
   registerSink(hooks, mirrorSink(store, { schema, eventTypes: options.eventTypes }), { store });
   return { schema };
 }

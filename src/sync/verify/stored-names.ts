@@ -133,6 +133,7 @@ export async function namedByStoredEvents<DB>(
     // Stopped: what was read so far is returned, and the caller reports its resource unfinished.
     while (left > 0 && !options.signal?.aborted) {
       const rows = await finishedEventsPage(db, inboxSchema, {
+        account: options.account,
         eventType,
         after,
         newest,

@@ -7,7 +7,8 @@ import { PAGE_SIZE, type ApiCustomer, type ApiInvoice, type ApiPayment } from '.
 import type { PayhooksDatabase } from '../../store/database.js';
 import { migrateMirror } from '../../store/migrate.js';
 import { sinceKey as keyOfSince } from '../backfill.js';
-import { assertMirrorAccount, MIRROR_DEFAULT_ACCOUNT } from '../mirror/accounts.js';
+import { DEFAULT_ACCOUNT } from '../../store/accounts.js';
+import { assertMirrorAccount } from '../mirror/accounts.js';
 import { MIRROR_DEFAULTS } from '../mirror/mirror-sink.js';
 import { customerFromApi, invoiceFromApi, latestTime, type MirrorState, paymentFromApi } from '../mirror/states.js';
 import { databaseNow, writeMirrorState } from '../mirror/write.js';
@@ -321,7 +322,7 @@ export async function verifyMirror(options: VerifyOptions): Promise<VerifyReport
   if (!(await mirrorExists(options.store.db.withoutPlugins(), schema))) throw new NoMirrorError(schema);
   // The mirror's own migrations, for the verify tables of a mirror made by an older payhooks.
   await migrateMirror(options.store, schema);
-  const account = options.account ?? MIRROR_DEFAULT_ACCOUNT;
+  const account = options.account ?? DEFAULT_ACCOUNT;
   await assertMirrorAccount(options.store.db, schema, account);
   const run: Run = { options, schema, account, key: keyOfSince(options.since), drift: [], requests: 0, unmirrored: new Map() };
   const report: VerifyReport = {

@@ -152,7 +152,7 @@ export interface StoredEventRow {
 }
 
 /**
- * A page of the finished events of one type, by `seq`: after `after` going up, or (`newest`) before `after` going
+ * A page of the finished events of one type of one account, by `seq`: after `after` going up, or (`newest`) before `after` going
  * down. Each page is an index range (of (status, event_type, seq), or of seq with a filter where the type is common:
  * the planner's choice), so a pass reads each event once whatever the inbox's size; with `since`, only events
  * received since.
@@ -160,13 +160,13 @@ export interface StoredEventRow {
 export async function finishedEventsPage<DB>(
   db: Kysely<DB>,
   inboxSchema: string,
-  page: { eventType: string; after: bigint | null; newest: boolean; limit: number; since: Date | null },
+  page: { account: string; eventType: string; after: bigint | null; newest: boolean; limit: number; since: Date | null },
 ): Promise<StoredEventRow[]> {
   const received = page.since ? sql`and received_at >= ${page.since.toISOString()}::timestamptz` : sql``;
   const from = page.after === null ? sql`` : page.newest ? sql`and seq < ${String(page.after)}` : sql`and seq > ${String(page.after)}`;
   const { rows } = await sql<StoredEventRow>`
     select event_id, event_type, raw_body, seq from ${sql.id(inboxSchema, 'inbox_events')}
-    where status = 'done' and event_type = ${page.eventType} ${from} ${received}
+    where status = 'done' and event_type = ${page.eventType} and account = ${page.account} ${from} ${received}
     order by seq ${page.newest ? sql`desc` : sql`asc`} limit ${page.limit}`.execute(db);
   return rows;
 }
