@@ -78,6 +78,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/worker/task-queue.test.ts',
   ],
   db: [
+    'test/cli/accounts-sync.test.ts',
     'test/cli/database-hints.test.ts',
     'test/cli/effects-commands.test.ts',
     'test/cli/migrate-dir.test.ts',
