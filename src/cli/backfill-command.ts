@@ -17,7 +17,8 @@ import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { countOf } from './format.js';
 import { type Progress, startProgress } from './progress.js';
-import { commandAccounts, parseAccount } from './command-accounts.js';
+import { commandAccounts } from './command-accounts.js';
+import { accountOption } from './parse-options.js';
 import { migrateMirror } from '../store/migrate.js';
 import { ensureMirrorAccounts } from '../sync/mirror/accounts.js';
 import { withDatabase } from './with-database.js';
@@ -66,7 +67,7 @@ export function addBackfillCommand(program: Command, ctx: CommandContext): void 
       'write only records created or changed at or after this date (2025-01-31, midnight UTC, or an ISO time with a zone); ' +
         'every page is still read, as the API has no date filter; each --since keeps its own cursor',
     )
-    .option('--account <id>', 'only this account; default: every configured account in turn, each under its id', parseAccount)
+    .option('--account <id>', 'only this account; default: every configured account in turn, each under its id', accountOption)
     .addHelpText('after', HELP)
     .action(async (opts: BackfillCommandOptions) => {
       // Every check before the database opens: a mistake stops the command with nothing opened or written.

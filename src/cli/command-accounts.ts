@@ -3,7 +3,7 @@ import { createLogger } from '../logger.js';
 import { budgetedClient } from '../service/budgeted-client.js';
 import type { EnvOf } from '../service/environment.js';
 import { withSimulatorSessionApi } from '../service/session-env.js';
-import { DEFAULT_ACCOUNT, isAccountId } from '../store/accounts.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { resolveAccounts } from '../sync/accounts-config.js';
 import { loadSyncConfig, type SyncConfig } from '../sync/config.js';
@@ -32,19 +32,6 @@ export interface CommandAccounts<C extends AccountCommand> {
   accounts: CommandAccount[];
   /** Binds every account's rate budget to the opened database. */
   bind(store: PayhooksDatabase): void;
-}
-
-/**
- * A commander parser for `--account <id>`: an account id (docs/accounts.md), refused with the rule.
- *
- * @example
- * command.option('--account <id>', 'only this account', parseAccount);
- */
-export function parseAccount(value: string): string {
-  if (!isAccountId(value)) {
-    throw new UsageError(`--account takes an account id (lower-case letters, digits, "-" and "_"), not ${JSON.stringify(value)}.`);
-  }
-  return value;
 }
 
 /**

@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { parseSince } from '../sync/backfill.js';
 import { RECONCILE_DEFAULTS, reconcile, type ReconcileReport } from '../sync/reconcile.js';
 import { SilentFailure } from './cli-errors.js';
-import { commandAccounts, parseAccount } from './command-accounts.js';
+import { commandAccounts } from './command-accounts.js';
+import { accountOption } from './parse-options.js';
 import type { CommandContext } from './command-context.js';
 import { parseDuration } from '../internal/duration.js';
 import { withDatabase } from './with-database.js';
@@ -41,7 +42,7 @@ export function addReconcileCommand(program: Command, ctx: CommandContext): void
     )
     .option('--dry-run', 'list the missing events, ask for nothing', false)
     .option('--json', 'print the report as one JSON object (with accounts configured: an array, one per account)', false)
-    .option('--account <id>', "only this account's history; default: every configured account in turn, each under its id", parseAccount)
+    .option('--account <id>', "only this account's history; default: every configured account in turn, each under its id", accountOption)
     .action(async (opts: ReconcileCommandOptions) => {
       const since = parseReconcileSince(opts.since ?? `${RECONCILE_DEFAULTS.lookbackMs / 86_400_000}d`);
       const { env, sync, accounts, named, bind } = await commandAccounts(ctx, 'reconcile', opts.account);

@@ -18,7 +18,8 @@ import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { countOf } from './format.js';
 import { type Progress, startProgress } from './progress.js';
-import { commandAccounts, parseAccount } from './command-accounts.js';
+import { commandAccounts } from './command-accounts.js';
+import { accountOption } from './parse-options.js';
 import { withDatabase } from './with-database.js';
 
 /** The exit code of a run that found drift (0: the mirror matches; 1: an error). */
@@ -76,7 +77,7 @@ export function addVerifyCommand(program: Command, ctx: CommandContext): void {
     .option('--sample <n>', 'check n records per resource (the newest listed and n random rows) instead of all')
     .option('--repair', "rewrite each drifted row from the API through the mirror's guarded write, then read it back", false)
     .option('--json', 'print the report as one JSON document (with accounts configured: an array, one per account)', false)
-    .option('--account <id>', 'only this account; default: every configured account in turn, each under its id', parseAccount)
+    .option('--account <id>', 'only this account; default: every configured account in turn, each under its id', accountOption)
     .addHelpText('after', HELP)
     .action(async (opts: VerifyCommandOptions) => {
       // Every check before the database opens: a mistake stops the command with nothing opened or written.
