@@ -251,16 +251,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
   workerSettings({ ...options.worker, appSchema: options.appSchema });
   const history = historySettings(options.history);
   const accounts = accountsOf(options);
-  // Built on first use, so a worker-only process needs no secret; a receiver without one fails at mount time.
-  let schemes: Record<string, SignatureScheme> | undefined;
-  const signatureSchemes = (): Record<string, SignatureScheme> => {
-    schemes ??= Object.fromEntries(accounts.map((account) => [account.id, accountScheme(account)]));
-    return schemes;
-  };
-  // With several accounts, the adapters find each delivery's account in its path unless the app says otherwise.
-  const adapterOptions = (given: ReceiverAdapterOptions | undefined): ReceiverAdapterOptions =>
-    given ?? (options.accounts === undefined ? {} : { account: 'path' });
-  const apis = new Map(accounts.flatMap((account) => (account.api === undefined ? [] : [[account.id, account.api] as const])));
+  const { signatureSchemes, adapterOptions, apiForAccount } = accountParts(accounts, options.accounts !== undefined);
   const appSchema = options.appSchema ?? DEFAULT_APP_SCHEMA;
   assertSchemaName(appSchema);
   const appMigrations: MigrationFile[] | undefined = options.migrations === undefined ? undefined : readMigrations(options.migrations);
@@ -272,27 +263,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     history,
     logger,
   });
-  // The accounts table is put in step with this instance's accounts once, when the inbox is first opened: the
-  // database refuses the events of any account it does not hold (migrations/018).
-  let accountsSynced: Promise<void> | undefined;
-  const ready = async () => {
-    const store = await inbox.ready();
-    accountsSynced ??= ensureAccounts(store, accounts).then(
-      (sync) => {
-        if (sync.retained.length)
-          logger.warn(
-            { retained: sync.retained },
-            'accounts no longer configured still hold stored events: kept in the database; their deliveries are refused',
-          );
-      },
-      (err: unknown) => {
-        accountsSynced = undefined;
-        throw err;
-      },
-    );
-    await accountsSynced;
-    return store;
-  };
+  const ready = readyWithAccounts(() => inbox.ready(), accounts, logger);
 
   const registry = new HandlerRegistry<Api>();
   const events = new WorkerEvents(logger);
@@ -384,7 +355,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
         registry,
         logger,
         api: options.api,
-        apiForAccount: apis.size === 0 ? undefined : (account) => apis.get(account),
+        apiForAccount,
         appSchema,
         events,
       });
@@ -416,6 +387,54 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     events,
   };
   return hooks;
+}
+
+/**
+ * What the accounts give an instance: each account's signature scheme (built on first use, so that a worker-only
+ * process needs no secret; a receiver without one fails at mount time), the adapters' default (with `accounts`, each
+ * delivery's account is found in its path unless the app says otherwise), and each account's own `ctx.api`.
+ */
+function accountParts<Api>(accounts: readonly PayhooksAccount<Api>[], several: boolean) {
+  let schemes: Record<string, SignatureScheme> | undefined;
+  const apis = new Map(accounts.flatMap((account) => (account.api === undefined ? [] : [[account.id, account.api] as const])));
+  return {
+    signatureSchemes(): Record<string, SignatureScheme> {
+      schemes ??= Object.fromEntries(accounts.map((account) => [account.id, accountScheme(account)]));
+      return schemes;
+    },
+    adapterOptions: (given: ReceiverAdapterOptions | undefined): ReceiverAdapterOptions => given ?? (several ? { account: 'path' } : {}),
+    apiForAccount: apis.size === 0 ? undefined : (account: string) => apis.get(account),
+  };
+}
+
+/**
+ * The inbox, opened, with the accounts table put in step with `accounts` once, when it is first opened: the database
+ * refuses the events of any account it does not hold (migrations/018).
+ */
+function readyWithAccounts(
+  open: () => Promise<PayhooksDatabase>,
+  accounts: readonly PayhooksAccount<unknown>[],
+  logger: Logger,
+): () => Promise<PayhooksDatabase> {
+  let synced: Promise<void> | undefined;
+  return async () => {
+    const store = await open();
+    synced ??= ensureAccounts(store, accounts).then(
+      (sync) => {
+        if (sync.retained.length)
+          logger.warn(
+            { retained: sync.retained },
+            'accounts no longer configured still hold stored events: kept in the database; their deliveries are refused',
+          );
+      },
+      (err: unknown) => {
+        synced = undefined;
+        throw err;
+      },
+    );
+    await synced;
+    return store;
+  };
 }
 
 /**

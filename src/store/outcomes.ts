@@ -70,6 +70,23 @@ function isOneOf(alias: string, refs: readonly EventRef[]) {
   return sql`${row}.event_id = ${anyId(refs.map((r) => r.eventId))} and ${ofAccount}`;
 }
 
+/** The tables an outcome batch writes, in `schema`. */
+function outcomeTables(schema: string) {
+  const table = (name: string) => sql.id(schema, name);
+  return {
+    attemptsTable: table('handler_attempts'),
+    queue: table('inbox_queue'),
+    events: table('inbox_events'),
+    runs: table('handler_runs'),
+    ledger: table('event_ledger'),
+  };
+}
+
+/** A text[] parameter. */
+const texts = (values: (string | null)[]) => sql`${values}::text[]`;
+/** A timestamptz[] parameter; undefined is null. */
+const times = (values: (Date | undefined)[]) => sql`${values.map((value) => value?.toISOString() ?? null)}::timestamptz[]`;
+
 /** A final state an event leaves the queue in. */
 export type FinalStatus = 'done' | 'ignored' | 'invalid' | 'dead' | 'needs-review';
 
@@ -133,13 +150,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
   const finished = outcomes.filter((o) => o.kind === 'finished');
   const requeues = outcomes.filter((o) => o.kind === 'retry' || o.kind === 'park');
   const attempts = outcomes.filter((o) => o.kind === 'attempt');
-  const attemptsTable = sql.id(store.schema, 'handler_attempts');
-  const times = (values: (Date | undefined)[]) => sql`${values.map((value) => value?.toISOString() ?? null)}::timestamptz[]`;
-  const queue = sql.id(store.schema, 'inbox_queue');
-  const events = sql.id(store.schema, 'inbox_events');
-  const runs = sql.id(store.schema, 'handler_runs');
-  const ledger = sql.id(store.schema, 'event_ledger');
-  const texts = (values: (string | null)[]) => sql`${values}::text[]`;
+  const { attemptsTable, queue, events, runs, ledger } = outcomeTables(store.schema);
   // One statement whatever the mix, with its rows passed as arrays: the cost per event is a few rows, not a round trip.
   // A requeue's owed set travels as a JSON array (arrays of arrays must be rectangular).
   const { rows } = await sql<{ event_id: string; account: string; kind: 'finished' | 'requeued' }>`${PREPARED}
