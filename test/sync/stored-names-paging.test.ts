@@ -31,9 +31,9 @@ describe.each(backends)('the stored events read a page at a time on $name', (bac
           const rows = Array.from({ length: Math.min(250, EVENTS - first) }, (_, k) => {
             const event = exampleEvent('DISPUTE_CREATED', { eventId: `evt_p${first + k}` });
             event.data.dispute.id = `dsp_${String(first + k).padStart(4, '0')}`;
-            return sql`(${event.eventId}, 'DISPUTE_CREATED', ${JSON.stringify(event)}, 'done')`;
+            return sql`('default', ${event.eventId}, 'DISPUTE_CREATED', ${JSON.stringify(event)}, 'done')`;
           });
-          await sql`insert into ${sql.id(store.schema, 'inbox_events')} (event_id, event_type, raw_body, status)
+          await sql`insert into ${sql.id(store.schema, 'inbox_events')} (account, event_id, event_type, raw_body, status)
           values ${sql.join(rows)}`.execute(db);
         }
         // One record the mirror has: named, but not unmirrored.
