@@ -478,6 +478,16 @@ ALTER TABLE payhooks.sweeper_runs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
 );
 
 --
+-- Name: accounts; Type: TABLE; Schema: payhooks_mirror; Owner: -
+--
+
+CREATE TABLE payhooks_mirror.accounts (
+    id text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT accounts_id_check CHECK ((id ~ '^[a-z0-9][a-z0-9_-]{0,62}$'::text))
+);
+
+--
 -- Name: backfill_cursors; Type: TABLE; Schema: payhooks_mirror; Owner: -
 --
 
@@ -487,7 +497,8 @@ CREATE TABLE payhooks_mirror.backfill_cursors (
     next_skip integer DEFAULT 0 NOT NULL,
     written integer DEFAULT 0 NOT NULL,
     finished_at timestamp with time zone,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL
 );
 
 --
@@ -513,6 +524,7 @@ CREATE TABLE payhooks_mirror.customers (
     last_event_id text,
     last_event_type text,
     synced_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT customers_source_check CHECK ((source = ANY (ARRAY['api'::text, 'event'::text])))
 );
 
@@ -540,6 +552,7 @@ CREATE TABLE payhooks_mirror.disputes (
     last_event_id text,
     last_event_type text,
     synced_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT disputes_source_check CHECK ((source = ANY (ARRAY['api'::text, 'event'::text])))
 );
 
@@ -554,7 +567,8 @@ CREATE TABLE payhooks_mirror.invoice_items (
     amount numeric NOT NULL,
     currency text NOT NULL,
     quantity numeric NOT NULL,
-    concept_id text
+    concept_id text,
+    account text DEFAULT 'default'::text NOT NULL
 );
 
 --
@@ -584,6 +598,7 @@ CREATE TABLE payhooks_mirror.invoices (
     last_event_id text,
     last_event_type text,
     synced_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT invoices_source_check CHECK ((source = ANY (ARRAY['api'::text, 'event'::text])))
 );
 
@@ -618,6 +633,7 @@ CREATE TABLE payhooks_mirror.payment_methods (
     last_event_id text,
     last_event_type text,
     synced_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT payment_methods_source_check CHECK ((source = ANY (ARRAY['api'::text, 'event'::text])))
 );
 
@@ -646,6 +662,7 @@ CREATE TABLE payhooks_mirror.payments (
     last_event_id text,
     last_event_type text,
     synced_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT payments_source_check CHECK ((source = ANY (ARRAY['api'::text, 'event'::text])))
 );
 
@@ -671,6 +688,7 @@ CREATE TABLE payhooks_mirror.refunds (
     last_event_id text,
     last_event_type text,
     synced_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT refunds_source_check CHECK ((source = ANY (ARRAY['api'::text, 'event'::text])))
 );
 
@@ -699,6 +717,7 @@ CREATE TABLE payhooks_mirror.subscriptions (
     last_event_id text,
     last_event_type text,
     synced_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT subscriptions_source_check CHECK ((source = ANY (ARRAY['api'::text, 'event'::text])))
 );
 
@@ -713,7 +732,8 @@ CREATE TABLE payhooks_mirror.verify_cursors (
     checked integer DEFAULT 0 NOT NULL,
     started_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL
 );
 
 --
@@ -728,6 +748,7 @@ CREATE TABLE payhooks_mirror.verify_findings (
     diff jsonb DEFAULT '[]'::jsonb NOT NULL,
     repaired_at timestamp with time zone,
     found_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT verify_findings_kind_check CHECK ((kind = ANY (ARRAY['missing'::text, 'stale'::text, 'different'::text, 'extra'::text])))
 );
 
@@ -738,7 +759,8 @@ CREATE TABLE payhooks_mirror.verify_findings (
 CREATE TABLE payhooks_mirror.verify_seen (
     resource text NOT NULL,
     since_key text NOT NULL,
-    id text NOT NULL
+    id text NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL
 );
 
 --
@@ -838,39 +860,46 @@ ALTER TABLE ONLY payhooks.sweeper_runs
     ADD CONSTRAINT sweeper_runs_pkey PRIMARY KEY (id);
 
 --
+-- Name: accounts accounts_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.accounts
+    ADD CONSTRAINT accounts_pkey PRIMARY KEY (id);
+
+--
 -- Name: backfill_cursors backfill_cursors_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.backfill_cursors
-    ADD CONSTRAINT backfill_cursors_pkey PRIMARY KEY (resource, since_key);
+    ADD CONSTRAINT backfill_cursors_pkey PRIMARY KEY (account, resource, since_key);
 
 --
 -- Name: customers customers_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.customers
-    ADD CONSTRAINT customers_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT customers_pkey PRIMARY KEY (account, id);
 
 --
 -- Name: disputes disputes_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.disputes
-    ADD CONSTRAINT disputes_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT disputes_pkey PRIMARY KEY (account, id);
 
 --
 -- Name: invoice_items invoice_items_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.invoice_items
-    ADD CONSTRAINT invoice_items_pkey PRIMARY KEY (invoice_id, "position");
+    ADD CONSTRAINT invoice_items_pkey PRIMARY KEY (account, invoice_id, "position");
 
 --
 -- Name: invoices invoices_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.invoices
-    ADD CONSTRAINT invoices_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT invoices_pkey PRIMARY KEY (account, id);
 
 --
 -- Name: mirror_migrations mirror_migrations_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
@@ -884,49 +913,49 @@ ALTER TABLE ONLY payhooks_mirror.mirror_migrations
 --
 
 ALTER TABLE ONLY payhooks_mirror.payment_methods
-    ADD CONSTRAINT payment_methods_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT payment_methods_pkey PRIMARY KEY (account, id);
 
 --
 -- Name: payments payments_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.payments
-    ADD CONSTRAINT payments_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT payments_pkey PRIMARY KEY (account, id);
 
 --
 -- Name: refunds refunds_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.refunds
-    ADD CONSTRAINT refunds_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT refunds_pkey PRIMARY KEY (account, id);
 
 --
 -- Name: subscriptions subscriptions_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.subscriptions
-    ADD CONSTRAINT subscriptions_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT subscriptions_pkey PRIMARY KEY (account, id);
 
 --
 -- Name: verify_cursors verify_cursors_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.verify_cursors
-    ADD CONSTRAINT verify_cursors_pkey PRIMARY KEY (resource, since_key);
+    ADD CONSTRAINT verify_cursors_pkey PRIMARY KEY (account, resource, since_key);
 
 --
 -- Name: verify_findings verify_findings_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.verify_findings
-    ADD CONSTRAINT verify_findings_pkey PRIMARY KEY (resource, since_key, id);
+    ADD CONSTRAINT verify_findings_pkey PRIMARY KEY (account, resource, since_key, id);
 
 --
 -- Name: verify_seen verify_seen_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.verify_seen
-    ADD CONSTRAINT verify_seen_pkey PRIMARY KEY (resource, since_key, id);
+    ADD CONSTRAINT verify_seen_pkey PRIMARY KEY (account, resource, since_key, id);
 
 --
 -- Name: effect_steps_review_idx; Type: INDEX; Schema: payhooks; Owner: -
@@ -1010,55 +1039,55 @@ CREATE INDEX sweeper_runs_newest_idx ON payhooks.sweeper_runs USING btree (finis
 -- Name: customers_email_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX customers_email_idx ON payhooks_mirror.customers USING btree (email);
+CREATE INDEX customers_email_idx ON payhooks_mirror.customers USING btree (account, email);
 
 --
 -- Name: disputes_payment_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX disputes_payment_idx ON payhooks_mirror.disputes USING btree (payment_id);
+CREATE INDEX disputes_payment_idx ON payhooks_mirror.disputes USING btree (account, payment_id);
 
 --
 -- Name: invoices_customer_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX invoices_customer_idx ON payhooks_mirror.invoices USING btree (customer_id);
+CREATE INDEX invoices_customer_idx ON payhooks_mirror.invoices USING btree (account, customer_id);
 
 --
 -- Name: invoices_status_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX invoices_status_idx ON payhooks_mirror.invoices USING btree (status, due_date);
+CREATE INDEX invoices_status_idx ON payhooks_mirror.invoices USING btree (account, status, due_date);
 
 --
 -- Name: payment_methods_customer_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX payment_methods_customer_idx ON payhooks_mirror.payment_methods USING btree (customer_id);
+CREATE INDEX payment_methods_customer_idx ON payhooks_mirror.payment_methods USING btree (account, customer_id);
 
 --
 -- Name: payments_invoice_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX payments_invoice_idx ON payhooks_mirror.payments USING btree (invoice_id);
+CREATE INDEX payments_invoice_idx ON payhooks_mirror.payments USING btree (account, invoice_id);
 
 --
 -- Name: payments_time_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX payments_time_idx ON payhooks_mirror.payments USING btree (payment_time);
+CREATE INDEX payments_time_idx ON payhooks_mirror.payments USING btree (account, payment_time);
 
 --
 -- Name: refunds_payment_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX refunds_payment_idx ON payhooks_mirror.refunds USING btree (payment_id);
+CREATE INDEX refunds_payment_idx ON payhooks_mirror.refunds USING btree (account, payment_id);
 
 --
 -- Name: subscriptions_customer_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX subscriptions_customer_idx ON payhooks_mirror.subscriptions USING btree (customer_id);
+CREATE INDEX subscriptions_customer_idx ON payhooks_mirror.subscriptions USING btree (account, customer_id);
 
 --
 -- Name: inbox_events inbox_events_enqueue; Type: TRIGGER; Schema: payhooks; Owner: -
@@ -1088,11 +1117,95 @@ ALTER TABLE ONLY payhooks.quarantine
     ADD CONSTRAINT quarantine_account_fkey FOREIGN KEY (account) REFERENCES payhooks.accounts(id);
 
 --
--- Name: invoice_items invoice_items_invoice_id_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+-- Name: backfill_cursors backfill_cursors_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.backfill_cursors
+    ADD CONSTRAINT backfill_cursors_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: customers customers_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.customers
+    ADD CONSTRAINT customers_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: disputes disputes_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.disputes
+    ADD CONSTRAINT disputes_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: invoice_items invoice_items_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.invoice_items
-    ADD CONSTRAINT invoice_items_invoice_id_fkey FOREIGN KEY (invoice_id) REFERENCES payhooks_mirror.invoices(id) ON DELETE CASCADE;
+    ADD CONSTRAINT invoice_items_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: invoice_items invoice_items_invoice_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.invoice_items
+    ADD CONSTRAINT invoice_items_invoice_fkey FOREIGN KEY (account, invoice_id) REFERENCES payhooks_mirror.invoices(account, id) ON DELETE CASCADE;
+
+--
+-- Name: invoices invoices_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.invoices
+    ADD CONSTRAINT invoices_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: payment_methods payment_methods_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.payment_methods
+    ADD CONSTRAINT payment_methods_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: payments payments_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.payments
+    ADD CONSTRAINT payments_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: refunds refunds_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.refunds
+    ADD CONSTRAINT refunds_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: subscriptions subscriptions_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.subscriptions
+    ADD CONSTRAINT subscriptions_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: verify_cursors verify_cursors_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.verify_cursors
+    ADD CONSTRAINT verify_cursors_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: verify_findings verify_findings_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.verify_findings
+    ADD CONSTRAINT verify_findings_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: verify_seen verify_seen_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.verify_seen
+    ADD CONSTRAINT verify_seen_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
 
 --
 -- PostgreSQL database dump complete

@@ -73,6 +73,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/real-data-dir.test.ts',
     'test/sync/broker-descriptions.test.ts',
     'test/sync/config.test.ts',
+    'test/sync/sink-accounts.test.ts',
     'test/sync/http-helper.test.ts',
     'test/sync/rabbitmq-errors.test.ts',
     'test/sync/reconcile-arguments.test.ts',
@@ -85,6 +86,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/worker/task-queue.test.ts',
   ],
   db: [
+    'test/cli/accounts-sync.test.ts',
     'test/cli/database-hints.test.ts',
     'test/cli/effects-commands.test.ts',
     'test/cli/migrate-dir.test.ts',
@@ -135,6 +137,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/sync/broker-trace-context.test.ts',
     'test/sync/brokers.test.ts',
     'test/sync/gap-sweep.test.ts',
+    'test/sync/mirror-accounts.test.ts',
     'test/sync/mirror-nul.test.ts',
     'test/sync/mirror-sink.test.ts',
     'test/sync/mirror-write.test.ts',
