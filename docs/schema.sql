@@ -44,13 +44,22 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
      -- it did an EXISTS) into a hash of every due event of the queue.
      CROSS JOIN LATERAL (SELECT 1 FROM inbox_queue q WHERE q.account = r.id AND q.run_at <= now() LIMIT 1) due_one
   ),
+  -- The accounts this claim offers a share to: the first max_count with due work, in turn order.
+  considered AS MATERIALIZED (
+    SELECT a.id, a.worker_share, a.turn FROM active a ORDER BY a.turn LIMIT max_count
+  ),
+  weighed AS MATERIALIZED (
+    SELECT c.id,
+           greatest(1, floor(max_count::numeric * c.worker_share / sum(c.worker_share) OVER ()))::int AS proportional,
+           1 + floor((max_count - count(*) OVER ())::numeric * c.worker_share / sum(c.worker_share) OVER ())::int AS guaranteed
+      FROM considered c
+  ),
+  -- The proportional shares, or, when their minimums of 1 would overfill the claim, 1 each plus a proportion of the
+  -- rest: never more than max_count in all, so that no account taken is left out (cut, one of them would be left out
+  -- at every claim that starts at the same place of the ring: with as many accounts as max_count, at every claim).
   shares AS MATERIALIZED (
-    SELECT a.id, s.offered,
-           sum(s.offered) OVER (ORDER BY a.turn ROWS UNBOUNDED PRECEDING) AS offered_so_far
-      FROM active a
-      CROSS JOIN LATERAL (
-        SELECT greatest(1, floor(max_count::numeric * a.worker_share / (SELECT sum(worker_share) FROM active)))::int AS offered
-      ) s
+    SELECT w.id, CASE WHEN sum(w.proportional) OVER () <= max_count THEN w.proportional ELSE w.guaranteed END AS offered
+      FROM weighed w
   ),
   fair AS (
     SELECT d.*
@@ -74,7 +83,6 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
          LIMIT s.offered
          FOR UPDATE OF q SKIP LOCKED
       ) d
-     WHERE s.offered_so_far <= max_count
   ),
   fill AS (
     SELECT q.event_id, q.account, (q.lease_owner IS NOT NULL AND q.attempts >= max_attempts) AS buried
