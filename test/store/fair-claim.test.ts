@@ -116,6 +116,50 @@ describe.each(backends)('the fair claim ($name)', (backend) => {
   });
 
   it.skipIf(!backend.available)(
+    "a large share takes no other account's turn: with 30 accounts and claims of 10, each is served within 3 claims",
+    { timeout: 180_000 },
+    async () => {
+      // a00 weighs 100 against 1 each and has a backlog queued before everyone's; its share alone would fill the
+      // claim. Before the fix, the accounts after it in its turn were cut from the claim, at the same place of the
+      // ring every time round: a09 waited 19 claims.
+      const ids = Array.from({ length: 30 }, (_, n) => `a${String(n).padStart(2, '0')}`);
+      const db = await open(ids.map((id) => ({ id, workerShare: id === 'a00' ? 100 : 1 })));
+      await queue(db, 'a00', 1000);
+      await storeEvents(
+        db,
+        ids.slice(1).flatMap((id) => [incoming(id, `${id}_0`), incoming(id, `${id}_1`)]),
+      );
+      const unseen = new Set(ids);
+      let claims = 0;
+      while (unseen.size > 0 && claims < 30) {
+        const claimed = await claim(db, 10);
+        claims++;
+        expect(claimed).toHaveLength(10);
+        for (const event of claimed) unseen.delete(event.account);
+      }
+      expect([...unseen]).toEqual([]);
+      expect(claims).toBeLessThanOrEqual(Math.ceil(30 / 10));
+    },
+  );
+
+  it.skipIf(!backend.available)(
+    'as many accounts as the claim has room for, one of them weighing 1,000: every one is in every claim',
+    async () => {
+      // Ten accounts and claims of 10: every claim starts at the same place of the ring, so an account cut once was
+      // cut every time.
+      const ids = Array.from({ length: 10 }, (_, n) => `b${n}`);
+      const db = await open(ids.map((id) => ({ id, workerShare: id === 'b0' ? 1000 : 1 })));
+      await queue(db, 'b0', 100);
+      for (const id of ids.slice(1)) await queue(db, id, 5);
+      for (let n = 0; n < 3; n++) {
+        const claimed = perAccount(await claim(db, 10));
+        expect(Object.keys(claimed).sort()).toEqual(ids);
+        expect(Object.values(claimed).reduce((sum, count) => sum + count, 0)).toBe(10);
+      }
+    },
+  );
+
+  it.skipIf(!backend.available)(
     'work-conserving: room an account leaves unused goes to the others, and a claim comes back full',
     async () => {
       const db = await open([{ id: 'few' }, { id: 'many' }]);
