@@ -145,6 +145,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/sync/mirror-sink.test.ts',
     'test/sync/mirror-write.test.ts',
     'test/simulator/organizations-api.test.ts',
+    'test/sync/accounts-day.test.ts',
     'test/sync/scripted-day.test.ts',
     'test/sync/sink-order.test.ts',
     'test/sync/sink-plugins.test.ts',
