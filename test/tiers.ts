@@ -183,6 +183,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/sync/reconcile.test.ts',
     'test/worker/poison-handlers.test.ts',
     'test/worker/processes.test.ts',
+    'test/worker/relisten.test.ts',
   ],
   soak: [
     'test/cli/partition.test.ts',

@@ -6,8 +6,8 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { lockDataDir, type ReleaseLock } from './data-dir-lock.js';
 import { EvictingPool } from './evicting-pool.js';
+import { type LastingListen, type ListenHooks, lastingListen } from './lasting-listen.js';
 import { PGliteDialect } from './pglite-dialect.js';
-import { quoteIdent } from './quote-ident.js';
 import { realDataDir } from './real-data-dir.js';
 import type { PayhooksTables } from './schema.js';
 
@@ -59,8 +59,12 @@ export interface PayhooksDatabase {
    * await storeEvents(store.withDeadline(performance.now() + 5000), events);
    */
   withDeadline(deadline: number): PayhooksDatabase;
-  /** Runs `onNotify` for each NOTIFY on `channel`; resolves to an unsubscribe function. */
-  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Runs `onNotify` for each NOTIFY on `channel`; resolves to an unsubscribe function once the first LISTEN was tried.
+   * On PostgreSQL the LISTEN connection is made again whenever it is lost or could not be made, with the project's
+   * backoff; `hooks` hears of each loss and of each return (when notifications may have been missed meanwhile).
+   */
+  listen(channel: string, onNotify: (payload: string) => void, hooks?: ListenHooks): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -159,7 +163,7 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
   pool.on('remove', (client) => clients.delete(client));
   const evicting = new EvictingPool(pool);
   const base = new Kysely<PayhooksTables>({ dialect: new PostgresDialect({ pool: evicting }) });
-  const listeners = new Set<pg.Client>();
+  const listeners = new Set<LastingListen>();
   const handle: PayhooksDatabase = {
     kind: 'postgres',
     schema,
@@ -169,31 +173,28 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
       const bounded = new Kysely<PayhooksTables>({ dialect: new PostgresDialect({ pool: evicting.until(deadline) }) });
       return { ...handle, db: bounded.withSchema(schema), close: async () => undefined };
     },
-    async listen(channel, onNotify) {
-      // A dedicated connection: LISTEN belongs to a session, and pooled clients change hands.
-      const client = new pg.Client({
-        connectionString: url,
-        connectionTimeoutMillis,
-        keepAlive: true,
-        keepAliveInitialDelayMillis: 10_000,
+    async listen(channel, onNotify, hooks) {
+      // A dedicated connection: LISTEN belongs to a session, and pooled clients change hands. It is made again
+      // whenever it is lost (lasting-listen.ts).
+      const subscription = await lastingListen({
+        channel,
+        onNotify,
+        lost: (error, retryInMs) => hooks?.lost?.(error, retryInMs),
+        resubscribed: () => hooks?.resubscribed?.(),
+        newClient: () =>
+          new pg.Client({ connectionString: url, connectionTimeoutMillis, keepAlive: true, keepAliveInitialDelayMillis: 10_000 }),
       });
-      client.on('error', (error) => options.onIdleError?.(error));
-      await client.connect();
-      listeners.add(client);
-      client.on('notification', (message) => {
-        if (message.channel === channel) onNotify(message.payload ?? '');
-      });
-      await client.query(`LISTEN ${quoteIdent(channel)}`);
+      listeners.add(subscription);
       return async () => {
-        listeners.delete(client);
-        await endWithin(
-          client.end().catch(() => undefined),
-          [client],
-        );
+        listeners.delete(subscription);
+        const client = subscription.client;
+        await endWithin(subscription.stop(), client ? [client] : []);
       };
     },
     async close() {
-      await endWithin(base.destroy(), [...clients, ...listeners]);
+      const listening = [...listeners].flatMap((listener) => (listener.client ? [listener.client] : []));
+      for (const listener of listeners) void listener.stop();
+      await endWithin(base.destroy(), [...clients, ...listening]);
     },
   };
   return handle;

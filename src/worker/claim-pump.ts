@@ -87,8 +87,23 @@ export class ClaimPump {
     if (this.#mode !== 'stopped') return;
     const { store, logger, pollIntervalMs } = this.#options;
     this.#mode = 'idle';
+    // The LISTEN connection is made again whenever it is lost (a terminated backend, a server restart, a failover):
+    // polling covers the gap, and a claim once it listens again picks up what was notified meanwhile.
     try {
-      this.#unlisten = await store.listen(newEventChannel(store.schema), () => void this.pump());
+      this.#unlisten = await store.listen(newEventChannel(store.schema), () => void this.pump(), {
+        lost: (err, retryInMs) => {
+          logger.warn(
+            { err, retryInMs },
+            `LISTEN for new events failed; polling meanwhile, listening again in ${Math.round(retryInMs)} ms`,
+          );
+          this.#options.events.emit('listen:lost', { error: err, retryInMs });
+        },
+        resubscribed: () => {
+          logger.info('LISTEN for new events is back; claiming once for what arrived meanwhile');
+          this.#options.events.emit('listen:resumed', {});
+          void this.pump();
+        },
+      });
     } catch (err) {
       logger.warn({ err }, 'LISTEN failed; relying on polling');
     }

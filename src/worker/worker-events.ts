@@ -27,6 +27,13 @@ export interface WorkerEventMap {
   'outcomes:written': { count: number; seconds: number };
   /** The worker vacuumed the work queue (`error` when it failed). */
   'queue:vacuumed': { seconds: number; error?: unknown };
+  /**
+   * The worker's LISTEN connection failed (terminated, a server restart): it polls meanwhile and listens again in
+   * `retryInMs`.
+   */
+  'listen:lost': { error: Error; retryInMs: number };
+  /** The worker LISTENs again after a loss, and claims once for what was notified meanwhile. */
+  'listen:resumed': Record<string, never>;
   /** `stop()` began: claiming has stopped, `running` handlers are given the stop timeout. */
   'worker:stopping': { workerId: string; running: number };
   /** The worker stopped and gave `released` unfinished leases back. */
