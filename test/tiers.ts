@@ -165,6 +165,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/serve-worker-options.test.ts',
     'test/cli/serve.test.ts',
     'test/cli/verify-session.test.ts',
+    'test/cli/wait-for-slot.test.ts',
     'test/cli/verify.test.ts',
     'test/console/admin-mount.test.ts',
     'test/console/console-browser.test.ts',

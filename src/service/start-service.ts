@@ -8,6 +8,7 @@ import { DeliveryWatch } from '../alarms/delivery-watch.js';
 import { createAdminApi } from '../console/admin-api.js';
 import { PayhooksError } from '../errors.js';
 import { parseDuration } from '../internal/duration.js';
+import { untilAdmitted } from '../store/until-admitted.js';
 import { createLogger } from '../logger.js';
 import { registerHealthMetrics } from '../metrics/health-metrics.js';
 import { createPayhooksMetrics, type PayhooksMetrics } from '../metrics/payhooks-metrics.js';
@@ -113,7 +114,8 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     trustIncomingTraceContext: config.tracing.trustIncomingContext,
   });
   options.observeWorker?.(hooks.events);
-  const store = await hooks.ready();
+  // A server with no free slot (or starting up) is waited for, saying so, rather than exited on: it frees one soon.
+  const store = await untilAdmitted(() => hooks.ready(), { logger, what: `the ${role === 'all' ? 'service' : role}` });
   budgeted?.bind(store);
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
   let periodic: PeriodicReconcile | undefined;
