@@ -191,6 +191,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/serve-broker-faults.test.ts',
     'test/receiver/bounded-memory.test.ts',
     'test/store/partition-upkeep-beside-outcomes.test.ts',
+    'test/store/pgbouncer.test.ts',
     'test/sync/broker-faults.test.ts',
     'test/worker/effects-chaos.test.ts',
   ],

@@ -111,6 +111,7 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
       url: env.DATABASE_URL,
       dataDir: env.PAYHOOKS_DATA_DIR,
       schema: env.PAYHOOKS_SCHEMA,
+      pooler: env.PAYHOOKS_DATABASE_POOLER ?? sync.database.pooler,
       appMigrations: env.PAYHOOKS_APP_MIGRATIONS,
       appSchema: env.PAYHOOKS_APP_SCHEMA,
     },

@@ -8,6 +8,7 @@ import { DeliveryWatch } from '../alarms/delivery-watch.js';
 import { createAdminApi } from '../console/admin-api.js';
 import { PayhooksError } from '../errors.js';
 import { parseDuration } from '../internal/duration.js';
+import type { DatabaseOptions } from '../store/database.js';
 import { untilAdmitted } from '../store/until-admitted.js';
 import { createLogger } from '../logger.js';
 import { registerHealthMetrics } from '../metrics/health-metrics.js';
@@ -97,7 +98,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   const watch = new DeliveryWatch();
   const hooks = createPayhooks<ApiClient>({
     secret: config.receiver.secrets,
-    database: { url: config.database.url, dataDir: config.database.dataDir, schema: config.database.schema },
+    database: openedBy(config.database),
     migrations: config.database.appMigrations,
     appSchema: config.database.appSchema,
     logger,
@@ -277,6 +278,11 @@ async function startWorking(
         )
       : undefined;
   return { sinks, periodic, sweeper };
+}
+
+/** What opening the service's database takes, of its configuration (the app's migrations are applied apart). */
+function openedBy({ url, dataDir, schema, pooler }: ServiceConfig['database']): DatabaseOptions {
+  return { url, dataDir, schema, pooler };
 }
 
 /** Listens on `host:port`; a failure (the port in use) is a PayhooksError that says what to do. */

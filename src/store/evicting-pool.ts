@@ -35,10 +35,12 @@ export class EvictingPool implements PostgresPool {
    * Whether statements opened by `PREPARED` are prepared (see prepared-statements.ts): until the server says a
    * connection's prepared statements are not its own, as behind a transaction pooler.
    */
-  #preparing = true;
+  #preparing: boolean;
 
-  constructor(pool: pg.Pool) {
+  /** `prepare: false` sends every statement unprepared (behind a transaction pooler). Default true. */
+  constructor(pool: pg.Pool, options: { prepare?: boolean } = {}) {
     this.#pool = pool;
+    this.#preparing = options.prepare ?? true;
     pool.on('connect', (client) => this.#bornAt.set(client, performance.now()));
   }
 

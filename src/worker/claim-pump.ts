@@ -88,7 +88,20 @@ export class ClaimPump {
     const { store, logger, pollIntervalMs } = this.#options;
     this.#mode = 'idle';
     // The LISTEN connection is made again whenever it is lost (a terminated backend, a server restart, a failover):
-    // polling covers the gap, and a claim once it listens again picks up what was notified meanwhile.
+    // polling covers the gap, and a claim once it listens again picks up what was notified meanwhile. Through a
+    // transaction pooler a LISTEN would hear nothing (another server connection runs it): polling alone.
+    if (store.pooler === 'transaction') {
+      logger.info({ pollIntervalMs }, `through a transaction pooler: the worker polls every ${pollIntervalMs} ms instead of LISTENing`);
+    } else {
+      await this.#listen();
+    }
+    this.#pollTimer = setInterval(() => void this.pump(), pollIntervalMs);
+    this.#pollTimer.unref();
+    await this.pump();
+  }
+
+  async #listen(): Promise<void> {
+    const { store, logger } = this.#options;
     try {
       this.#unlisten = await store.listen(newEventChannel(store.schema), () => void this.pump(), {
         lost: (err, retryInMs) => {
@@ -107,9 +120,6 @@ export class ClaimPump {
     } catch (err) {
       logger.warn({ err }, 'LISTEN failed; relying on polling');
     }
-    this.#pollTimer = setInterval(() => void this.pump(), pollIntervalMs);
-    this.#pollTimer.unref();
-    await this.pump();
   }
 
   /** Claims while there is room and something is due; resolves when this round (or the one under way) ends. */
