@@ -107,6 +107,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/history-partitions.test.ts',
     'test/store/ledger.test.ts',
     'test/store/claim-plan.test.ts',
+    'test/store/fencing.test.ts',
     'test/store/long-queue.test.ts',
     'test/store/operator-queries.test.ts',
     'test/store/per-handler-claim.test.ts',

@@ -117,7 +117,6 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     trustIncomingTraceContext: config.tracing.trustIncomingContext,
   });
   options.observeWorker?.(hooks.events);
-  // A server with no free slot (or starting up) is waited for, saying so, rather than exited on: it frees one soon.
   const store = await untilAdmitted(() => hooks.ready(), { logger, what: `the ${role === 'all' ? 'service' : role}` });
   bindAccountBudgets(accounts, store);
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');

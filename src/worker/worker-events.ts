@@ -23,6 +23,11 @@ export interface WorkerEventMap {
   'event:finished': { eventId: string; eventType: string; status: 'done' | 'ignored' | 'invalid' };
   /** This worker lost the lease of an event (it ran out, or another worker took it): the run stops, records nothing. */
   'lease:lost': { eventId: string };
+  /**
+   * A write under a lease this worker no longer holds was dropped (fencing: the event was claimed again after the
+   * lease ran out): its `outcome`, a `heartbeat`, an `effect-step`, or a handler's `transaction` (rolled back).
+   */
+  'write:fenced': { eventId: string; what: 'outcome' | 'heartbeat' | 'effect-step' | 'transaction'; handler?: string | undefined };
   /** One batch of outcomes was written. */
   'outcomes:written': { count: number; seconds: number };
   /** The worker vacuumed the work queue (`error` when it failed). */

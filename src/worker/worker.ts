@@ -225,6 +225,13 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     apiForAccount: options.apiForAccount,
     handlerTimeoutMs,
     searchPath: setLocalSearchPath(appSearchPath(settings.appSchema)),
+    onFenced: (fenced) => {
+      logger.warn(
+        fenced,
+        `fenced: the ${fenced.what} of handler ${fenced.handler} for event ${fenced.eventId} was dropped: another run holds its lease now`,
+      );
+      events.emit('write:fenced', fenced);
+    },
   });
   const attempts = new AttemptRunner({
     registry,

@@ -14,17 +14,23 @@ afterAll(() => {
   for (const dir of copies) rmSync(dir, { recursive: true, force: true });
 });
 
-/** A copy of payhooks' migrations with one statement of the claim (`LIMIT max_count`) changed where it is written. */
+/**
+ * A copy of payhooks' migrations with one statement of the claim (`LIMIT s.offered`, the fair share) changed where the
+ * claim is written last (the latest migration that creates claim_events: earlier ones are replaced by it).
+ */
 function migrationsWithAChangedClaim(): string {
   const dir = mkdtempSync(join(tmpdir(), 'payhooks-migrations-'));
   copies.push(dir);
   cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-  const claims = readdirSync(dir).filter(
-    (name) => name.endsWith('.sql') && readFileSync(join(dir, name), 'utf8').includes('LIMIT max_count'),
-  );
-  expect(claims, 'the migration that limits the claim with "LIMIT max_count"').toHaveLength(1);
-  const path = join(dir, claims[0] as string);
-  writeFileSync(path, readFileSync(path, 'utf8').replace('LIMIT max_count', 'LIMIT max_count + 1'));
+  const claims = readdirSync(dir)
+    .filter((name) => name.endsWith('.sql') && readFileSync(join(dir, name), 'utf8').includes('CREATE FUNCTION claim_events'))
+    .sort();
+  const latest = claims.at(-1);
+  expect(latest, 'a migration that creates claim_events').toBeDefined();
+  const path = join(dir, latest as string);
+  const text = readFileSync(path, 'utf8');
+  expect(text, `the claim of ${latest} limits each account's share with "LIMIT s.offered"`).toContain('LIMIT s.offered');
+  writeFileSync(path, text.replace('LIMIT s.offered', 'LIMIT s.offered + 1'));
   return dir;
 }
 
@@ -43,7 +49,7 @@ describe.skipIf(!pgUrl)('docs/schema.sql', () => {
       migrations: migrationsWithAChangedClaim(),
       mirrorMigrations: MIRROR_MIGRATIONS_DIR,
     });
-    expect(dumped).toContain('LIMIT max_count + 1');
+    expect(dumped).toContain('LIMIT s.offered + 1');
     expect(dumped).not.toBe(committed);
   });
 });
