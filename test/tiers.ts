@@ -73,6 +73,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/tiers.test.ts',
     'test/worker/history-settings.test.ts',
     'test/worker/backoff.test.ts',
+    'test/store/until-admitted.test.ts',
     'test/worker/settle-policy.test.ts',
     'test/worker/task-queue.test.ts',
   ],
