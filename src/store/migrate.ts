@@ -79,11 +79,13 @@ export class PoolerMigrationError extends PayhooksError {
   constructor(
     readonly schema: string,
     readonly pending: readonly string[],
+    /** What applies them: `payhooks migrate` for payhooks' and the app's; the mirror applies its own at start. */
+    run = 'Run `payhooks migrate`',
   ) {
     super(
       `Refusing to migrate the schema "${schema}" through a transaction pooler (database.pooler: transaction, PAYHOOKS_DATABASE_POOLER): ` +
         `${pending.length} migration${pending.length === 1 ? ' is' : 's are'} pending (${pending.join(', ')}). ` +
-        'Run `payhooks migrate` against the PostgreSQL server directly (DATABASE_URL naming the server, not PgBouncer, and PAYHOOKS_DATABASE_POOLER unset), then start again through the pooler.',
+        `${run} against the PostgreSQL server directly (DATABASE_URL naming the server, not PgBouncer, and PAYHOOKS_DATABASE_POOLER unset), then start again through the pooler.`,
     );
     this.name = 'PoolerMigrationError';
   }
@@ -163,6 +165,8 @@ export async function migrateMirror(
     searchPath: [mirrorSchema],
     table: { schema: mirrorSchema, name: 'mirror_migrations' },
     lock: `payhooks:migrate-mirror:${mirrorSchema}`,
+    // `payhooks migrate` does not apply the mirror's: a serve (or backfill) does, as it starts the mirror.
+    throughPooler: 'Start `payhooks serve` (or `payhooks backfill`) once, with the mirror on,',
     onUnknown: (unknown) => {
       throw new UnknownMigrationsError(mirrorSchema, unknown);
     },
@@ -233,6 +237,8 @@ interface MigrationTarget {
   table: { schema: string; name: string };
   /** Names the advisory lock: migrators of the same target wait for each other, others do not. */
   lock: string;
+  /** What the refusal through a transaction pooler tells to run directly ({@link PoolerMigrationError}). */
+  throughPooler?: string | undefined;
   /** Called, inside the transaction and before anything is applied, when recorded files are missing. */
   onUnknown?: ((unknown: string[]) => void) | undefined;
 }
@@ -320,7 +326,7 @@ async function checkedThroughPooler(
   const unknown = [...applied].filter((name) => !shipped.has(name));
   if (unknown.length) target.onUnknown?.(unknown);
   const pending = files.filter((file) => !applied.has(file.name)).map((file) => file.name);
-  if (pending.length) throw new PoolerMigrationError(target.schema, pending);
+  if (pending.length) throw new PoolerMigrationError(target.schema, pending, target.throughPooler);
   return { applied: [], alreadyApplied: files.map((file) => file.name), unknown };
 }
 

@@ -14,7 +14,7 @@ import { createPayhooks, type Payhooks } from '../../src/payhooks.js';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import { openDatabase, type PayhooksDatabase } from '../../src/store/database.js';
 import { getEvent } from '../../src/store/inbox.js';
-import { migrate, PoolerMigrationError } from '../../src/store/migrate.js';
+import { migrate, migrateMirror, PoolerMigrationError } from '../../src/store/migrate.js';
 import { runInProcess } from '../helpers/cli.js';
 import { envelope, post, signedDelivery } from '../helpers/deliveries.js';
 import { putEvents } from '../helpers/inbox.js';
@@ -84,6 +84,12 @@ describe.skipIf(!pgUrl || !pgbouncerAvailable)('through PgBouncer in transaction
     });
     expect(command.code).toBe(1);
     expect(command.stderr).toContain('Run `payhooks migrate` against the PostgreSQL server directly');
+    // The mirror's migrations, which serve applies as it starts the mirror, are refused too, saying so.
+    const mirror = await migrateMirror(fresh, 'pooled_mirror_fresh').catch((err: unknown) => err);
+    expect(mirror).toBeInstanceOf(PoolerMigrationError);
+    expect((mirror as Error).message).toContain(
+      'Start `payhooks serve` (or `payhooks backfill`) once, with the mirror on, against the PostgreSQL server directly',
+    );
     // A schema migrated on the server: nothing pending, nothing refused.
     const current = await migrate(await pooled());
     expect(current.applied).toEqual([]);
