@@ -74,8 +74,8 @@ describe.skipIf(!throwawayClusterAvailable)('serve --role worker while the serve
       throw new Error(`${String(err)}\nstdout:\n${stdout}\nstderr:\n${stderr}`, { cause: err });
     }
     worker.kill('SIGTERM');
-    const { code, stderr } = await exited;
-    expect(stderr).not.toMatch(/too many clients/);
-    expect(code).toBe(0);
+    const { code, stdout, stderr } = await exited;
+    expect(stderr, `stdout:\n${stdout}`).not.toMatch(/too many clients/);
+    expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
   });
 });
