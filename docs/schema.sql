@@ -20,7 +20,7 @@ CREATE SCHEMA payhooks_mirror;
 -- Name: claim_events(text, integer, double precision, integer, text); Type: FUNCTION; Schema: payhooks; Owner: -
 --
 
-CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_seconds double precision, max_attempts integer, data_check text) RETURNS TABLE(event_id text, account text, event_type text, resource_key text, raw_body text, attempts integer, received_at timestamp with time zone, trace_parent text, data_checked boolean, seq bigint, buried boolean, runs json, blocked text[])
+CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_seconds double precision, max_attempts integer, data_check text) RETURNS TABLE(event_id text, account text, event_type text, resource_key text, raw_body text, attempts integer, received_at timestamp with time zone, trace_parent text, data_checked boolean, seq bigint, buried boolean, runs json, blocked text[], lease_token bigint)
     LANGUAGE sql
     SET search_path TO 'payhooks'
     SET enable_seqscan TO 'off'
@@ -107,6 +107,7 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
   leased AS (
     UPDATE inbox_queue q
        SET lease_owner = claimant,
+           lease_token = nextval('lease_tokens'),
            attempts = q.attempts + 1,
            parked = false,
            run_at = now() + make_interval(secs => lease_seconds)
@@ -116,7 +117,7 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
      -- queue, walked an index of the whole queue and probed the pairs for each of its rows.
      WHERE q.event_id = ANY (ARRAY(SELECT d.event_id FROM due d WHERE NOT d.buried))
        AND q.account || E'\n' || q.event_id = ANY (ARRAY(SELECT d.account || E'\n' || d.event_id FROM due d WHERE NOT d.buried))
-    RETURNING q.event_id, q.account, q.attempts, q.seq, q.resource_key, q.received_at, q.run_at
+    RETURNING q.event_id, q.account, q.attempts, q.seq, q.resource_key, q.received_at, q.run_at, q.lease_token
   ),
   behind AS (
     SELECT f.event_id, f.account
@@ -157,10 +158,11 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
            WHERE r.event_id = e.event_id AND r.account = e.account AND r.received_at = e.received_at),
          CASE WHEN l.resource_key IS NOT NULL THEN
            ARRAY(SELECT DISTINCT h FROM inbox_queue o CROSS JOIN unnest(o.owed) h
-                  WHERE o.resource_key = l.resource_key AND o.account = l.account AND o.seq < l.seq AND o.owed IS NOT NULL) END
+                  WHERE o.resource_key = l.resource_key AND o.account = l.account AND o.seq < l.seq AND o.owed IS NOT NULL) END,
+         l.lease_token
     FROM leased l JOIN inbox_events e ON e.event_id = l.event_id AND e.account = l.account AND e.received_at = l.received_at
   UNION ALL
-  SELECT b.event_id, b.account, b.event_type, NULL, NULL, b.attempts, NULL, NULL, NULL, b.seq, true, NULL, NULL FROM buried b
+  SELECT b.event_id, b.account, b.event_type, NULL, NULL, b.attempts, NULL, NULL, NULL, b.seq, true, NULL, NULL, NULL FROM buried b
   ORDER BY 10
 $$;
 
@@ -350,7 +352,8 @@ CREATE TABLE payhooks.inbox_queue (
     owed text[],
     parked boolean DEFAULT false NOT NULL,
     received_at timestamp with time zone NOT NULL,
-    account text NOT NULL
+    account text NOT NULL,
+    lease_token bigint
 );
 
 --
@@ -404,6 +407,17 @@ CREATE SEQUENCE payhooks.inbox_events_seq
 --
 
 ALTER SEQUENCE payhooks.inbox_events_seq OWNED BY payhooks.inbox_events.seq;
+
+--
+-- Name: lease_tokens; Type: SEQUENCE; Schema: payhooks; Owner: -
+--
+
+CREATE SEQUENCE payhooks.lease_tokens
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
 
 --
 -- Name: quarantine; Type: TABLE; Schema: payhooks; Owner: -

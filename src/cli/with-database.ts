@@ -7,7 +7,8 @@ import { explainedDatabaseError } from './database-error.js';
 import { stdio } from './output.js';
 
 /** The variables that say which database to open. */
-export type DatabaseEnv = Pick<Env, 'DATABASE_URL' | 'PAYHOOKS_DATA_DIR' | 'PAYHOOKS_SCHEMA'>;
+export type DatabaseEnv = Pick<Env, 'DATABASE_URL' | 'PAYHOOKS_DATA_DIR' | 'PAYHOOKS_SCHEMA'> &
+  Partial<Pick<Env, 'PAYHOOKS_DATABASE_POOLER'>>;
 
 /** Options of {@link withDatabase}. */
 export interface WithDatabaseOptions {
@@ -32,7 +33,7 @@ export async function withDatabase<T>(
   const dataDir = env.PAYHOOKS_DATA_DIR ?? DATABASE_DEFAULTS.dataDir;
   const embedded = !env.DATABASE_URL && !dataDir.startsWith('memory://');
   const existed = embedded && existsSync(dataDir);
-  const store = await openDatabase({ url: env.DATABASE_URL, dataDir, schema: env.PAYHOOKS_SCHEMA });
+  const store = await openDatabase({ url: env.DATABASE_URL, dataDir, schema: env.PAYHOOKS_SCHEMA, pooler: env.PAYHOOKS_DATABASE_POOLER });
   try {
     let migrated: MigrationReport;
     try {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { PayhooksError } from '../errors.js';
 import { LOGGER_DEFAULTS } from '../logger.js';
 import { parseSecretList } from '../signature/secret-list.js';
-import { DATABASE_DEFAULTS, isSchemaName } from '../store/database.js';
+import { DATABASE_DEFAULTS, DATABASE_POOLERS, isSchemaName } from '../store/database.js';
 import { DEFAULT_APP_SCHEMA } from '../store/migrate.js';
 import { workerOptionProblem } from '../sync/worker-config.js';
 import { WORKER_DEFAULTS } from '../worker/defaults.js';
@@ -112,6 +112,16 @@ const VARIABLES = {
         .default(DATABASE_DEFAULTS.schema),
     ),
     { readBy: DATABASE_READERS, description: "Postgres schema of payhooks' tables" },
+  ),
+  PAYHOOKS_DATABASE_POOLER: variable(
+    blankIsUnset(
+      z.enum(DATABASE_POOLERS, { error: refusing(`must be ${DATABASE_POOLERS.map((p) => JSON.stringify(p)).join(' or ')}`) }).optional(),
+    ),
+    {
+      readBy: DATABASE_READERS,
+      description:
+        'transaction: DATABASE_URL is a transaction pooler (PgBouncer pool_mode = transaction): no prepared statements, no LISTEN (the worker polls), migrations refused (overrides database.pooler of the config file; default none)',
+    },
   ),
   PAYHOOKS_APP_MIGRATIONS: variable(blankIsUnset(z.string().trim().optional()), {
     readBy: ['serve', 'migrate'],

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { ApiInputError, createClient } from '../client/index.js';
 import { adminTokenWeakness } from '../console/token.js';
 import { PayhooksError } from '../errors.js';
+import { POOLED_POLL_INTERVAL_MS } from '../worker/defaults.js';
 import { createLogger } from '../logger.js';
 import { createDefaultScheme } from '../signature/default-scheme.js';
 import { loadSyncConfig, type SyncConfig } from '../sync/config.js';
@@ -117,6 +118,7 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
   ruleProblems(env, role, source, problems, accounts.length > 0);
 
   if (problems.length || !sync || !worker) return { config: undefined, problems, env: variables, sync };
+  const pooler = env.PAYHOOKS_DATABASE_POOLER ?? sync.database.pooler;
   const parsed = serviceConfigSchema.safeParse({
     role,
     receiver: {
@@ -130,10 +132,12 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
       url: env.DATABASE_URL,
       dataDir: env.PAYHOOKS_DATA_DIR,
       schema: env.PAYHOOKS_SCHEMA,
+      pooler,
       appMigrations: env.PAYHOOKS_APP_MIGRATIONS,
       appSchema: env.PAYHOOKS_APP_SCHEMA,
     },
-    worker,
+    // Behind a transaction pooler polling is the worker's only wake-up: its shorter default, unless the file sets one.
+    worker: pooler === 'transaction' ? { ...worker, pollIntervalMs: worker.pollIntervalMs ?? POOLED_POLL_INTERVAL_MS } : worker,
     api: { key: env.PAYHOOKS_API_KEY, url: env.PAYHOOKS_API_URL },
     console: { adminToken: env.PAYHOOKS_ADMIN_TOKEN },
     metrics: { accountLabels: sync.accountLabels },

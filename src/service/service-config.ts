@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { MAX_TIMER_MS } from '../internal/duration.js';
 import { LOGGER_DEFAULTS } from '../logger.js';
 import { DEFAULT_ACCOUNT_LABELS } from '../metrics/payhooks-metrics.js';
-import { DATABASE_DEFAULTS } from '../store/database.js';
+import { DATABASE_DEFAULTS, DATABASE_POOLERS } from '../store/database.js';
 import { DEFAULT_APP_SCHEMA } from '../store/migrate.js';
 import type { SyncConfig } from '../sync/config.js';
 import { withWorkerDefaults, workerTunablesShape } from '../worker/options-schema.js';
@@ -66,6 +66,11 @@ export const serviceConfigSchema = z.object({
       dataDir: z.string().min(1).default(DATABASE_DEFAULTS.dataDir),
       /** Schema of payhooks' tables. `PAYHOOKS_SCHEMA`, default `payhooks`. */
       schema: z.string().min(1).default(DATABASE_DEFAULTS.schema),
+      /**
+       * `transaction` when `url` is a transaction pooler (PgBouncer's pool_mode = transaction): see docs/database.md.
+       * `PAYHOOKS_DATABASE_POOLER` or the file's `database.pooler`, default `none`.
+       */
+      pooler: z.enum(DATABASE_POOLERS).default(DATABASE_DEFAULTS.pooler),
       /** The app's own numbered SQL migrations. `PAYHOOKS_APP_MIGRATIONS`; unset: none. */
       appMigrations: z.string().min(1).optional(),
       /** Schema of the app's tables. `PAYHOOKS_APP_SCHEMA`, default `public`. */

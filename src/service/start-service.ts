@@ -8,6 +8,8 @@ import { DeliveryWatch } from '../alarms/delivery-watch.js';
 import { createAdminApi } from '../console/admin-api.js';
 import { PayhooksError } from '../errors.js';
 import { parseDuration } from '../internal/duration.js';
+import type { DatabaseOptions } from '../store/database.js';
+import { untilAdmitted } from '../store/until-admitted.js';
 import { createLogger } from '../logger.js';
 import { createDefaultScheme, parseSecretList, withSimulatedClock } from '../signature/index.js';
 import { registerHealthMetrics } from '../metrics/health-metrics.js';
@@ -99,7 +101,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   const watch = new DeliveryWatch();
   const hooks = createPayhooks<ApiClient>({
     accounts: trustingSimulatedClock(payhooksAccounts(accounts), config.receiver.trustSimulatedClock, logger),
-    database: { url: config.database.url, dataDir: config.database.dataDir, schema: config.database.schema },
+    database: openedBy(config.database),
     migrations: config.database.appMigrations,
     appSchema: config.database.appSchema,
     logger,
@@ -116,7 +118,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     trustIncomingTraceContext: config.tracing.trustIncomingContext,
   });
   options.observeWorker?.(hooks.events);
-  const store = await hooks.ready();
+  const store = await untilAdmitted(() => hooks.ready(), { logger, what: `the ${role === 'all' ? 'service' : role}` });
   bindAccountBudgets(accounts, store);
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
   let periodic: PeriodicReconcile | undefined;
@@ -287,6 +289,11 @@ async function startWorking(
         )
       : undefined;
   return { sinks, periodic, sweeper };
+}
+
+/** What opening the service's database takes, of its configuration (the app's migrations are applied apart). */
+function openedBy({ url, dataDir, schema, pooler }: ServiceConfig['database']): DatabaseOptions {
+  return { url, dataDir, schema, pooler };
 }
 
 /** Listens on `host:port`; a failure (the port in use) is a PayhooksError that says what to do. */

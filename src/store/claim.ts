@@ -37,6 +37,11 @@ export interface ClaimedEvent {
    * this event yet, or they would see the resource's events out of order. The others may.
    */
   blockedHandlers: string[];
+  /**
+   * The token this claim's lease was issued under (migrations/019): the worker's outcome, heartbeat and effect-step
+   * writes for the event are accepted only while the queue row still holds it (fencing).
+   */
+  leaseToken: string;
 }
 
 /** Options of {@link claimEvents}. */
@@ -108,6 +113,7 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
           ? row.runs.filter(([, outcome]) => outcome === 'dead').map(([handler, , error]) => ({ handler, error: error ?? 'gave up' }))
           : [],
         blockedHandlers: row.blocked ?? [],
+        leaseToken: String(row.lease_token),
       });
   }
   return claimed;
@@ -128,6 +134,7 @@ interface ClaimRow {
   buried: boolean;
   runs: [handler: string, outcome: HandlerOutcome, error: string | null][] | null;
   blocked: string[] | null;
+  lease_token: string | number | null;
 }
 
 /**

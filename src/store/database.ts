@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { PayhooksError } from '../errors.js';
 import { within } from '../internal/within.js';
 import { dirname } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -8,8 +9,8 @@ import { lockDataDir, type ReleaseLock } from './data-dir-lock.js';
 import { parseConnectionHosts } from './connection-hosts.js';
 import { EvictingPool } from './evicting-pool.js';
 import { failoverClient, HostRotation } from './failover-client.js';
+import { type LastingListen, type ListenHooks, lastingListen } from './lasting-listen.js';
 import { PGliteDialect } from './pglite-dialect.js';
-import { quoteIdent } from './quote-ident.js';
 import { realDataDir } from './real-data-dir.js';
 import type { PayhooksTables } from './schema.js';
 
@@ -40,14 +41,33 @@ export interface DatabaseOptions {
    * `ctx.transaction`. Default 15000 ms.
    */
   queryTimeoutMs?: number | undefined;
+  /**
+   * What stands between payhooks and the server: `'transaction'` for a pooler that hands each transaction to another
+   * server connection (PgBouncer's `pool_mode = transaction`), which breaks what belongs to a session. Then no
+   * statement is prepared by name, no session setting is sent (set them on the role: docs/database.md), the worker
+   * polls instead of LISTENing, and migrations are refused (run `payhooks migrate` against the server itself).
+   * `PAYHOOKS_DATABASE_POOLER`. Default `'none'` (a direct connection, or a pooler by session).
+   */
+  pooler?: DatabasePooler | undefined;
+  /**
+   * Told once when the first connection shows a pooler in between that `pooler` does not name (the process id the
+   * server announced at login is not the backend's: PgBouncer announces its own), so that it can be logged.
+   */
+  onPoolerSeen?: ((what: string) => void) | undefined;
   /** Called with errors of idle pool connections (a server restart), which would otherwise crash the process. */
   onIdleError?: ((error: Error) => void) | undefined;
 }
+
+/** What stands between payhooks and its server: nothing (or a pooler by session), or a pooler by transaction. */
+export const DATABASE_POOLERS = ['none', 'transaction'] as const;
+export type DatabasePooler = (typeof DATABASE_POOLERS)[number];
 
 /** A handle on the inbox's database: a Kysely instance bound to the payhooks schema, and LISTEN/NOTIFY. */
 export interface PayhooksDatabase {
   readonly kind: 'postgres' | 'pglite';
   readonly schema: string;
+  /** `'transaction'` when it is reached through a transaction pooler ({@link DatabaseOptions.pooler}); else `'none'` (or unset). */
+  readonly pooler?: DatabasePooler | undefined;
   /** Kysely over the payhooks tables; table names are qualified with `schema`. */
   readonly db: Kysely<PayhooksTables>;
   /**
@@ -66,8 +86,12 @@ export interface PayhooksDatabase {
    * await storeEvents(store.withDeadline(performance.now() + 5000), events);
    */
   withDeadline(deadline: number): PayhooksDatabase;
-  /** Runs `onNotify` for each NOTIFY on `channel`; resolves to an unsubscribe function. */
-  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Runs `onNotify` for each NOTIFY on `channel`; resolves to an unsubscribe function once the first LISTEN was tried.
+   * On PostgreSQL the LISTEN connection is made again whenever it is lost or could not be made, with the project's
+   * backoff; `hooks` hears of each loss and of each return (when notifications may have been missed meanwhile).
+   */
+  listen(channel: string, onNotify: (payload: string) => void, hooks?: ListenHooks): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -84,7 +108,10 @@ export const DATABASE_DEFAULTS = {
   poolSize: 10,
   connectionTimeoutMs: 5000,
   queryTimeoutMs: 15_000,
-} as const satisfies Required<Pick<DatabaseOptions, 'dataDir' | 'schema' | 'poolSize' | 'connectionTimeoutMs' | 'queryTimeoutMs'>>;
+  pooler: 'none',
+} as const satisfies Required<
+  Pick<DatabaseOptions, 'dataDir' | 'schema' | 'poolSize' | 'connectionTimeoutMs' | 'queryTimeoutMs' | 'pooler'>
+>;
 
 /** How long close() waits for connections to end politely before cutting their sockets (a silent server). */
 const CLOSE_GRACE_MS = 2000;
@@ -115,6 +142,10 @@ export function assertSchemaName(schema: string): void {
 export async function openDatabase(options: DatabaseOptions = {}): Promise<PayhooksDatabase> {
   const schema = options.schema ?? DATABASE_DEFAULTS.schema;
   assertSchemaName(schema);
+  const pooler = options.pooler ?? DATABASE_DEFAULTS.pooler;
+  if (!(DATABASE_POOLERS as readonly string[]).includes(pooler)) {
+    throw new TypeError(`Invalid database pooler ${JSON.stringify(pooler)}: use ${DATABASE_POOLERS.map((p) => `'${p}'`).join(' or ')}.`);
+  }
   return options.url ? openPostgres(options.url, schema, options) : openPGlite(options.dataDir ?? DATABASE_DEFAULTS.dataDir, schema);
 }
 
@@ -136,6 +167,8 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
   // One host taking any session is what node-postgres does by itself; otherwise connections follow the primary.
   const rotation = hosts.length > 1 || targetSessionAttrs === 'read-write' ? new HostRotation(hosts) : undefined;
   const Client = rotation ? failoverClient(rotation, targetSessionAttrs) : pg.Client;
+  const pooler = options.pooler ?? DATABASE_DEFAULTS.pooler;
+  let poolerChecked = options.onPoolerSeen === undefined;
   const pool = new pg.Pool({
     connectionString,
     Client,
@@ -164,64 +197,89 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
     // meanwhile: a statement slow every time then opened connection after connection until the server had none
     // left (a claim planned badly ran for 4 minutes that way). statement_timeout stops it a moment after the client
     // gave up.
-    client
-      .query(`set jit = off; set plan_cache_mode = force_custom_plan; set statement_timeout = ${serverStatementTimeout(queryTimeoutMs)}`)
-      .catch(() => undefined);
+    //
+    // Through a transaction pooler a session setting would land on whichever server connection ran it, and stay there
+    // for other clients: none is sent; the role's settings stand in for them (docs/database.md#behind-pgbouncer).
+    if (pooler !== 'transaction') {
+      // The first connection also reads its backend's process id, in the same round trip (a second query queued on a
+      // client is deprecated by pg): see notePooler.
+      const check = !poolerChecked;
+      poolerChecked = true;
+      client
+        .query(
+          `set jit = off; set plan_cache_mode = force_custom_plan; set statement_timeout = ${serverStatementTimeout(queryTimeoutMs)}${check ? '; select pg_backend_pid() as pid' : ''}`,
+        )
+        .then((results: unknown) => {
+          if (check) notePooler(client, results, options.onPoolerSeen);
+        })
+        .catch(() => undefined);
+    }
   });
   pool.on('remove', (client) => clients.delete(client));
+  // Behind a transaction pooler nothing is prepared by name: the next transaction may run on another server connection.
   const evicting = new EvictingPool(pool, {
+    prepare: pooler !== 'transaction',
     connectAttempts: hosts.length,
     onConnectionFailure: (client) => rotation?.failed(client),
   });
   const base = new Kysely<PayhooksTables>({ dialect: new PostgresDialect({ pool: evicting }) });
-  const listeners = new Set<pg.Client>();
+  const listeners = new Set<LastingListen>();
   const handle: PayhooksDatabase = {
     kind: 'postgres',
     schema,
+    pooler,
     db: base.withSchema(schema),
     discardConnections: () => evicting.discardAll(),
     withDeadline(deadline) {
       const bounded = new Kysely<PayhooksTables>({ dialect: new PostgresDialect({ pool: evicting.until(deadline) }) });
       return { ...handle, db: bounded.withSchema(schema), close: async () => undefined };
     },
-    async listen(channel, onNotify) {
-      // A dedicated connection: LISTEN belongs to a session, and pooled clients change hands. With several hosts it
-      // goes to the primary (NOTIFY is not sent on standbys), trying each host once.
-      const client = await connectListener(hosts.length, () => {
-        const made = new Client({ connectionString, connectionTimeoutMillis, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
-        made.on('error', (error) => options.onIdleError?.(error));
-        return made;
-      });
-      listeners.add(client);
-      client.on('notification', (message) => {
-        if (message.channel === channel) onNotify(message.payload ?? '');
-      });
-      await client.query(`LISTEN ${quoteIdent(channel)}`);
-      return async () => {
-        listeners.delete(client);
-        await endWithin(
-          client.end().catch(() => undefined),
-          [client],
+    async listen(channel, onNotify, hooks) {
+      if (pooler === 'transaction') {
+        throw new PayhooksError(
+          'LISTEN is not possible through a transaction pooler (database.pooler: transaction): its notifications go to whichever server connection ran it. The worker polls instead.',
         );
+      }
+      // A dedicated connection: LISTEN belongs to a session, and pooled clients change hands. It is made again
+      // whenever it is lost (lasting-listen.ts).
+      const subscription = await lastingListen({
+        channel,
+        onNotify,
+        lost: (error, retryInMs) => hooks?.lost?.(error, retryInMs),
+        resubscribed: () => hooks?.resubscribed?.(),
+        // With several hosts it goes to the primary (NOTIFY is not sent on standbys); a lost one is made again there.
+        newClient: () => new Client({ connectionString, connectionTimeoutMillis, keepAlive: true, keepAliveInitialDelayMillis: 10_000 }),
+      });
+      listeners.add(subscription);
+      return async () => {
+        listeners.delete(subscription);
+        const client = subscription.client;
+        await endWithin(subscription.stop(), client ? [client] : []);
       };
     },
     async close() {
-      await endWithin(base.destroy(), [...clients, ...listeners]);
+      const listening = [...listeners].flatMap((listener) => (listener.client ? [listener.client] : []));
+      for (const listener of listeners) void listener.stop();
+      await endWithin(base.destroy(), [...clients, ...listening]);
     },
   };
   return handle;
 }
 
-/** Connects a new client, trying again on a failure up to `attempts` times in all (the next host each time). */
-async function connectListener(attempts: number, make: () => pg.Client): Promise<pg.Client> {
-  for (let attempt = 1; ; attempt += 1) {
-    const client = make();
-    try {
-      await client.connect();
-      return client;
-    } catch (error) {
-      if (attempt >= attempts) throw error;
-    }
+/**
+ * Tells `onPoolerSeen` when a connection's announced process id (BackendKeyData, which PgBouncer makes up) is not its
+ * backend's: a pooler is in between, which `pooler` does not name. By session it changes nothing; by transaction
+ * `pooler: 'transaction'` should be set. Without the setting, payhooks still notices a transaction pooler at its
+ * first prepared statement (evicting-pool.ts) and sends them unprepared from then on.
+ */
+function notePooler(client: pg.PoolClient, results: unknown, onPoolerSeen: ((what: string) => void) | undefined): void {
+  const last = Array.isArray(results) ? (results.at(-1) as pg.QueryResult<{ pid: number }>) : undefined;
+  const pid = last?.rows?.[0]?.pid;
+  const announced = (client as unknown as { processID?: number }).processID;
+  if (onPoolerSeen && announced !== undefined && pid !== undefined && announced !== pid) {
+    onPoolerSeen(
+      `a connection pooler is between payhooks and PostgreSQL (the process id announced at login, ${announced}, is not the server's, ${pid}): if it pools by transaction (PgBouncer's pool_mode = transaction), set database.pooler: 'transaction' (PAYHOOKS_DATABASE_POOLER=transaction); docs/database.md#behind-pgbouncer`,
+    );
   }
 }
 
@@ -271,6 +329,7 @@ async function openPGlite(dataDir: string, schema: string): Promise<PayhooksData
   const handle: PayhooksDatabase = {
     kind: 'pglite',
     schema,
+    pooler: 'none',
     db: base.withSchema(schema),
     discardConnections: () => undefined,
     withDeadline: () => handle,

@@ -11,6 +11,11 @@ export interface StepRef {
   eventId: string;
   handler: string;
   step: string;
+  /**
+   * The token of the lease the worker runs the event under (migrations/019): given, the step is written only while the
+   * queue row still holds it (fencing): a worker whose lease passed to another writes nothing over the new holder's.
+   */
+  leaseToken?: string | undefined;
 }
 
 /** What {@link beginStep} records before a step's function runs. */
@@ -34,7 +39,9 @@ export interface StepIntent extends StepRef {
 export type StepDecision =
   | { action: 'run'; unknownBefore: boolean; calls: number }
   | { action: 'completed'; result: string | null }
-  | { action: 'review'; error: string | null };
+  | { action: 'review'; error: string | null }
+  /** The lease it was claimed under is no longer this run's (`leaseToken`): nothing was written; the run stops. */
+  | { action: 'fenced' };
 
 /** The reason kept on a step whose outcome is unknown and that may not be called again on its own. */
 export const UNKNOWN_OUTCOME =
@@ -62,8 +69,12 @@ export async function beginStep(store: PayhooksDatabase, intent: StepIntent): Pr
     error: string | null;
     after: EffectStepState | null;
     calls: number | null;
+    held: boolean;
   }>`
-    with old as (
+    with lease as (
+      select ${heldUnder(store, intent)} as held
+    ),
+    old as (
       select state, result, error from ${steps}
        where event_id = ${intent.eventId} and account = ${intent.account} and handler = ${intent.handler} and step = ${intent.step}
     ),
@@ -71,12 +82,13 @@ export async function beginStep(store: PayhooksDatabase, intent: StepIntent): Pr
       insert into ${steps} as s (event_id, account, received_at, handler, step, idempotency_key, idempotent, state, attempt)
       -- The stored receipt time, exact (the worker's copy has milliseconds only), from the ledger (one probe of its key);
       -- the worker's when the row is gone.
-      values (${intent.eventId}, ${intent.account},
+      select ${intent.eventId}, ${intent.account},
               coalesce((select first_received_at from ${sql.id(store.schema, 'event_ledger')}
                          where event_id = ${intent.eventId} and account = ${intent.account}),
                        ${intent.receivedAt.toISOString()}::timestamptz),
               ${intent.handler}, ${intent.step},
-              ${intent.idempotencyKey}, ${intent.idempotent}, 'started', ${intent.attempt})
+              ${intent.idempotencyKey}, ${intent.idempotent}, 'started', ${intent.attempt}
+        from lease where lease.held
       on conflict (event_id, account, handler, step, received_at) do update
          set state = case when s.state = 'started' and not (s.idempotent or excluded.idempotent) then 'needs-review' else 'started' end,
              error = case when s.state = 'started' and not (s.idempotent or excluded.idempotent) then ${UNKNOWN_OUTCOME} else s.error end,
@@ -88,11 +100,12 @@ export async function beginStep(store: PayhooksDatabase, intent: StepIntent): Pr
        where s.state in ('started', 'failed', 'redo')
       returning s.state, s.calls, s.error
     )
-    select old.state as before, old.result, coalesce(up.error, old.error) as error, up.state as after, up.calls
-      from (select 1) one left join old on true left join up on true
+    select old.state as before, old.result, coalesce(up.error, old.error) as error, up.state as after, up.calls, lease.held
+      from lease left join old on true left join up on true
   `.execute(store.db);
   const row = rows[0];
   if (!row) throw new Error('beginStep: the statement returned no row');
+  if (!row.held) return { action: 'fenced' };
   if (row.after === 'started') return { action: 'run', unknownBefore: row.before === 'started', calls: row.calls ?? 1 };
   if (row.after === 'needs-review' || row.before === 'needs-review') return { action: 'review', error: row.error };
   if (row.before === 'completed') return { action: 'completed', result: row.result };
@@ -117,7 +130,7 @@ export async function completeStep(store: PayhooksDatabase, ref: StepRef, result
     update ${sql.id(store.schema, 'effect_steps')} s
        set state = 'completed', result = ${result}, error = null, ended_at = now()
       from (select set_config('synchronous_commit', 'off', true)) as relaxed(setting)
-     where ${ofStep(store, ref)} and s.state = 'started'`.execute(store.db);
+     where ${ofStep(store, ref)} and s.state = 'started' and ${heldUnder(store, ref)}`.execute(store.db);
   return Number(done.numAffectedRows ?? 0n) > 0;
 }
 
@@ -125,12 +138,23 @@ export async function completeStep(store: PayhooksDatabase, ref: StepRef, result
  * Marks a started step failed (its function threw: it runs again on the next attempt), with the error, capped by the
  * caller. Not waited for on disk either: lost, the step is found `started`, as if its process had died mid-call.
  */
-export async function failStep(store: PayhooksDatabase, ref: StepRef, error: string): Promise<void> {
-  await sql`
+export async function failStep(store: PayhooksDatabase, ref: StepRef, error: string): Promise<boolean> {
+  const failed = await sql`
     update ${sql.id(store.schema, 'effect_steps')} s
        set state = 'failed', error = ${error}, ended_at = now()
       from (select set_config('synchronous_commit', 'off', true)) as relaxed(setting)
-     where ${ofStep(store, ref)} and s.state = 'started'`.execute(store.db);
+     where ${ofStep(store, ref)} and s.state = 'started' and ${heldUnder(store, ref)}`.execute(store.db);
+  return Number(failed.numAffectedRows ?? 0n) > 0;
+}
+
+/**
+ * Whether the run still holds the lease `ref.leaseToken` names: the event's queue row carries that token (fencing,
+ * migrations/019). True without a token (a caller outside the worker).
+ */
+function heldUnder(store: PayhooksDatabase, ref: StepRef) {
+  if (ref.leaseToken === undefined) return sql`true`;
+  return sql`exists (select 1 from ${sql.id(store.schema, 'inbox_queue')} q
+    where q.event_id = ${ref.eventId} and q.account = ${ref.account} and q.lease_token = ${ref.leaseToken}::bigint)`;
 }
 
 /** One step's row, reached in its event's partition: the receipt time comes from the ledger, one probe of its key. */

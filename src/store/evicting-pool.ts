@@ -41,13 +41,14 @@ export class EvictingPool implements PostgresPool {
    * Whether statements opened by `PREPARED` are prepared (see prepared-statements.ts): until the server says a
    * connection's prepared statements are not its own, as behind a transaction pooler.
    */
-  #preparing = true;
+  #preparing: boolean;
 
   readonly #connectAttempts: number;
   readonly #onConnectionFailure: (client: pg.PoolClient) => void;
 
   constructor(pool: pg.Pool, options: EvictingPoolOptions = {}) {
     this.#pool = pool;
+    this.#preparing = options.prepare ?? true;
     this.#connectAttempts = Math.max(1, options.connectAttempts ?? 1);
     this.#onConnectionFailure = options.onConnectionFailure ?? (() => undefined);
     pool.on('connect', (client) => this.#bornAt.set(client, performance.now()));
@@ -160,6 +161,8 @@ export class EvictingPool implements PostgresPool {
 
 /** Options of {@link EvictingPool}. */
 export interface EvictingPoolOptions {
+  /** `prepare: false` sends every statement unprepared (behind a transaction pooler). Default true. */
+  prepare?: boolean | undefined;
   /** How many times in all a connection is tried before the failure is passed on: the number of hosts. Default 1. */
   connectAttempts?: number | undefined;
   /** Told of each connection whose statement failed at the connection level or was refused as a write on a read-only server. */

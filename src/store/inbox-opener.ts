@@ -50,6 +50,7 @@ export function inboxOpener(options: InboxOpenerOptions): InboxOpener {
           (await openDatabase({
             ...(options.database as DatabaseOptions | undefined),
             onIdleError: (err) => logger.warn({ err }, 'idle database connection failed'),
+            onPoolerSeen: (what) => logger.warn(what),
           }));
         try {
           await prepareSchema(store, options);

@@ -71,6 +71,27 @@ export class UnknownMigrationsError extends PayhooksError {
 }
 
 /**
+ * Migrations refused through a transaction pooler (`database.pooler: 'transaction'`): a migration is a long
+ * transaction of DDL under exclusive locks, which a pooler's timeouts may cut midway and behind which every pooled
+ * client queues. Nothing was applied; the schema is as it was.
+ */
+export class PoolerMigrationError extends PayhooksError {
+  constructor(
+    readonly schema: string,
+    readonly pending: readonly string[],
+    /** What applies them: `payhooks migrate` for payhooks' and the app's; the mirror applies its own at start. */
+    run = 'Run `payhooks migrate`',
+  ) {
+    super(
+      `Refusing to migrate the schema "${schema}" through a transaction pooler (database.pooler: transaction, PAYHOOKS_DATABASE_POOLER): ` +
+        `${pending.length} migration${pending.length === 1 ? ' is' : 's are'} pending (${pending.join(', ')}). ` +
+        `${run} against the PostgreSQL server directly (DATABASE_URL naming the server, not PgBouncer, and PAYHOOKS_DATABASE_POOLER unset), then start again through the pooler.`,
+    );
+    this.name = 'PoolerMigrationError';
+  }
+}
+
+/**
  * Reads the numbered `.sql` files of a folder, in order (`001_inbox.sql`, `002_…`): payhooks' own by default,
  * or an app's (`readMigrations('./migrations')`).
  *
@@ -144,6 +165,8 @@ export async function migrateMirror(
     searchPath: [mirrorSchema],
     table: { schema: mirrorSchema, name: 'mirror_migrations' },
     lock: `payhooks:migrate-mirror:${mirrorSchema}`,
+    // `payhooks migrate` does not apply the mirror's: a serve (or backfill) does, as it starts the mirror.
+    throughPooler: 'Start `payhooks serve` (or `payhooks backfill`) once, with the mirror on,',
     onUnknown: (unknown) => {
       throw new UnknownMigrationsError(mirrorSchema, unknown);
     },
@@ -214,6 +237,8 @@ interface MigrationTarget {
   table: { schema: string; name: string };
   /** Names the advisory lock: migrators of the same target wait for each other, others do not. */
   lock: string;
+  /** What the refusal through a transaction pooler tells to run directly ({@link PoolerMigrationError}). */
+  throughPooler?: string | undefined;
   /** Called, inside the transaction and before anything is applied, when recorded files are missing. */
   onUnknown?: ((unknown: string[]) => void) | undefined;
 }
@@ -233,6 +258,7 @@ async function applyMigrations(
 ): Promise<MigrationReport> {
   const db = store.withDeadline(performance.now() + MIGRATION_TIMEOUT_MS).db.withoutPlugins();
   const table = sql.raw(`${quoteIdent(target.table.schema)}.${quoteIdent(target.table.name)}`);
+  if (store.pooler === 'transaction') return checkedThroughPooler(store, files, target);
   return db.transaction().execute(async (trx) => {
     // payhooks' connections have the server stop a statement a moment after the pool's query timeout (database.ts);
     // a migration, and the wait for another process's, may take up to MIGRATION_TIMEOUT_MS, which the client bounds.
@@ -269,6 +295,39 @@ async function applyMigrations(
     }
     return report;
   });
+}
+
+/**
+ * Through a transaction pooler: reads what is applied, takes no lock and changes nothing; a pending file is refused
+ * ({@link PoolerMigrationError}), a schema up to date passes as it would have (all already applied).
+ */
+async function checkedThroughPooler(
+  store: PayhooksDatabase,
+  files: readonly MigrationFile[],
+  target: MigrationTarget,
+): Promise<MigrationReport> {
+  const table = sql.raw(`${quoteIdent(target.table.schema)}.${quoteIdent(target.table.name)}`);
+  const recorded = new Map<string, string>();
+  try {
+    const { rows } = await sql<{ name: string; checksum: string }>`select name, checksum from ${table}`.execute(store.db.withoutPlugins());
+    for (const row of rows) recorded.set(row.name, row.checksum);
+  } catch (err) {
+    // A fresh database (no schema, no table): everything is pending.
+    const code = (err as { code?: unknown }).code;
+    if (code !== '42P01' && code !== '3F000') throw err;
+  }
+  const applied = new Set(recorded.keys());
+  for (const file of files) {
+    const checksum = recorded.get(file.name);
+    if (checksum !== undefined && checksum !== file.checksum)
+      throw new MigrationChecksumError(file.name, checksum, file.checksum, file.path);
+  }
+  const shipped = new Set(files.map((file) => file.name));
+  const unknown = [...applied].filter((name) => !shipped.has(name));
+  if (unknown.length) target.onUnknown?.(unknown);
+  const pending = files.filter((file) => !applied.has(file.name)).map((file) => file.name);
+  if (pending.length) throw new PoolerMigrationError(target.schema, pending, target.throughPooler);
+  return { applied: [], alreadyApplied: files.map((file) => file.name), unknown };
 }
 
 /** A stable 64-bit lock key per name, so migrators of different targets do not wait on each other. */

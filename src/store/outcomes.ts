@@ -82,10 +82,62 @@ function outcomeTables(schema: string) {
   };
 }
 
-/** A text[] parameter. */
+/** The lease tokens of `items` as a bigint array (null where an item has none: the owner alone is compared). */
+function tokens(items: readonly { leaseToken?: string | undefined }[]) {
+  return sql`${items.map((item) => item.leaseToken ?? null)}::bigint[]`;
+}
+
+/**
+ * Whether queue row `alias` still holds the lease token its item of `items` was claimed under (an item without one:
+ * the owner alone is compared). The tokens travel as a jsonb object keyed by {@link eventKey}, so that each row is one
+ * binary search, not a comparison with every item: an EXISTS over the batch's list, or a row IN over its unnested
+ * pairs, was planned as a nested loop over every pair (125,000 comparisons and 150 ms for a batch of 500, EXPLAIN
+ * ANALYZE of the outcome statement).
+ */
+function holdsLease(alias: string, items: readonly (EventRef & { leaseToken?: string | undefined })[]) {
+  const held = items.filter((item) => item.leaseToken !== undefined);
+  if (held.length === 0) return sql`true`;
+  const row = sql.raw(alias);
+  const byKey = JSON.stringify(Object.fromEntries(held.map((item) => [eventKey(item.account, item.eventId), item.leaseToken])));
+  return sql`coalesce((${byKey}::jsonb ->> (${row}.account || chr(10) || ${row}.event_id))::bigint = ${row}.lease_token, true)`;
+}
+
+/** Texts as a text[] parameter. */
 const texts = (values: (string | null)[]) => sql`${values}::text[]`;
-/** A timestamptz[] parameter; undefined is null. */
+/** Times as a timestamptz[] parameter (null where undefined). */
 const times = (values: (Date | undefined)[]) => sql`${values.map((value) => value?.toISOString() ?? null)}::timestamptz[]`;
+
+/**
+ * The `marks` step of {@link recordOutcomes}: handler marks (completed, with the run's timing, or given up), one
+ * `handler_runs` row each, each under its lease token when it has one (fenced).
+ */
+function insertMarks(store: PayhooksDatabase, marks: readonly Extract<FencedOutcome, { kind: 'completed' | 'gaveUp' }>[]) {
+  const runs = sql.id(store.schema, 'handler_runs');
+  const ledger = sql.id(store.schema, 'event_ledger');
+  const queue = sql.id(store.schema, 'inbox_queue');
+  return sql`
+      -- The receipt time (partition key) of each from the ledger, one probe of its primary key per mark (a join would
+      -- let the planner, which cannot count an unnest's rows, hash the whole ledger: every event ever received); an
+      -- event the ledger does not know is not marked.
+      insert into ${runs} (event_id, account, handler, received_at, outcome, error, started_at, completed_at, attempt)
+      select m.event_id, m.account, m.handler, m.received_at, m.outcome, m.error, m.started_at, coalesce(m.ended_at, now()), m.attempt
+        from (select m.*, (select l.first_received_at from ${ledger} l where l.event_id = m.event_id and l.account = m.account)
+                            as received_at
+                from unnest(${texts(marks.map((m) => m.eventId))}, ${texts(marks.map((m) => m.account))},
+                            ${texts(marks.map((m) => m.handler))},
+                            ${texts(marks.map((m) => (m.kind === 'gaveUp' ? 'dead' : 'done')))},
+                            ${texts(marks.map((m) => (m.kind === 'gaveUp' ? m.error : null)))},
+                            ${times(marks.map((m) => (m.kind === 'completed' ? m.run?.startedAt : undefined)))},
+                            ${times(marks.map((m) => (m.kind === 'completed' ? m.run?.endedAt : undefined)))},
+                            ${sql`${marks.map((m) => (m.kind === 'completed' ? (m.run?.attempt ?? null) : null))}::int[]`},
+                            ${tokens(marks)})
+                     as m(event_id, account, handler, outcome, error, started_at, ended_at, attempt, lease_token)
+              offset 0) m
+       where m.received_at is not null
+         -- Fenced: a mark under a lease token only while the queue row holds it (the next claim issues another).
+         and (m.lease_token is null or exists (select 1 from ${queue} q
+               where q.event_id = m.event_id and q.account = m.account and q.lease_token = m.lease_token))`;
+}
 
 /** A final state an event leaves the queue in. */
 export type FinalStatus = 'done' | 'ignored' | 'invalid' | 'dead' | 'needs-review';
@@ -122,6 +174,14 @@ export type Outcome =
    */
   | ({ kind: 'attempt'; account: string; eventId: string; handler: string; error: string | null } & HandlerRun);
 
+/**
+ * What a worker records, with the token of the lease it claimed the event under (the claimed event's `leaseToken`):
+ * given, a finish, retry, park or completion mark is written only while the queue row still holds that token (fencing,
+ * migrations/019), and a fenced one is answered false. Without it (a caller outside the worker), the lease's owner alone
+ * is compared, as before.
+ */
+export type FencedOutcome = Outcome & { leaseToken?: string | undefined };
+
 /** When a handler ran for an event, in which of its attempts. */
 export interface HandlerRun {
   attempt: number;
@@ -145,33 +205,17 @@ export interface HandlerRun {
  * @example
  * await recordOutcomes(store, 'host:1', [{ kind: 'finished', account: 'default', eventId: 'evt_1', status: 'done', lastError: null }]); // [true]
  */
-export async function recordOutcomes(store: PayhooksDatabase, workerId: string, outcomes: readonly Outcome[]): Promise<boolean[]> {
+export async function recordOutcomes(store: PayhooksDatabase, workerId: string, outcomes: readonly FencedOutcome[]): Promise<boolean[]> {
   const marks = outcomes.filter((o) => o.kind === 'completed' || o.kind === 'gaveUp');
   const finished = outcomes.filter((o) => o.kind === 'finished');
   const requeues = outcomes.filter((o) => o.kind === 'retry' || o.kind === 'park');
   const attempts = outcomes.filter((o) => o.kind === 'attempt');
-  const { attemptsTable, queue, events, runs, ledger } = outcomeTables(store.schema);
+  const { attemptsTable, queue, events, ledger } = outcomeTables(store.schema);
   // One statement whatever the mix, with its rows passed as arrays: the cost per event is a few rows, not a round trip.
   // A requeue's owed set travels as a JSON array (arrays of arrays must be rectangular).
   const { rows } = await sql<{ event_id: string; account: string; kind: 'finished' | 'requeued' }>`${PREPARED}
     with marks as (
-      -- The receipt time (partition key) of each from the ledger, one probe of its primary key per mark (a join would
-      -- let the planner, which cannot count an unnest's rows, hash the whole ledger: every event ever received); an
-      -- event the ledger does not know is not marked.
-      insert into ${runs} (event_id, account, handler, received_at, outcome, error, started_at, completed_at, attempt)
-      select m.event_id, m.account, m.handler, m.received_at, m.outcome, m.error, m.started_at, coalesce(m.ended_at, now()), m.attempt
-        from (select m.*, (select l.first_received_at from ${ledger} l where l.event_id = m.event_id and l.account = m.account)
-                            as received_at
-                from unnest(${texts(marks.map((m) => m.eventId))}, ${texts(marks.map((m) => m.account))},
-                            ${texts(marks.map((m) => m.handler))},
-                            ${texts(marks.map((m) => (m.kind === 'gaveUp' ? 'dead' : 'done')))},
-                            ${texts(marks.map((m) => (m.kind === 'gaveUp' ? m.error : null)))},
-                            ${times(marks.map((m) => (m.kind === 'completed' ? m.run?.startedAt : undefined)))},
-                            ${times(marks.map((m) => (m.kind === 'completed' ? m.run?.endedAt : undefined)))},
-                            ${sql`${marks.map((m) => (m.kind === 'completed' ? (m.run?.attempt ?? null) : null))}::int[]`})
-                     as m(event_id, account, handler, outcome, error, started_at, ended_at, attempt)
-              offset 0) m
-       where m.received_at is not null
+      ${insertMarks(store, marks)}
       on conflict do nothing
     ),
     tried as (
@@ -190,14 +234,15 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
     ),
     finished as (
       select * from unnest(${texts(finished.map((f) => f.eventId))}, ${texts(finished.map((f) => f.account))},
-                           ${texts(finished.map((f) => f.status))}, ${texts(finished.map((f) => f.lastError))})
-               as f(event_id, account, status, last_error)
+                           ${texts(finished.map((f) => f.status))}, ${texts(finished.map((f) => f.lastError))},
+                           ${tokens(finished)})
+               as f(event_id, account, status, last_error, lease_token)
     ),
     released as (
       -- By the ids as an index condition (anyId), not a join with the list, which the planner may answer with a scan of
       -- the whole queue or a comparison of every pair.
       delete from ${queue} q
-       where ${isOneOf('q', finished)} and q.lease_owner = ${workerId}
+       where ${isOneOf('q', finished)} and q.lease_owner = ${workerId} and ${holdsLease('q', finished)}
       returning q.event_id, q.account, q.attempts, q.resource_key, q.seq, q.received_at
     ),
     recorded as (
@@ -208,19 +253,20 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
       returning e.event_id, e.account
     ),
     requeues as (
-      select r.event_id, r.account, r.delay_s, r.last_error, r.parked,
+      select r.event_id, r.account, r.delay_s, r.last_error, r.parked, r.lease_token,
              case when r.owed is not null then array(select jsonb_array_elements_text(r.owed::jsonb)) end as owed
         from unnest(${texts(requeues.map((r) => r.eventId))}, ${texts(requeues.map((r) => r.account))},
                     ${sql`${requeues.map((r) => (r.kind === 'retry' ? r.delayMs / 1000 : 0))}::float8[]`},
                     ${texts(requeues.map((r) => r.lastError))},
                     ${sql`${requeues.map((r) => r.kind === 'park')}::boolean[]`},
-                    ${texts(requeues.map((r) => (r.owed === null ? null : JSON.stringify(r.owed))))})
-             as r(event_id, account, delay_s, last_error, parked, owed)
+                    ${texts(requeues.map((r) => (r.owed === null ? null : JSON.stringify(r.owed))))},
+                    ${tokens(requeues)})
+             as r(event_id, account, delay_s, last_error, parked, owed, lease_token)
     ),
     -- What each requeued event owed before this run (the statement's snapshot): whether it settled a handler.
     owed_before as (
       select q.event_id, q.account, q.owed from ${queue} q join requeues r on r.event_id = q.event_id and r.account = q.account
-       where ${isOneOf('q', requeues)} and q.lease_owner = ${workerId}
+       where ${isOneOf('q', requeues)} and q.lease_owner = ${workerId} and (r.lease_token is null or q.lease_token = r.lease_token)
     ),
     requeued as (
       update ${queue} q
@@ -238,6 +284,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
              end
         from requeues r
        where q.event_id = r.event_id and q.account = r.account and ${isOneOf('q', requeues)} and q.lease_owner = ${workerId}
+         and (r.lease_token is null or q.lease_token = r.lease_token)
       returning q.event_id, q.account, q.attempts, q.run_at, q.resource_key, q.seq, q.owed, q.received_at
     ),
     noted as (
@@ -305,7 +352,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
 export async function extendLeases(
   store: PayhooksDatabase,
   workerId: string,
-  events: readonly EventRef[],
+  events: readonly (EventRef & { leaseToken?: string | undefined })[],
   leaseMs: number,
 ): Promise<Set<string>> {
   if (events.length === 0) return new Set();
@@ -315,6 +362,8 @@ export async function extendLeases(
       update ${queue} q
          set run_at = now() + make_interval(secs => ${leaseMs / 1000})
        where ${isOneOf('q', events)} and q.lease_owner = ${workerId}
+         -- Fenced: only the lease this worker claimed with (a heartbeat never extends a lease issued since).
+         and ${holdsLease('q', events)}
       returning q.event_id, q.account, q.resource_key, q.seq, q.run_at
     ),
     kept_aside as (

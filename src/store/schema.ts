@@ -42,6 +42,8 @@ export interface InboxQueueTable {
   /** Waiting: when it is due. Leased: when the lease runs out. */
   run_at: Timestamp;
   lease_owner: string | null;
+  /** migrations/019: the token of the claim that leased it; writes under the lease compare it (fencing). */
+  lease_token: ColumnType<string | null, never, never>;
   attempts: Generated<number>;
   /**
    * migrations/005: the handlers this event must still run before later events of its resource may run them; null

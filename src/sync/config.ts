@@ -7,6 +7,7 @@ import { PayhooksError } from '../errors.js';
 import type { EventType } from '../events/event-types.js';
 import { formatDuration } from '../internal/duration.js';
 import { within } from '../internal/within.js';
+import { DATABASE_POOLERS, type DatabasePooler } from '../store/database.js';
 import { durationText } from './config-fields.js';
 import { type Connector, connectorKind } from './connector.js';
 import { type ForwardTarget, httpForwardSink } from './http-forward.js';
@@ -75,6 +76,11 @@ export const syncConfigSchema = z.strictObject({
   connectors: z.array(connectorKind.schema).optional(),
   /** Sinks of any kind, each `{ kind, name, … }` (docs/sinks.md#the-sinks-list). */
   sinks: sinksSchema.optional(),
+  /**
+   * How serve reaches its database: `{ pooler: 'transaction' }` when DATABASE_URL is a transaction pooler such as
+   * PgBouncer (docs/database.md#behind-pgbouncer); `PAYHOOKS_DATABASE_POOLER` overrides it.
+   */
+  database: z.strictObject({ pooler: z.enum(DATABASE_POOLERS).optional() }).optional(),
   /** The worker of `serve`: `WORKER_DEFAULTS`' names, durations in ms (docs/configuration.md#the-worker-of-serve). */
   worker: workerConfigSchema.optional(),
   /** The history's partitions and retention: `{ partition: 'day', retention: { history: '30d' } }` (docs/storage.md). */
@@ -111,6 +117,8 @@ export interface SyncConfig {
   connectors: Connector[];
   /** The entries of the `sinks` list, each with its kind (sink-registry.ts). */
   sinks: SinkEntry[];
+  /** The file's `database` section: the pooler it names, undefined when it does not say. */
+  database: { pooler: DatabasePooler | undefined };
   /** The worker's options the file sets (the rest default to `WORKER_DEFAULTS`); serve's variables override them. */
   worker: ServiceWorkerOptions;
   /** The history's partitions and retention the file sets (the rest default as `createPayhooks` does). */
@@ -257,6 +265,7 @@ export async function loadSyncConfig(
       endpointId: file.reconcile?.endpointId,
     },
     ...sinks,
+    database: { pooler: file.database?.pooler },
     worker: file.worker ?? {},
     history: file.history ?? {},
     sweeper: file.sweeper,

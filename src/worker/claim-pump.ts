@@ -87,14 +87,39 @@ export class ClaimPump {
     if (this.#mode !== 'stopped') return;
     const { store, logger, pollIntervalMs } = this.#options;
     this.#mode = 'idle';
-    try {
-      this.#unlisten = await store.listen(newEventChannel(store.schema), () => void this.pump());
-    } catch (err) {
-      logger.warn({ err }, 'LISTEN failed; relying on polling');
+    // The LISTEN connection is made again whenever it is lost (a terminated backend, a server restart, a failover):
+    // polling covers the gap, and a claim once it listens again picks up what was notified meanwhile. Through a
+    // transaction pooler a LISTEN would hear nothing (another server connection runs it): polling alone.
+    if (store.pooler === 'transaction') {
+      logger.info({ pollIntervalMs }, `through a transaction pooler: the worker polls every ${pollIntervalMs} ms instead of LISTENing`);
+    } else {
+      await this.#listen();
     }
     this.#pollTimer = setInterval(() => void this.pump(), pollIntervalMs);
     this.#pollTimer.unref();
     await this.pump();
+  }
+
+  async #listen(): Promise<void> {
+    const { store, logger } = this.#options;
+    try {
+      this.#unlisten = await store.listen(newEventChannel(store.schema), () => void this.pump(), {
+        lost: (err, retryInMs) => {
+          logger.warn(
+            { err, retryInMs },
+            `LISTEN for new events failed; polling meanwhile, listening again in ${Math.round(retryInMs)} ms`,
+          );
+          this.#options.events.emit('listen:lost', { error: err, retryInMs });
+        },
+        resubscribed: () => {
+          logger.info('LISTEN for new events is back; claiming once for what arrived meanwhile');
+          this.#options.events.emit('listen:resumed', {});
+          void this.pump();
+        },
+      });
+    } catch (err) {
+      logger.warn({ err }, 'LISTEN failed; relying on polling');
+    }
   }
 
   /** Claims while there is room and something is due; resolves when this round (or the one under way) ends. */

@@ -35,6 +35,13 @@ export const WORKER_DEFAULTS = {
   appSchema: DEFAULT_APP_SCHEMA,
 } as const satisfies AllSet<Pick<WorkerOptions, WorkerTunable>>;
 
+/**
+ * The worker's default poll interval behind a transaction pooler (`database.pooler: 'transaction'`), where it cannot
+ * LISTEN and polling is its only wake-up: an idle worker then picks a new event up within about this long. Each poll
+ * is one claim statement (a few a second per worker process).
+ */
+export const POOLED_POLL_INTERVAL_MS = 200;
+
 /** The worker's options that have a default here (every one `createPayhooks` and `serve` take, and `appSchema`). */
 export type WorkerTunable =
   | 'concurrency'

@@ -7,6 +7,7 @@ import { capText, describeThrown } from '../internal/scrub.js';
 import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { beginStep, completeStep, failStep, markStepIdempotent, type StepRef } from '../store/effect-steps.js';
+import { LeaseFencedError } from '../store/fencing.js';
 
 /** The longest result (as JSON text) a step keeps; a longer one is not kept, and later attempts get `undefined`. */
 export const EFFECT_RESULT_MAX_CHARS = 64 * 1024;
@@ -81,6 +82,10 @@ export interface EffectRunnerOptions {
   receivedAt: Date;
   handler: string;
   attempt: number;
+  /** The token of the lease the event runs under: each step is written only while it holds (fencing). */
+  leaseToken?: string | undefined;
+  /** Told when a step's write was fenced (the lease passed to another run). */
+  onFenced?: (() => void) | undefined;
   signal: AbortSignal;
   logger: Logger;
 }
@@ -122,7 +127,7 @@ export function createEffectRunner(options: EffectRunnerOptions): EffectRunner {
         `ctx.effect: handler ${handler} used the step name ${JSON.stringify(name)} twice in one run; name each step once.`,
       );
     used.add(name);
-    const ref: StepRef = { account, eventId, handler, step: name };
+    const ref: StepRef = { account, eventId, handler, step: name, leaseToken: options.leaseToken };
     const key = effectKey(account, eventId, handler, name);
     const log = logger.child({ step: name });
     const decision = await beginStep(store, {
@@ -132,6 +137,11 @@ export function createEffectRunner(options: EffectRunnerOptions): EffectRunner {
       idempotent: declared === true,
       attempt: options.attempt,
     });
+    if (decision.action === 'fenced') {
+      log.warn('effect step not started: this run no longer holds its lease (the event was claimed again); it is not called');
+      options.onFenced?.();
+      throw new LeaseFencedError('effect-step', eventId, `step ${JSON.stringify(name)} of handler ${handler} was not called`);
+    }
     if (decision.action === 'completed') {
       log.debug('effect step completed on an earlier attempt: its recorded result is returned, it is not called again');
       return (decision.result === null ? undefined : JSON.parse(decision.result)) as T;
@@ -179,7 +189,10 @@ export function createEffectRunner(options: EffectRunnerOptions): EffectRunner {
       text = null;
     }
     const recorded = await completeStep(store, ref, text);
-    if (!recorded) log.warn('effect step completed but its record was taken over by another run (this run lost its lease)');
+    if (!recorded) {
+      log.warn('effect step completed but its record was fenced: another run took the event over (this run lost its lease)');
+      options.onFenced?.();
+    }
     // Every attempt sees the result the same way: as its JSON, parsed (a Date as its string, no undefined fields).
     return (text === null ? value : JSON.parse(text)) as T;
   };

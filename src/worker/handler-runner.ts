@@ -1,6 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { PayhooksDatabase } from '../store/database.js';
+import { holdLeaseIn, LeaseFencedError } from '../store/fencing.js';
 import { markHandlerCompleted } from '../store/outcomes.js';
 import type { PayhooksTables } from '../store/schema.js';
 import { createEffectRunner, type EffectRunner } from './effects.js';
@@ -17,6 +18,8 @@ export interface HandlerRunnerOptions<Api> {
   handlerTimeoutMs: number;
   /** The `set local search_path …` statement `ctx.transaction` runs first, for the app's own tables. */
   searchPath: string;
+  /** Told when a write of a run was fenced (its lease passed to another run): an effect step, or its transaction. */
+  onFenced?: ((fenced: { eventId: string; what: 'effect-step' | 'transaction'; handler: string }) => void) | undefined;
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -86,7 +89,7 @@ export class HandlerRunner<Api> {
     signal: () => AbortSignal,
     state: { markedInTransaction: boolean; inTransaction: boolean },
   ): HandlerContext<Api> {
-    const { store, api, apiForAccount, searchPath } = this.#options;
+    const { store, api, apiForAccount, searchPath, onFenced } = this.#options;
     const { entry } = attemptRun;
     const { account } = entry.event;
     let handlerLog: Logger | undefined;
@@ -132,6 +135,8 @@ export class HandlerRunner<Api> {
           receivedAt: entry.event.receivedAt,
           handler: handler.name,
           attempt: entry.event.attempt,
+          leaseToken: entry.event.leaseToken,
+          onFenced: () => onFenced?.({ eventId: entry.event.eventId, what: 'effect-step', handler: handler.name }),
           signal: signal(),
           logger: ctx.logger,
         });
@@ -150,6 +155,13 @@ export class HandlerRunner<Api> {
           const result = await fn(appTrx as unknown as Transaction<DB>).finally(() => {
             state.inTransaction = false;
           });
+          // Fenced: committed only while this run still holds the lease it claimed with, the row locked until then.
+          if (entry.event.leaseToken !== undefined) {
+            await holdLeaseIn(trx, store.schema, entry.event).catch((err: unknown) => {
+              if (err instanceof LeaseFencedError) onFenced?.({ eventId: entry.event.eventId, what: 'transaction', handler: handler.name });
+              throw err;
+            });
+          }
           await markHandlerCompleted(trx, entry.event, handler.name);
           return result;
         });

@@ -91,7 +91,13 @@ export class LeaseKeeper {
       for (const entry of entries) {
         if (still.has(eventKey(entry.event.account, entry.event.eventId))) entry.leaseUntil = sentAt + leaseMs;
         else if (!entry.lost) {
+          // Fenced: the heartbeat extended nothing; the lease is another run's now (or ran out and was claimed again).
           entry.lost = true;
+          logger.warn(
+            { eventId: entry.event.eventId },
+            `fenced: the heartbeat of event ${entry.event.eventId} extended nothing: another run holds its lease now`,
+          );
+          events.emit('write:fenced', { eventId: entry.event.eventId, what: 'heartbeat' });
           events.emit('lease:lost', { eventId: entry.event.eventId });
         }
       }

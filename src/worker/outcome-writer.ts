@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { Batcher } from '../internal/batcher.js';
 import { sleep } from '../internal/sleep.js';
 import type { PayhooksDatabase } from '../store/database.js';
-import { type Outcome, recordOutcomes } from '../store/outcomes.js';
+import { type FencedOutcome, type Outcome, recordOutcomes } from '../store/outcomes.js';
 import type { InFlight } from './in-flight.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { WorkerEvents } from './worker-events.js';
@@ -34,13 +34,13 @@ export interface OutcomeWriterOptions {
  */
 export class OutcomeWriter {
   readonly #options: OutcomeWriterOptions;
-  readonly #batcher: Batcher<Outcome[], boolean[]>;
+  readonly #batcher: Batcher<FencedOutcome[], boolean[]>;
   /** Set by the worker's stop(): past it, an outcome the database refused is not tried again. */
   #giveUpAt = Number.POSITIVE_INFINITY;
 
   constructor(options: OutcomeWriterOptions) {
     this.#options = options;
-    this.#batcher = new Batcher<Outcome[], boolean[]>({
+    this.#batcher = new Batcher<FencedOutcome[], boolean[]>({
       ...OUTCOME_BATCH,
       maxConcurrentFlushes: 1,
       flush: async (groups) => {
@@ -116,6 +116,14 @@ export class OutcomeWriter {
     } finally {
       this.#options.leases.forget(entry.event);
     }
+    if (written && !written[written.length - 1]) {
+      // Fenced: the finish, retry or park did not land, because the event's lease is another run's now.
+      this.#options.logger.warn(
+        { eventId: entry.event.eventId, outcome: group[group.length - 1]?.kind },
+        `fenced: the outcome of event ${entry.event.eventId} was dropped: its lease ran out and the event was claimed again, so the new holder's record stands`,
+      );
+      this.#options.events.emit('write:fenced', { eventId: entry.event.eventId, what: 'outcome' });
+    }
     if (written) then?.(written[written.length - 1]!);
   }
 
@@ -127,7 +135,9 @@ export class OutcomeWriter {
   async #write(entry: InFlight, group: Outcome[]): Promise<boolean[]> {
     for (let tries = 1; ; tries++) {
       try {
-        return await this.#batcher.add(group);
+        // Each under the lease the run claimed the event with: written only while it still holds (fencing).
+        const { leaseToken } = entry.event;
+        return await this.#batcher.add(leaseToken === undefined ? group : group.map((outcome) => ({ ...outcome, leaseToken })));
       } catch (err) {
         const retryAt = Date.now() + OUTCOME_RETRY_MS;
         if (retryAt >= Math.min(entry.leaseUntil - this.#options.leases.safetyMs, this.#giveUpAt)) throw err;

@@ -32,10 +32,22 @@ export interface WorkerEventMap {
   'event:finished': { eventId: string; eventType: string; status: 'done' | 'ignored' | 'invalid' };
   /** This worker lost the lease of an event (it ran out, or another worker took it): the run stops, records nothing. */
   'lease:lost': { eventId: string };
+  /**
+   * A write under a lease this worker no longer holds was dropped (fencing: the event was claimed again after the
+   * lease ran out): its `outcome`, a `heartbeat`, an `effect-step`, or a handler's `transaction` (rolled back).
+   */
+  'write:fenced': { eventId: string; what: 'outcome' | 'heartbeat' | 'effect-step' | 'transaction'; handler?: string | undefined };
   /** One batch of outcomes was written. */
   'outcomes:written': { count: number; seconds: number };
   /** The worker vacuumed the work queue (`error` when it failed). */
   'queue:vacuumed': { seconds: number; error?: unknown };
+  /**
+   * The worker's LISTEN connection failed (terminated, a server restart): it polls meanwhile and listens again in
+   * `retryInMs`.
+   */
+  'listen:lost': { error: Error; retryInMs: number };
+  /** The worker LISTENs again after a loss, and claims once for what was notified meanwhile. */
+  'listen:resumed': Record<string, never>;
   /** `stop()` began: claiming has stopped, `running` handlers are given the stop timeout. */
   'worker:stopping': { workerId: string; running: number };
   /** The worker stopped and gave `released` unfinished leases back. */

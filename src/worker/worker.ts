@@ -10,7 +10,7 @@ import { assertSchemaName } from '../store/database.js';
 import { appSearchPath, setLocalSearchPath } from '../store/migrate.js';
 import { AttemptRunner } from './attempt-runner.js';
 import { ClaimPump } from './claim-pump.js';
-import { WORKER_DEFAULTS } from './defaults.js';
+import { POOLED_POLL_INTERVAL_MS, WORKER_DEFAULTS } from './defaults.js';
 import { HandlerRunner } from './handler-runner.js';
 import type { HandlerRegistry } from './handlers.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -64,7 +64,10 @@ export interface WorkerOptions<Api = unknown> {
   handlerTimeoutMs?: number | undefined;
   /** Attempts before an event is dead. Default 10. */
   maxAttempts?: number | undefined;
-  /** Fallback polling when no notification arrives. Default 1000 ms. */
+  /**
+   * Fallback polling when no notification arrives: `WORKER_DEFAULTS.pollIntervalMs`, or behind a transaction pooler
+   * (no LISTEN there) `POOLED_POLL_INTERVAL_MS`.
+   */
   pollIntervalMs?: number | undefined;
   /** Retry spacing. Default 1 s doubling per attempt, capped at 1 hour, with jitter. */
   backoff?: BackoffOptions | undefined;
@@ -185,7 +188,11 @@ export function workerSettings(
 export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker {
   const { store, registry, logger } = options;
   const workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  const settings = workerSettings(options);
+  // Behind a transaction pooler polling is the only wake-up: a shorter default interval.
+  const settings = workerSettings({
+    ...options,
+    pollIntervalMs: options.pollIntervalMs ?? (options.store.pooler === 'transaction' ? POOLED_POLL_INTERVAL_MS : undefined),
+  });
   const { concurrency, handlerTimeoutMs, leaseMs, maxAttempts, stopTimeoutMs } = settings;
   const events = options.events ?? new WorkerEvents(logger);
   events.useLogger(logger);
@@ -220,6 +227,13 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
     apiForAccount: options.apiForAccount,
     handlerTimeoutMs,
     searchPath: setLocalSearchPath(appSearchPath(settings.appSchema)),
+    onFenced: (fenced) => {
+      logger.warn(
+        fenced,
+        `fenced: the ${fenced.what} of handler ${fenced.handler} for event ${fenced.eventId} was dropped: another run holds its lease now`,
+      );
+      events.emit('write:fenced', fenced);
+    },
   });
   const attempts = new AttemptRunner({
     registry,

@@ -1,4 +1,9 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { resolveServiceConfig } from '../../src/service/resolve-service-config.js';
+import { POOLED_POLL_INTERVAL_MS, WORKER_DEFAULTS } from '../../src/worker/defaults.js';
 import { DEFAULT_APP_SCHEMA } from '../../src/store/migrate.js';
 import { SERVICE_DEFAULTS } from '../../src/service/service-defaults.js';
 import { ENV_COMMANDS, EnvironmentError, environmentHelp, readEnv, variablesOf } from '../../src/service/environment.js';
@@ -69,7 +74,7 @@ describe('the environment reader', () => {
   });
 
   it('says which variables each command reads', () => {
-    const database = ['DATABASE_URL', 'PAYHOOKS_DATA_DIR', 'PAYHOOKS_SCHEMA'];
+    const database = ['DATABASE_URL', 'PAYHOOKS_DATA_DIR', 'PAYHOOKS_SCHEMA', 'PAYHOOKS_DATABASE_POOLER'];
     const app = ['PAYHOOKS_APP_MIGRATIONS', 'PAYHOOKS_APP_SCHEMA'];
     const sync = ['PAYHOOKS_API_KEY', 'PAYHOOKS_API_URL', 'PAYHOOKS_CONFIG', 'PAYHOOKS_MIRROR_SCHEMA'];
     expect(variablesOf('serve')).toHaveLength(23);
@@ -121,5 +126,35 @@ describe('help and version', () => {
   it('--version prints the version in package.json', async () => {
     const { version } = (await import('../../package.json', { with: { type: 'json' } })).default;
     expect(await output(['--version'])).toEqual({ code: 0, text: version });
+  });
+});
+
+describe('PAYHOOKS_DATABASE_POOLER', () => {
+  it('takes none or transaction and refuses anything else, naming the variable', () => {
+    expect(readEnv('replay', { PAYHOOKS_DATABASE_POOLER: 'transaction' }).PAYHOOKS_DATABASE_POOLER).toBe('transaction');
+    expect(readEnv('replay', {}).PAYHOOKS_DATABASE_POOLER).toBeUndefined();
+    expect(() => readEnv('serve', { PAYHOOKS_DATABASE_POOLER: 'session' })).toThrow(
+      /PAYHOOKS_DATABASE_POOLER must be "none" or "transaction", not "session"/,
+    );
+  });
+
+  it("makes serve's configuration say transaction, with the worker's shorter poll interval unless one is set", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'payhooks-pooler-'));
+    try {
+      const sources = (env: Record<string, string>) => ({
+        env: { DATABASE_URL: 'postgres://u@127.0.0.1:6432/app', ...env },
+        flags: { role: 'worker' as const },
+        cwd,
+        simulatorSession: false as const,
+      });
+      const pooled = await resolveServiceConfig(sources({ PAYHOOKS_DATABASE_POOLER: 'transaction' }));
+      expect(pooled.database.pooler).toBe('transaction');
+      expect(pooled.worker.pollIntervalMs).toBe(POOLED_POLL_INTERVAL_MS);
+      const direct = await resolveServiceConfig(sources({}));
+      expect(direct.database.pooler).toBe('none');
+      expect(direct.worker.pollIntervalMs).toBe(WORKER_DEFAULTS.pollIntervalMs);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
   });
 });

@@ -89,7 +89,9 @@ async function rowsOf(store: PayhooksDatabase, schema: string, table: string, ac
 /** The mirror's rows (of one account, or all) in the same shape as {@link expectedMirror}. */
 export async function actualMirror(store: PayhooksDatabase, schema: string, account?: string) {
   const items = await sql<Row>`select * from ${sql.id(schema, 'invoice_items')}
-    where ${account === undefined ? sql`true` : sql`account = ${account}`} order by invoice_id, position`.execute(store.db.withoutPlugins());
+    where ${account === undefined ? sql`true` : sql`account = ${account}`} order by invoice_id, position`.execute(
+    store.db.withoutPlugins(),
+  );
   const itemsOf = (invoiceId: unknown) =>
     items.rows
       .filter((item) => item.invoice_id === invoiceId)

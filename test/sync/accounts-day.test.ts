@@ -38,7 +38,12 @@ const ENABLED = [
 async function scriptedDay(client: ApiClient, sandbox: ReturnType<typeof createSandboxClient>, tag: string): Promise<void> {
   const customers = await Promise.all(
     Array.from({ length: 8 }, (_, i) =>
-      client.customers.create({ username: `${tag}-${i}`, name: `${tag} ${i}`, email: `${tag}-${i}@example.com`, phoneNumber: `+52551000${i}00` }),
+      client.customers.create({
+        username: `${tag}-${i}`,
+        name: `${tag} ${i}`,
+        email: `${tag}-${i}@example.com`,
+        phoneNumber: `+52551000${i}00`,
+      }),
     ),
   );
   const invoices = await Promise.all(
@@ -115,7 +120,11 @@ describe.each(backends)('three organizations, a day each, one payhooks with the 
       // The three days at once: their requests, events and deliveries interleave.
       await Promise.all(
         organizations.map((organization) =>
-          scriptedDay(clients.get(organization.id)!, createSandboxClient({ baseUrl: simulator.url, apiKey: organization.apiKey }), organization.id),
+          scriptedDay(
+            clients.get(organization.id)!,
+            createSandboxClient({ baseUrl: simulator.url, apiKey: organization.apiKey }),
+            organization.id,
+          ),
         ),
       );
       await simulator.idle();

@@ -25,7 +25,8 @@ describe('the sync configuration file', () => {
       history: {},
       sweeper: undefined,
       alarms: undefined,
-      tracing: { exporter: undefined },
+      database: { pooler: undefined },
+      tracing: { exporter: undefined, trustIncomingContext: undefined },
     });
     expect(mirrorRuns(config, false)).toBe(true);
     expect(mirrorRuns(config, true)).toBe(false);
