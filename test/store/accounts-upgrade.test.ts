@@ -107,7 +107,8 @@ describe.each(backends)('the upgrade to accounts ($name)', (backend) => {
       // Not vacuous: every keyed table holds rows of the old state.
       for (const table of KEYED_TABLES) expect(counts[table], table).toBeGreaterThan(0);
 
-      expect((await migrate(db, all)).applied).toEqual(['018_accounts.sql']);
+      // 018 and every migration after it: the upgrade is to today's schema.
+      expect((await migrate(db, all)).applied).toEqual(all.filter((file) => file.name > '018').map((file) => file.name));
       expect(await census(db, true)).toEqual(
         Object.fromEntries(KEYED_TABLES.map((table) => [table, [{ account: DEFAULT_ACCOUNT, n: counts[table] }]])),
       );
