@@ -125,12 +125,20 @@ export async function resourceStory(store: PayhooksDatabase, resource: string, o
       effectSteps: stepsOf.get(key) ?? [],
     };
   });
-  const mirror = options.mirrorSchema === undefined ? null : await mirrorRecords(store, options.mirrorSchema, keys);
+  const mirror = options.mirrorSchema === undefined ? null : await mirrorRecords(store, options.mirrorSchema, keys, options.account);
   return { resource: resource.trim(), keys, events, truncated: rows.length > limit, mirror };
 }
 
-/** The mirror's rows of the resources `keys` name; null when the mirror's tables are not in `schema`. */
-async function mirrorRecords(store: PayhooksDatabase, schema: string, keys: readonly string[]): Promise<MirrorRecord[] | null> {
+/**
+ * The mirror's rows of the resources `keys` name (of one account, or of each that has one: the row says whose); null when
+ * the mirror's tables are not in `schema`.
+ */
+async function mirrorRecords(
+  store: PayhooksDatabase,
+  schema: string,
+  keys: readonly string[],
+  account: string | undefined,
+): Promise<MirrorRecord[] | null> {
   const { rows: present } = await sql<{ present: boolean }>`
     select to_regclass(format('%I.%I', ${schema}::text, 'customers')) is not null as present`.execute(store.db);
   if (!present[0]?.present) return null;
@@ -140,7 +148,8 @@ async function mirrorRecords(store: PayhooksDatabase, schema: string, keys: read
     const id = rest.join(':');
     const table = MIRROR_TABLES[kind as ResourceKind];
     const { rows } = await sql<{ row: Record<string, unknown> }>`
-      select to_jsonb(t) as row from ${sql.id(schema, table)} t where t.id = ${id}`.execute(store.db);
+      select to_jsonb(t) as row from ${sql.id(schema, table)} t
+       where t.id = ${id} and ${account === undefined ? sql`true` : sql`t.account = ${account}`}`.execute(store.db);
     for (const row of rows) records.push({ table, id, row: row.row });
   }
   return records;
