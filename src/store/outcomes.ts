@@ -82,7 +82,17 @@ export type Outcome =
    * started and ended, and whether it completed (inside its own transaction, whose mark has no timing) or failed (with
    * the error, capped).
    */
-  | ({ kind: 'attempt'; eventId: string; handler: string; error: string | null } & HandlerRun);
+  | ({ kind: 'attempt'; eventId: string; handler: string; error: string | null } & HandlerRun & IssueKey);
+
+/**
+ * What groups a failed attempt into an issue (migrations/020): with both, a failure counts towards the issue of
+ * (handler, `errorClass`, `eventType`); without, it is kept as an attempt only.
+ */
+export interface IssueKey {
+  /** The thrown error's class (worker/handler-errors.ts `errorClassOf`). */
+  errorClass?: string | undefined;
+  eventType?: string | undefined;
+}
 
 /** When a handler ran for an event, in which of its attempts. */
 export interface HandlerRun {
@@ -113,6 +123,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
   const requeues = outcomes.filter((o) => o.kind === 'retry' || o.kind === 'park');
   const attempts = outcomes.filter((o) => o.kind === 'attempt');
   const attemptsTable = sql.id(store.schema, 'handler_attempts');
+  const failures = attempts.filter((a) => a.error !== null && a.errorClass !== undefined && a.eventType !== undefined);
   const times = (values: (Date | undefined)[]) => sql`${values.map((value) => value?.toISOString() ?? null)}::timestamptz[]`;
   const queue = sql.id(store.schema, 'inbox_queue');
   const events = sql.id(store.schema, 'inbox_events');
@@ -140,16 +151,20 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
        where m.received_at is not null
       on conflict do nothing
     ),
+    ${issuesSeen(store, failures)},
     tried as (
-      insert into ${attemptsTable} (event_id, received_at, handler, attempt, started_at, ended_at, outcome, error)
+      insert into ${attemptsTable} (event_id, received_at, handler, attempt, started_at, ended_at, outcome, error, issue_id)
       select a.event_id, a.received_at, a.handler, a.attempt, a.started_at, a.ended_at,
-             case when a.error is null then 'completed' else 'failed' end, a.error
+             case when a.error is null then 'completed' else 'failed' end, a.error, s.id
         from (select a.*, (select l.first_received_at from ${ledger} l where l.event_id = a.event_id) as received_at
                 from unnest(${texts(attempts.map((a) => a.eventId))}, ${texts(attempts.map((a) => a.handler))},
                             ${sql`${attempts.map((a) => a.attempt)}::int[]`}, ${times(attempts.map((a) => a.startedAt))},
-                            ${times(attempts.map((a) => a.endedAt))}, ${texts(attempts.map((a) => a.error))})
-                     as a(event_id, handler, attempt, started_at, ended_at, error)
+                            ${times(attempts.map((a) => a.endedAt))}, ${texts(attempts.map((a) => a.error))},
+                            ${texts(attempts.map((a) => (a.error === null ? null : (a.errorClass ?? null))))},
+                            ${texts(attempts.map((a) => (a.error === null ? null : (a.eventType ?? null))))})
+                     as a(event_id, handler, attempt, started_at, ended_at, error, error_class, event_type)
               offset 0) a
+        left join seen s on s.handler = a.handler and s.error_class = a.error_class and s.event_type = a.event_type
        where a.received_at is not null
     ),
     finished as (
@@ -251,6 +266,38 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
     if (outcome.kind === 'completed' || outcome.kind === 'gaveUp' || outcome.kind === 'attempt') return true;
     return held.has(`${outcome.kind === 'finished' ? 'finished' : 'requeued'}:${outcome.eventId}`);
   });
+}
+
+/**
+ * The `seen` CTE of {@link recordOutcomes}: the batch's failures counted into their issues (migrations/020 argues
+ * why here), one upsert of the batch's distinct (handler, error class, event type), in key order so that two batches
+ * lock shared issues in the same order. A resolved issue that fails again is open again (and to be told again); an
+ * acknowledged or ignored one keeps its state. Returns each issue's id for the attempt rows to carry.
+ */
+function issuesSeen(store: PayhooksDatabase, failures: readonly Extract<Outcome, { kind: 'attempt' }>[]) {
+  const issues = sql.id(store.schema, 'issues');
+  const texts = (values: (string | null | undefined)[]) => sql`${values.map((v) => v ?? null)}::text[]`;
+  return sql`seen as (
+      insert into ${issues} as i (handler, error_class, event_type, first_seen_at, last_seen_at, failures, last_error, opened_at, state_at)
+      select f.handler, f.error_class, f.event_type, min(f.ended_at), max(f.ended_at), count(*),
+             (array_agg(f.error order by f.ended_at desc))[1], now(), now()
+        from unnest(${texts(failures.map((f) => f.handler))}, ${texts(failures.map((f) => f.errorClass))},
+                    ${texts(failures.map((f) => f.eventType))},
+                    ${sql`${failures.map((f) => f.endedAt.toISOString())}::timestamptz[]`}, ${texts(failures.map((f) => f.error))})
+             as f(handler, error_class, event_type, ended_at, error)
+       group by f.handler, f.error_class, f.event_type
+       order by f.handler, f.error_class, f.event_type
+      on conflict (handler, error_class, event_type) do update
+         set last_seen_at = greatest(i.last_seen_at, excluded.last_seen_at),
+             failures = i.failures + excluded.failures,
+             last_error = excluded.last_error,
+             state = case when i.state = 'resolved' then 'open' else i.state end,
+             state_at = case when i.state = 'resolved' then now() else i.state_at end,
+             opened_at = case when i.state = 'resolved' then now() else i.opened_at end,
+             notified_at = case when i.state = 'resolved' then null else i.notified_at end,
+             reopened = i.reopened + case when i.state = 'resolved' then 1 else 0 end
+      returning i.id, i.handler, i.error_class, i.event_type
+    )`;
 }
 
 /**
