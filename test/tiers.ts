@@ -153,6 +153,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/data-dir-symlink.test.ts',
     'test/cli/doctor.test.ts',
     'test/cli/init.test.ts',
+    'test/cli/issues.test.ts',
     'test/cli/log-format.test.ts',
     'test/cli/metrics.test.ts',
     'test/cli/piped-output.test.ts',

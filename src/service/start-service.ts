@@ -6,6 +6,7 @@ import { nodeAdapter } from '../adapters/node-http.js';
 import type { ApiClient } from '../client/index.js';
 import { DeliveryWatch } from '../alarms/delivery-watch.js';
 import { createAdminApi } from '../console/admin-api.js';
+import { handlerSource } from '../sync/sink-registry.js';
 import { PayhooksError } from '../errors.js';
 import { parseDuration } from '../internal/duration.js';
 import { createLogger } from '../logger.js';
@@ -170,6 +171,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
                 logger: logger.child({ component: 'console' }),
                 health: () => monitor.health(),
                 verify,
+                handlerSource,
               }),
             ),
           ),
