@@ -170,6 +170,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/verify.test.ts',
     'test/console/admin-mount.test.ts',
     'test/console/console-browser.test.ts',
+    'test/console/issues-browser.test.ts',
     'test/docs/promtool.test.ts',
     'test/entry-loads.test.ts',
     'test/examples/direct-debit.test.ts',
