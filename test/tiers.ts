@@ -106,6 +106,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/claim-order.test.ts',
     'test/store/history-partitions.test.ts',
     'test/store/issues.test.ts',
+    'test/service/issue-notifier.test.ts',
     'test/store/ledger.test.ts',
     'test/store/claim-plan.test.ts',
     'test/store/long-queue.test.ts',

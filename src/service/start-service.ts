@@ -7,6 +7,7 @@ import type { ApiClient } from '../client/index.js';
 import { DeliveryWatch } from '../alarms/delivery-watch.js';
 import { createAdminApi } from '../console/admin-api.js';
 import { handlerSource } from '../sync/sink-registry.js';
+import { startIssueNotifier } from './issue-notifier.js';
 import { PayhooksError } from '../errors.js';
 import { parseDuration } from '../internal/duration.js';
 import { createLogger } from '../logger.js';
@@ -139,8 +140,21 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     mirrorSchema: mirrorRuns(config, hasHandlers) ? config.mirror.schema : undefined,
     logger: logger.child({ component: 'console' }),
   });
+  // Each new or reopened issue told once, by whichever process claims it (store/issues.ts): safe in every process.
+  const { notify } = config.issues;
+  const notifier =
+    notify.url !== undefined && notify.secret !== undefined
+      ? startIssueNotifier({
+          store,
+          url: notify.url,
+          secret: notify.secret,
+          everyMs: notify.everyMs,
+          timeoutMs: notify.timeoutMs,
+          logger: logger.child({ component: 'issues' }),
+        })
+      : undefined;
   const stopWorking = async () => {
-    await Promise.all([periodic?.stop(), sweeper?.stop(), verify.stop(), monitor.stop()]);
+    await Promise.all([periodic?.stop(), sweeper?.stop(), verify.stop(), monitor.stop(), notifier?.stop()]);
     await hooks.stop();
     // After the worker: a handler still running may be waiting on a broker's acknowledgement.
     await sinks?.close();

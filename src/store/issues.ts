@@ -290,3 +290,11 @@ export async function countOpenIssues(store: PayhooksDatabase): Promise<number> 
     select count(*)::int as count from ${sql.id(store.schema, 'issues')} where state = 'open'`.execute(store.db);
   return rows[0]?.count ?? 0;
 }
+
+/**
+ * Gives an issue's opening back to be told again (the notice could not be delivered): unless it was acknowledged,
+ * resolved or ignored meanwhile, the next {@link claimIssuesToNotify} hands it out again.
+ */
+export async function releaseIssueNotice(store: PayhooksDatabase, id: string): Promise<void> {
+  await sql`update ${sql.id(store.schema, 'issues')} set notified_at = null where id = ${id}::bigint and state = 'open'`.execute(store.db);
+}
