@@ -20,7 +20,7 @@ CREATE SCHEMA payhooks_mirror;
 -- Name: claim_events(text, integer, double precision, integer, text); Type: FUNCTION; Schema: payhooks; Owner: -
 --
 
-CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_seconds double precision, max_attempts integer, data_check text) RETURNS TABLE(event_id text, event_type text, resource_key text, raw_body text, attempts integer, received_at timestamp with time zone, trace_parent text, data_checked boolean, seq bigint, buried boolean, runs json, blocked text[])
+CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_seconds double precision, max_attempts integer, data_check text) RETURNS TABLE(event_id text, account text, event_type text, resource_key text, raw_body text, attempts integer, received_at timestamp with time zone, trace_parent text, data_checked boolean, seq bigint, buried boolean, runs json, blocked text[])
     LANGUAGE sql
     SET search_path TO 'payhooks'
     SET enable_seqscan TO 'off'
@@ -28,19 +28,68 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
     SET enable_sort TO 'off'
     SET jit TO 'off'
     AS $$
-  WITH due AS (
-    SELECT q.event_id, (q.lease_owner IS NOT NULL AND q.attempts >= max_attempts) AS buried
+  WITH ring AS MATERIALIZED (
+    SELECT a.id, a.worker_share, row_number() OVER (ORDER BY a.id) - 1 AS place, count(*) OVER () AS size
+      FROM accounts a
+  ),
+  round AS MATERIALIZED (
+    SELECT nextval('claim_rounds') AS n
+  ),
+  active AS MATERIALIZED (
+    SELECT r.id, r.worker_share,
+           -- Places round the ring from where this claim starts.
+           (r.place - (round.n * max_count) % r.size + r.size) % r.size AS turn
+      FROM ring r CROSS JOIN round
+     WHERE EXISTS (SELECT 1 FROM inbox_queue q WHERE q.account = r.id AND q.run_at <= now())
+  ),
+  shares AS MATERIALIZED (
+    SELECT a.id, s.offered,
+           sum(s.offered) OVER (ORDER BY a.turn ROWS UNBOUNDED PRECEDING) AS offered_so_far
+      FROM active a
+      CROSS JOIN LATERAL (
+        SELECT greatest(1, floor(max_count::numeric * a.worker_share / (SELECT sum(worker_share) FROM active)))::int AS offered
+      ) s
+  ),
+  fair AS (
+    SELECT d.*
+      FROM shares s
+      CROSS JOIN LATERAL (
+        SELECT q.event_id, q.account, (q.lease_owner IS NOT NULL AND q.attempts >= max_attempts) AS buried
+          FROM inbox_queue q
+         WHERE q.account = s.id
+           AND q.run_at <= now()
+           AND (q.resource_key IS NULL OR NOT EXISTS (
+                 SELECT 1 FROM inbox_queue other
+                  WHERE other.resource_key = q.resource_key
+                    AND other.account = q.account
+                    AND other.event_id <> q.event_id
+                    AND ((other.lease_owner IS NOT NULL AND other.run_at > now())
+                         OR (other.seq < q.seq AND (other.run_at <= now() OR other.owed IS NULL)))))
+         ORDER BY q.run_at, q.seq
+         LIMIT s.offered
+         FOR UPDATE OF q SKIP LOCKED
+      ) d
+     WHERE s.offered_so_far <= max_count
+  ),
+  fill AS (
+    SELECT q.event_id, q.account, (q.lease_owner IS NOT NULL AND q.attempts >= max_attempts) AS buried
       FROM inbox_queue q
      WHERE q.run_at <= now()
+       AND (SELECT count(*) FROM active) > 1
+       AND NOT EXISTS (SELECT 1 FROM fair f WHERE f.event_id = q.event_id AND f.account = q.account)
        AND (q.resource_key IS NULL OR NOT EXISTS (
              SELECT 1 FROM inbox_queue other
               WHERE other.resource_key = q.resource_key
+                AND other.account = q.account
                 AND other.event_id <> q.event_id
                 AND ((other.lease_owner IS NOT NULL AND other.run_at > now())
                      OR (other.seq < q.seq AND (other.run_at <= now() OR other.owed IS NULL)))))
      ORDER BY q.run_at, q.seq
-     LIMIT max_count
+     LIMIT greatest(0, max_count - (SELECT count(*) FROM fair))
      FOR UPDATE OF q SKIP LOCKED
+  ),
+  due AS (
+    SELECT * FROM fair UNION ALL SELECT * FROM fill
   ),
   leased AS (
     UPDATE inbox_queue q
@@ -48,37 +97,35 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
            attempts = q.attempts + 1,
            parked = false,
            run_at = now() + make_interval(secs => lease_seconds)
-     -- The ids as an index condition, not a join with the CTE: the planner guesses the CTE's size from the queue's
-     -- statistics, and statistics taken while the queue was empty made it rescan the CTE for each row (a claim of
-     -- 1,000 took 160 ms instead of 20).
-     WHERE q.event_id = ANY (ARRAY(SELECT d.event_id FROM due d WHERE NOT d.buried))
-    RETURNING q.event_id, q.attempts, q.seq, q.resource_key, q.received_at, q.run_at
+     -- The keys as arrays unnested, not a join with the CTE: the planner guesses a CTE's size from the queue's
+     -- statistics (migrations/015 says what that cost); an unnested array it takes for a few rows, each one probe of
+     -- the primary key.
+      FROM unnest(ARRAY(SELECT d.event_id FROM due d WHERE NOT d.buried ORDER BY d.event_id, d.account),
+                  ARRAY(SELECT d.account FROM due d WHERE NOT d.buried ORDER BY d.event_id, d.account)) AS d(event_id, account)
+     WHERE q.event_id = d.event_id AND q.account = d.account
+    RETURNING q.event_id, q.account, q.attempts, q.seq, q.resource_key, q.received_at, q.run_at
   ),
-  -- The due, never-run events queued behind each leased one: they could not run before it finishes, and left due every
-  -- claim would walk them again (a backlog of one resource cost each claim a probe per waiting event). Parked until
-  -- the lease runs out; the leased event's outcome makes the next one due at once (outcomes.ts). A row another
-  -- statement holds is left. Only when the claim found fewer events than it asked for, the sign that what is due ran
-  -- out or waits behind others: a full claim (a drain in bulk) spends no probe of the resource index per event on it.
   behind AS (
-    SELECT f.event_id
+    SELECT f.event_id, f.account
       FROM leased l
       CROSS JOIN LATERAL (
-        SELECT f.event_id FROM inbox_queue f
-         WHERE f.resource_key = l.resource_key AND f.seq > l.seq AND f.lease_owner IS NULL AND f.owed IS NULL
-           AND f.run_at <= now()
+        SELECT f.event_id, f.account FROM inbox_queue f
+         WHERE f.resource_key = l.resource_key AND f.account = l.account AND f.seq > l.seq AND f.lease_owner IS NULL
+           AND f.owed IS NULL AND f.run_at <= now()
            FOR UPDATE SKIP LOCKED) f
      WHERE (SELECT count(*) FROM due) < max_count
   ),
   set_aside AS (
-    -- Until the end of the leases just taken (the same for the whole claim).
     UPDATE inbox_queue f
        SET parked = true, run_at = now() + make_interval(secs => lease_seconds)
-     WHERE f.event_id = ANY (ARRAY(SELECT b.event_id FROM behind b))
+      FROM behind b
+     WHERE f.event_id = b.event_id AND f.account = b.account
   ),
   unqueued AS (
     DELETE FROM inbox_queue q
-     WHERE q.event_id = ANY (ARRAY(SELECT d.event_id FROM due d WHERE d.buried))
-    RETURNING q.event_id, q.attempts, q.received_at
+     USING (SELECT d.event_id, d.account FROM due d WHERE d.buried) d
+     WHERE q.event_id = d.event_id AND q.account = d.account
+    RETURNING q.event_id, q.account, q.attempts, q.received_at
   ),
   buried AS (
     UPDATE inbox_events e
@@ -88,24 +135,20 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
            last_error = 'Its last allowed attempt never recorded an outcome: the process running it died (or lost its lease) after '
                         || u.attempts || ' claims of ' || max_attempts || ' allowed. Replay it once the handler is fixed.'
       FROM unqueued u
-     WHERE e.event_id = u.event_id AND e.received_at = u.received_at
-    RETURNING e.event_id, e.event_type, e.attempts, e.seq
+     WHERE e.event_id = u.event_id AND e.account = u.account AND e.received_at = u.received_at
+    RETURNING e.event_id, e.account, e.event_type, e.attempts, e.seq
   )
-  SELECT e.event_id, e.event_type, e.resource_key, e.raw_body, l.attempts, e.received_at, e.trace_parent,
+  SELECT e.event_id, e.account, e.event_type, e.resource_key, e.raw_body, l.attempts, e.received_at, e.trace_parent,
          e.data_valid_under = data_check, l.seq, false,
-         -- Null for most events, which no handler has settled yet: one probe of the primary key.
          (SELECT json_agg(json_build_array(r.handler, r.outcome, r.error)) FROM handler_runs r
-           WHERE r.event_id = e.event_id AND r.received_at = e.received_at),
-         -- Earlier queued events of the key are all waiting (the claim's condition): what they owe waits for them.
+           WHERE r.event_id = e.event_id AND r.account = e.account AND r.received_at = e.received_at),
          CASE WHEN l.resource_key IS NOT NULL THEN
            ARRAY(SELECT DISTINCT h FROM inbox_queue o CROSS JOIN unnest(o.owed) h
-                  WHERE o.resource_key = l.resource_key AND o.seq < l.seq AND o.owed IS NOT NULL) END
-    -- By the whole key, receipt time included: one partition's index is probed, not each partition's.
-    FROM leased l JOIN inbox_events e ON e.event_id = l.event_id AND e.received_at = l.received_at
+                  WHERE o.resource_key = l.resource_key AND o.account = l.account AND o.seq < l.seq AND o.owed IS NOT NULL) END
+    FROM leased l JOIN inbox_events e ON e.event_id = l.event_id AND e.account = l.account AND e.received_at = l.received_at
   UNION ALL
-  SELECT b.event_id, b.event_type, NULL, NULL, b.attempts, NULL, NULL, NULL, b.seq, true, NULL, NULL FROM buried b
-  -- RETURNING follows no particular order: events are handed out in the order received.
-  ORDER BY 9
+  SELECT b.event_id, b.account, b.event_type, NULL, NULL, b.attempts, NULL, NULL, NULL, b.seq, true, NULL, NULL FROM buried b
+  ORDER BY 10
 $$;
 
 --
@@ -117,14 +160,26 @@ CREATE FUNCTION payhooks.enqueue_new_events() RETURNS trigger
     SET search_path TO 'payhooks'
     AS $$
 BEGIN
-  INSERT INTO inbox_queue (event_id, seq, resource_key, run_at, received_at)
-  SELECT event_id, seq, resource_key, next_attempt_at, received_at FROM new_events WHERE status = 'pending';
+  INSERT INTO inbox_queue (event_id, account, seq, resource_key, run_at, received_at)
+  SELECT event_id, account, seq, resource_key, next_attempt_at, received_at FROM new_events WHERE status = 'pending';
   IF FOUND THEN
     PERFORM pg_notify(TG_TABLE_SCHEMA || '_new_event', '');
   END IF;
   RETURN NULL;
 END;
 $$;
+
+--
+-- Name: accounts; Type: TABLE; Schema: payhooks; Owner: -
+--
+
+CREATE TABLE payhooks.accounts (
+    id text NOT NULL,
+    worker_share integer DEFAULT 1 NOT NULL,
+    added_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT accounts_id_check CHECK ((id ~ '^[a-z0-9][a-z0-9_-]{0,62}$'::text)),
+    CONSTRAINT accounts_worker_share_check CHECK (((worker_share >= 1) AND (worker_share <= 1000)))
+);
 
 --
 -- Name: api_rate_budget; Type: TABLE; Schema: payhooks; Owner: -
@@ -136,6 +191,18 @@ CREATE TABLE payhooks.api_rate_budget (
     used integer NOT NULL,
     CONSTRAINT api_rate_budget_used_check CHECK ((used >= 0))
 );
+
+--
+-- Name: claim_rounds; Type: SEQUENCE; Schema: payhooks; Owner: -
+--
+
+CREATE SEQUENCE payhooks.claim_rounds
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+    CYCLE;
 
 --
 -- Name: effect_steps; Type: TABLE; Schema: payhooks; Owner: -
@@ -157,6 +224,7 @@ CREATE TABLE payhooks.effect_steps (
     ended_at timestamp with time zone,
     resolution text,
     resolved_at timestamp with time zone,
+    account text NOT NULL,
     CONSTRAINT effect_steps_resolution_check CHECK ((resolution = ANY (ARRAY['done'::text, 'redo'::text]))),
     CONSTRAINT effect_steps_state_check CHECK ((state = ANY (ARRAY['started'::text, 'completed'::text, 'failed'::text, 'needs-review'::text, 'redo'::text])))
 )
@@ -170,7 +238,8 @@ CREATE TABLE payhooks.event_ledger (
     event_id text NOT NULL,
     first_received_at timestamp with time zone DEFAULT now() NOT NULL,
     body_sha256 bytea NOT NULL,
-    deliveries integer DEFAULT 1 NOT NULL
+    deliveries integer DEFAULT 1 NOT NULL,
+    account text NOT NULL
 );
 
 --
@@ -187,6 +256,7 @@ CREATE TABLE payhooks.handler_attempts (
     ended_at timestamp with time zone NOT NULL,
     outcome text NOT NULL,
     error text,
+    account text NOT NULL,
     issue_id bigint,
     CONSTRAINT handler_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['completed'::text, 'failed'::text])))
 )
@@ -222,6 +292,7 @@ CREATE TABLE payhooks.handler_runs (
     error text,
     started_at timestamp with time zone,
     attempt integer,
+    account text NOT NULL,
     CONSTRAINT handler_runs_outcome_check CHECK ((outcome = ANY (ARRAY['done'::text, 'dead'::text])))
 )
 PARTITION BY RANGE (received_at);
@@ -247,6 +318,7 @@ CREATE TABLE payhooks.inbox_events (
     seq bigint NOT NULL,
     trace_parent text,
     data_valid_under text,
+    account text NOT NULL,
     CONSTRAINT inbox_events_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'processing'::text, 'done'::text, 'dead'::text, 'ignored'::text, 'invalid'::text, 'needs-review'::text])))
 )
 PARTITION BY RANGE (received_at);
@@ -265,7 +337,8 @@ CREATE TABLE payhooks.inbox_queue (
     attempts integer DEFAULT 0 NOT NULL,
     owed text[],
     parked boolean DEFAULT false NOT NULL,
-    received_at timestamp with time zone NOT NULL
+    received_at timestamp with time zone NOT NULL,
+    account text NOT NULL
 );
 
 --
@@ -297,10 +370,11 @@ CREATE VIEW payhooks.inbox_event_states AS
         END AS lease_expires_at,
     e.last_error,
     e.processed_at,
-    e.seq
+    e.seq,
+    e.account
    FROM ((payhooks.inbox_events e
-     LEFT JOIN payhooks.inbox_queue q ON ((q.event_id = e.event_id)))
-     LEFT JOIN payhooks.event_ledger l ON ((l.event_id = e.event_id)));
+     LEFT JOIN payhooks.inbox_queue q ON (((q.event_id = e.event_id) AND (q.account = e.account))))
+     LEFT JOIN payhooks.event_ledger l ON (((l.event_id = e.event_id) AND (l.account = e.account))));
 
 --
 -- Name: inbox_events_seq; Type: SEQUENCE; Schema: payhooks; Owner: -
@@ -372,6 +446,7 @@ CREATE TABLE payhooks.quarantine (
     state text DEFAULT 'held'::text NOT NULL,
     released_event_id text,
     resolved_at timestamp with time zone,
+    account text NOT NULL,
     CONSTRAINT quarantine_kind_check CHECK ((kind = ANY (ARRAY['not_utf8'::text, 'not_json'::text, 'not_envelope'::text, 'unstorable_resource'::text, 'unstorable_event'::text]))),
     CONSTRAINT quarantine_state_check CHECK ((state = ANY (ARRAY['held'::text, 'released'::text, 'discarded'::text])))
 );
@@ -714,6 +789,13 @@ ALTER TABLE ONLY payhooks.handler_attempts ALTER COLUMN id SET DEFAULT nextval('
 ALTER TABLE ONLY payhooks.inbox_events ALTER COLUMN seq SET DEFAULT nextval('payhooks.inbox_events_seq'::regclass);
 
 --
+-- Name: accounts accounts_pkey; Type: CONSTRAINT; Schema: payhooks; Owner: -
+--
+
+ALTER TABLE ONLY payhooks.accounts
+    ADD CONSTRAINT accounts_pkey PRIMARY KEY (id);
+
+--
 -- Name: api_rate_budget api_rate_budget_pkey; Type: CONSTRAINT; Schema: payhooks; Owner: -
 --
 
@@ -725,14 +807,14 @@ ALTER TABLE ONLY payhooks.api_rate_budget
 --
 
 ALTER TABLE ONLY payhooks.effect_steps
-    ADD CONSTRAINT effect_steps_pkey PRIMARY KEY (event_id, handler, step, received_at);
+    ADD CONSTRAINT effect_steps_pkey PRIMARY KEY (event_id, account, handler, step, received_at);
 
 --
 -- Name: event_ledger event_ledger_pkey; Type: CONSTRAINT; Schema: payhooks; Owner: -
 --
 
 ALTER TABLE ONLY payhooks.event_ledger
-    ADD CONSTRAINT event_ledger_pkey PRIMARY KEY (event_id);
+    ADD CONSTRAINT event_ledger_pkey PRIMARY KEY (event_id, account);
 
 --
 -- Name: handler_attempts handler_attempts_pkey; Type: CONSTRAINT; Schema: payhooks; Owner: -
@@ -746,21 +828,21 @@ ALTER TABLE ONLY payhooks.handler_attempts
 --
 
 ALTER TABLE ONLY payhooks.handler_runs
-    ADD CONSTRAINT handler_runs_pkey PRIMARY KEY (event_id, handler, received_at);
+    ADD CONSTRAINT handler_runs_pkey PRIMARY KEY (event_id, account, handler, received_at);
 
 --
 -- Name: inbox_events inbox_events_pkey; Type: CONSTRAINT; Schema: payhooks; Owner: -
 --
 
 ALTER TABLE ONLY payhooks.inbox_events
-    ADD CONSTRAINT inbox_events_pkey PRIMARY KEY (event_id, received_at);
+    ADD CONSTRAINT inbox_events_pkey PRIMARY KEY (event_id, account, received_at);
 
 --
 -- Name: inbox_queue inbox_queue_pkey; Type: CONSTRAINT; Schema: payhooks; Owner: -
 --
 
 ALTER TABLE ONLY payhooks.inbox_queue
-    ADD CONSTRAINT inbox_queue_pkey PRIMARY KEY (event_id);
+    ADD CONSTRAINT inbox_queue_pkey PRIMARY KEY (event_id, account);
 
 --
 -- Name: issues issues_handler_error_class_event_type_key; Type: CONSTRAINT; Schema: payhooks; Owner: -
@@ -777,11 +859,11 @@ ALTER TABLE ONLY payhooks.issues
     ADD CONSTRAINT issues_pkey PRIMARY KEY (id);
 
 --
--- Name: quarantine quarantine_body_sha256_key; Type: CONSTRAINT; Schema: payhooks; Owner: -
+-- Name: quarantine quarantine_body_sha256_account_key; Type: CONSTRAINT; Schema: payhooks; Owner: -
 --
 
 ALTER TABLE ONLY payhooks.quarantine
-    ADD CONSTRAINT quarantine_body_sha256_key UNIQUE (body_sha256);
+    ADD CONSTRAINT quarantine_body_sha256_account_key UNIQUE (body_sha256, account);
 
 --
 -- Name: quarantine quarantine_pkey; Type: CONSTRAINT; Schema: payhooks; Owner: -
@@ -926,10 +1008,16 @@ CREATE INDEX inbox_events_seq_idx ON ONLY payhooks.inbox_events USING btree (seq
 CREATE INDEX inbox_events_status_type_idx ON ONLY payhooks.inbox_events USING btree (status, event_type, seq);
 
 --
+-- Name: inbox_queue_account_due_idx; Type: INDEX; Schema: payhooks; Owner: -
+--
+
+CREATE INDEX inbox_queue_account_due_idx ON payhooks.inbox_queue USING btree (account, run_at, seq);
+
+--
 -- Name: inbox_queue_behind_idx; Type: INDEX; Schema: payhooks; Owner: -
 --
 
-CREATE INDEX inbox_queue_behind_idx ON payhooks.inbox_queue USING btree (resource_key, seq) WHERE (parked AND (owed IS NULL));
+CREATE INDEX inbox_queue_behind_idx ON payhooks.inbox_queue USING btree (resource_key, account, seq) WHERE (parked AND (owed IS NULL));
 
 --
 -- Name: inbox_queue_due_idx; Type: INDEX; Schema: payhooks; Owner: -
@@ -941,13 +1029,13 @@ CREATE INDEX inbox_queue_due_idx ON payhooks.inbox_queue USING btree (run_at, se
 -- Name: inbox_queue_owing_idx; Type: INDEX; Schema: payhooks; Owner: -
 --
 
-CREATE INDEX inbox_queue_owing_idx ON payhooks.inbox_queue USING btree (resource_key, seq) WHERE (owed IS NOT NULL);
+CREATE INDEX inbox_queue_owing_idx ON payhooks.inbox_queue USING btree (resource_key, account, seq) WHERE (owed IS NOT NULL);
 
 --
 -- Name: inbox_queue_resource_idx; Type: INDEX; Schema: payhooks; Owner: -
 --
 
-CREATE INDEX inbox_queue_resource_idx ON payhooks.inbox_queue USING btree (resource_key, seq) WHERE (resource_key IS NOT NULL);
+CREATE INDEX inbox_queue_resource_idx ON payhooks.inbox_queue USING btree (resource_key, account, seq) WHERE (resource_key IS NOT NULL);
 
 --
 -- Name: issues_to_notify_idx; Type: INDEX; Schema: payhooks; Owner: -
@@ -1026,6 +1114,27 @@ CREATE INDEX subscriptions_customer_idx ON payhooks_mirror.subscriptions USING b
 --
 
 CREATE TRIGGER inbox_events_enqueue AFTER INSERT ON payhooks.inbox_events REFERENCING NEW TABLE AS new_events FOR EACH STATEMENT EXECUTE FUNCTION payhooks.enqueue_new_events();
+
+--
+-- Name: event_ledger event_ledger_account_fkey; Type: FK CONSTRAINT; Schema: payhooks; Owner: -
+--
+
+ALTER TABLE ONLY payhooks.event_ledger
+    ADD CONSTRAINT event_ledger_account_fkey FOREIGN KEY (account) REFERENCES payhooks.accounts(id);
+
+--
+-- Name: inbox_events inbox_events_account_fkey; Type: FK CONSTRAINT; Schema: payhooks; Owner: -
+--
+
+ALTER TABLE payhooks.inbox_events
+    ADD CONSTRAINT inbox_events_account_fkey FOREIGN KEY (account) REFERENCES payhooks.accounts(id);
+
+--
+-- Name: quarantine quarantine_account_fkey; Type: FK CONSTRAINT; Schema: payhooks; Owner: -
+--
+
+ALTER TABLE ONLY payhooks.quarantine
+    ADD CONSTRAINT quarantine_account_fkey FOREIGN KEY (account) REFERENCES payhooks.accounts(id);
 
 --
 -- Name: invoice_items invoice_items_invoice_id_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -

@@ -25,6 +25,8 @@ import { type GroupCommitOptions, groupCommitSettings } from './store/group-comm
 import { replayEvents } from './store/maintenance.js';
 import { DEFAULT_APP_SCHEMA, readMigrations, type MigrationFile } from './store/migrate.js';
 import { inboxOpener } from './store/inbox-opener.js';
+import { AccountIdError, DEFAULT_ACCOUNT, ensureAccounts, isAccountId } from './store/accounts.js';
+import type { ReceiverAdapterOptions } from './adapters/receiver-handler.js';
 import type { EventStatus } from './store/schema.js';
 import type { EventType } from './events/index.js';
 import {
@@ -52,6 +54,13 @@ export interface PayhooksOptions<Api = unknown> {
   secret?: string | readonly string[] | undefined;
   /** A signature scheme other than the default (e.g. `createStandardWebhooksScheme`). */
   scheme?: SignatureScheme | undefined;
+  /**
+   * Several organizations in one inbox (docs/accounts.md): each with its own id, secrets (or scheme), API client and
+   * worker share. `secret`/`scheme` above, when given, are the default account's (`default`), received on the plain
+   * route. With accounts, the receiver adapters take the account from the last segment of the path
+   * (`app.post('/webhooks/:account', hooks.express())`) unless told otherwise (`express({ account })`).
+   */
+  accounts?: readonly PayhooksAccount<Api>[] | undefined;
   /** Where the inbox lives: options for {@link openDatabase}, or an open database. Default: embedded PGlite. */
   database?: DatabaseOptions | PayhooksDatabase | undefined;
   /**
@@ -110,6 +119,20 @@ export interface PayhooksOptions<Api = unknown> {
   observe?: PayhooksObserver | undefined;
 }
 
+/** One organization of {@link PayhooksOptions.accounts}. */
+export interface PayhooksAccount<Api = unknown> {
+  /** Lower-case letters, digits, `-` and `_` (it is part of the URL and of every stored key). */
+  id: string;
+  /** Its endpoints' signing secret(s); several during a rotation. Required unless `scheme` is given. */
+  secret?: string | readonly string[] | undefined;
+  /** A signature scheme other than the default, for this account. */
+  scheme?: SignatureScheme | undefined;
+  /** `ctx.api` of its events' handlers: a client with this account's API key. Default: the top-level `api`. */
+  api?: Api | undefined;
+  /** Its weight in the worker's fair claim (1 to 1000). Default 1: every account with due work gets an equal share. */
+  workerShare?: number | undefined;
+}
+
 /** Callbacks for metrics: one per answered delivery, one per handler run, one per event that ended dead. */
 export interface PayhooksObserver {
   delivery?: ((delivery: DeliveryObservation) => void) | undefined;
@@ -126,11 +149,13 @@ export interface Payhooks<Api = unknown> {
   /** The framework-free receiver call. */
   receive(request: ReceiveRequest): Promise<ReceiveResponse>;
   /** Express 5 middleware: `app.post('/webhooks', hooks.express())`, mounted before `express.json()`. */
-  express(): RequestHandler;
+  express(options?: ReceiverAdapterOptions): RequestHandler;
   /** A `node:http` handler: `http.createServer(hooks.node())`. */
-  node(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  node(options?: ReceiverAdapterOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
   /** A Fetch-API handler: `export const POST = hooks.fetch()`. */
-  fetch(): (request: Request) => Promise<Response>;
+  fetch(options?: ReceiverAdapterOptions): (request: Request) => Promise<Response>;
+  /** The ids of the accounts this instance receives for (`default` alone without {@link PayhooksOptions.accounts}). */
+  readonly accounts: readonly string[];
   /**
    * The operator console's JSON API (docs/admin.md) over this inbox, for requests to `/admin/api/…`: events with
    * filters and pages, one event in full, replay, counts. Off (404) without a token; a request without the token
@@ -225,16 +250,17 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
   // Checked now, so that a wrong worker option fails here and not at start().
   workerSettings({ ...options.worker, appSchema: options.appSchema });
   const history = historySettings(options.history);
+  const accounts = accountsOf(options);
   // Built on first use, so a worker-only process needs no secret; a receiver without one fails at mount time.
-  let scheme = options.scheme;
-  const signatureScheme = (): SignatureScheme => {
-    if (scheme !== undefined) {
-      assertScheme(scheme, 'scheme');
-      return scheme;
-    }
-    scheme = createDefaultScheme({ secrets: requireSecrets(options.secret) });
-    return scheme;
+  let schemes: Record<string, SignatureScheme> | undefined;
+  const signatureSchemes = (): Record<string, SignatureScheme> => {
+    schemes ??= Object.fromEntries(accounts.map((account) => [account.id, accountScheme(account)]));
+    return schemes;
   };
+  // With several accounts, the adapters find each delivery's account in its path unless the app says otherwise.
+  const adapterOptions = (given: ReceiverAdapterOptions | undefined): ReceiverAdapterOptions =>
+    given ?? (options.accounts === undefined ? {} : { account: 'path' });
+  const apis = new Map(accounts.flatMap((account) => (account.api === undefined ? [] : [[account.id, account.api] as const])));
   const appSchema = options.appSchema ?? DEFAULT_APP_SCHEMA;
   assertSchemaName(appSchema);
   const appMigrations: MigrationFile[] | undefined = options.migrations === undefined ? undefined : readMigrations(options.migrations);
@@ -246,7 +272,27 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     history,
     logger,
   });
-  const ready = () => inbox.ready();
+  // The accounts table is put in step with this instance's accounts once, when the inbox is first opened: the
+  // database refuses the events of any account it does not hold (migrations/018).
+  let accountsSynced: Promise<void> | undefined;
+  const ready = async () => {
+    const store = await inbox.ready();
+    accountsSynced ??= ensureAccounts(store, accounts).then(
+      (sync) => {
+        if (sync.retained.length)
+          logger.warn(
+            { retained: sync.retained },
+            'accounts no longer configured still hold stored events: kept in the database; their deliveries are refused',
+          );
+      },
+      (err: unknown) => {
+        accountsSynced = undefined;
+        throw err;
+      },
+    );
+    await accountsSynced;
+    return store;
+  };
 
   const registry = new HandlerRegistry<Api>();
   const events = new WorkerEvents(logger);
@@ -259,13 +305,13 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
 
   let receiver: Receiver | undefined;
   async function receive(request: ReceiveRequest): Promise<ReceiveResponse> {
-    const verifier = signatureScheme();
+    const verifiers = signatureSchemes();
     try {
       // Opened before the check: deliveries arriving together share one receiver, and so one group commit.
       const store = await ready();
       receiver ??= createReceiver({
         store,
-        scheme: verifier,
+        accounts: verifiers,
         ...limits,
         groupCommit: options.groupCommit,
         trustIncomingTraceContext: options.trustIncomingTraceContext,
@@ -299,17 +345,18 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     },
     ready,
     receive,
-    express() {
-      signatureScheme();
-      return expressMiddleware(facade);
+    accounts: accounts.map((account) => account.id),
+    express(adapter) {
+      signatureSchemes();
+      return expressMiddleware(facade, adapterOptions(adapter));
     },
-    node() {
-      signatureScheme();
-      return nodeHandler(facade);
+    node(adapter) {
+      signatureSchemes();
+      return nodeHandler(facade, adapterOptions(adapter));
     },
-    fetch() {
-      signatureScheme();
-      return fetchHandler(facade);
+    fetch(adapter) {
+      signatureSchemes();
+      return fetchHandler(facade, adapterOptions(adapter));
     },
     admin({ token }) {
       const api = createAdminApi({ store: ready, token, logger: logger.child({ component: 'console' }) });
@@ -334,6 +381,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
         registry,
         logger,
         api: options.api,
+        apiForAccount: apis.size === 0 ? undefined : (account) => apis.get(account),
         appSchema,
         events,
       });
@@ -365,6 +413,48 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     events,
   };
   return hooks;
+}
+
+/**
+ * The accounts of `options`: `accounts`, with the default account first when `secret` or `scheme` is given (or when no
+ * `accounts` are, as before accounts existed). Throws a TypeError for a bad or repeated id, or a bad share.
+ */
+function accountsOf<Api>(options: PayhooksOptions<Api>): PayhooksAccount<Api>[] {
+  const given = options.accounts ?? [];
+  const hasDefault = options.accounts === undefined || options.secret !== undefined || options.scheme !== undefined;
+  const all: PayhooksAccount<Api>[] = [
+    ...(hasDefault ? [{ id: DEFAULT_ACCOUNT, secret: options.secret, scheme: options.scheme, api: options.api }] : []),
+    ...given,
+  ];
+  const seen = new Set<string>();
+  for (const account of all) {
+    if (typeof account?.id !== 'string' || !isAccountId(account.id)) throw new TypeError(new AccountIdError(String(account?.id)).message);
+    if (seen.has(account.id))
+      throw new TypeError(
+        account.id === DEFAULT_ACCOUNT
+          ? 'accounts names "default", and secret or scheme is given too: give the default account once.'
+          : `accounts names ${JSON.stringify(account.id)} twice.`,
+      );
+    seen.add(account.id);
+    const share = account.workerShare ?? 1;
+    if (!Number.isInteger(share) || share < 1 || share > 1000)
+      throw new RangeError(
+        `accounts[${JSON.stringify(account.id)}].workerShare must be a whole number from 1 to 1000, not ${String(share)}.`,
+      );
+  }
+  if (all.length === 0) throw new TypeError('accounts is empty: give at least one account, or leave it out for the one default account.');
+  return all;
+}
+
+/** An account's signature scheme: its own, or the default scheme over its secrets (a TypeError says which is missing). */
+function accountScheme(account: PayhooksAccount<unknown>): SignatureScheme {
+  if (account.scheme !== undefined) {
+    assertScheme(account.scheme, account.id === DEFAULT_ACCOUNT ? 'scheme' : `accounts[${JSON.stringify(account.id)}].scheme`);
+    return account.scheme;
+  }
+  if (account.id !== DEFAULT_ACCOUNT && (account.secret === undefined || parseSecretList(account.secret).length === 0))
+    throw new TypeError(`payhooks needs the signing secret of account ${JSON.stringify(account.id)}: give its secret (or scheme).`);
+  return createDefaultScheme({ secrets: requireSecrets(account.secret) });
 }
 
 function requireSecrets(secret: string | readonly string[] | undefined): string[] {

@@ -2,7 +2,7 @@ import type { Request, RequestHandler } from 'express';
 import type { Receiver } from '../receiver/receiver.js';
 import type { HttpHandler, RequestBody } from './http-handler.js';
 import { nodeRequest, writeNodeResponse } from './node-http.js';
-import { receiverHandler } from './receiver-handler.js';
+import { type ReceiverAdapterOptions, receiverHandler } from './receiver-handler.js';
 
 /**
  * Express 5 middleware around a receiver. Mount it before any JSON body parser (or give the webhook path
@@ -12,8 +12,8 @@ import { receiverHandler } from './receiver-handler.js';
  * @example
  * app.post('/webhooks', expressMiddleware(receiver));
  */
-export function expressMiddleware(receiver: Receiver): RequestHandler {
-  return expressAdapter(receiverHandler(receiver));
+export function expressMiddleware(receiver: Receiver, options: ReceiverAdapterOptions = {}): RequestHandler {
+  return expressAdapter(receiverHandler(receiver, options));
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Receiver } from '../receiver/receiver.js';
 import { type HttpHandler, type HttpRequest, type HttpResponse, readOnce } from './http-handler.js';
 import { internalError } from './internal-error.js';
 import { readRequestBody } from './read-body.js';
-import { receiverHandler } from './receiver-handler.js';
+import { type ReceiverAdapterOptions, receiverHandler } from './receiver-handler.js';
 
 /**
  * A Fetch-API handler around a receiver, for Next.js route handlers, Hono, Bun and Deno. It always resolves to a
@@ -13,8 +13,8 @@ import { receiverHandler } from './receiver-handler.js';
  * // app/api/webhooks/route.ts
  * export const POST = fetchHandler(receiver);
  */
-export function fetchHandler(receiver: Receiver): (request: Request) => Promise<Response> {
-  return fetchAdapter(receiverHandler(receiver));
+export function fetchHandler(receiver: Receiver, options: ReceiverAdapterOptions = {}): (request: Request) => Promise<Response> {
+  return fetchAdapter(receiverHandler(receiver, options));
 }
 
 /**

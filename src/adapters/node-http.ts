@@ -3,7 +3,7 @@ import type { Receiver } from '../receiver/receiver.js';
 import { type HttpHandler, type HttpRequest, type HttpResponse, readOnce, type RequestBody } from './http-handler.js';
 import { internalError } from './internal-error.js';
 import { readNodeBody } from './read-body.js';
-import { receiverHandler } from './receiver-handler.js';
+import { type ReceiverAdapterOptions, receiverHandler } from './receiver-handler.js';
 
 /**
  * A `node:http` request handler around a receiver. It always answers, and its promise never rejects: when the
@@ -13,8 +13,11 @@ import { receiverHandler } from './receiver-handler.js';
  * @example
  * http.createServer(nodeHandler(receiver)).listen(8787);
  */
-export function nodeHandler(receiver: Receiver): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
-  return nodeAdapter(receiverHandler(receiver));
+export function nodeHandler(
+  receiver: Receiver,
+  options: ReceiverAdapterOptions = {},
+): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  return nodeAdapter(receiverHandler(receiver, options));
 }
 
 /**

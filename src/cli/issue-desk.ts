@@ -29,7 +29,7 @@ export interface IssueDesk {
   show(id: string, filter: IssueEventsFilter): Promise<{ issue: Issue; events: AffectedEvent[] } | undefined>;
   act(id: string, action: IssueAction): Promise<IssueStateChange>;
   /** undefined when there is no such issue. */
-  replay(id: string, options: { dryRun?: boolean | undefined }): Promise<IssueReplay | undefined>;
+  replay(id: string, options: { dryRun?: boolean | undefined; account?: string | undefined }): Promise<IssueReplay | undefined>;
 }
 
 /** The issues of a database this process opened. */

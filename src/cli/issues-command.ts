@@ -31,11 +31,12 @@ export function addIssuesCommands(program: Command, ctx: CommandContext): void {
     .addOption(new Option('--state <state>', 'only issues in this state').choices(ISSUE_STATES))
     .option('--handler <name>', 'only the issues of this handler (a sink: its recorded name, e.g. forward:erp)')
     .option('--type <type>', 'only issues of this event type')
+    .option('--account <id>', 'only issues with events of this account, counted in it alone')
     .option('--limit <n>', 'at most this many', positiveInt('--limit'), 100)
     .option('--json', 'print one JSON array')
-    .action(async (opts: { state?: IssueState; handler?: string; type?: string; limit: number; json?: boolean }) => {
+    .action(async (opts: { state?: IssueState; handler?: string; type?: string; account?: string; limit: number; json?: boolean }) => {
       const rows = await withIssueDesk(ctx.env('events'), (desk) =>
-        desk.list({ state: opts.state, handler: opts.handler, eventType: opts.type, limit: opts.limit }),
+        desk.list({ state: opts.state, handler: opts.handler, eventType: opts.type, account: opts.account, limit: opts.limit }),
       );
       if (opts.json) return ctx.out(printableJson(JSON.stringify(rows.map(described), null, 2)));
       if (rows.length === 0) return ctx.out(opts.state ? `no ${opts.state} issues` : 'no issues');
@@ -46,10 +47,13 @@ export function addIssuesCommands(program: Command, ctx: CommandContext): void {
     .description('show one issue: its counts, last error and affected events (oldest first)')
     .argument('<id>', 'the number issues list shows')
     .option('--unfinished', 'only the affected events that are not done (what replay would re-queue)')
+    .option('--account <id>', "only this account's events")
     .option('--limit <n>', 'at most this many events', positiveInt('--limit'), 20)
     .option('--json', 'print {"issue": …, "events": […]}')
-    .action(async (id: string, opts: { unfinished?: boolean; limit: number; json?: boolean }) => {
-      const found = await withIssueDesk(ctx.env('events'), (desk) => desk.show(id, { unfinished: opts.unfinished, limit: opts.limit }));
+    .action(async (id: string, opts: { unfinished?: boolean; account?: string; limit: number; json?: boolean }) => {
+      const found = await withIssueDesk(ctx.env('events'), (desk) =>
+        desk.show(id, { unfinished: opts.unfinished, account: opts.account, limit: opts.limit }),
+      );
       if (!found) throw new UsageError(`No issue #${id}.`);
       if (opts.json) return ctx.out(printableJson(JSON.stringify({ issue: described(found.issue), events: found.events }, null, 2)));
       await ctx.out(issueText(found.issue, found.events, opts.limit));
@@ -78,32 +82,30 @@ export function addIssuesCommands(program: Command, ctx: CommandContext): void {
     .command('replay')
     .description("once the cause is fixed: re-queue the issue's affected events that are not done, and mark it resolved")
     .argument('<id>')
+    .option('--account <id>', "only this account's events (the issue is still marked resolved)")
     .option('--dry-run', 'print how many events it would re-queue; change nothing', false)
     .option('-y, --yes', 'replay more than one event without asking (needed when not on a terminal)', false)
     .option('--json', 'print {"count", "replayed", "eventIds", "state"}')
-    .action(async (id: string, opts: { dryRun: boolean; yes: boolean; json?: boolean }) => {
+    .action(async (id: string, opts: { account?: string; dryRun: boolean; yes: boolean; json?: boolean }) => {
+      const { account } = opts;
       await withIssueDesk(ctx.env('events'), async (desk) => {
-        const preview = await desk.show(id, { unfinished: true, limit: 10 });
+        const preview = await desk.show(id, { unfinished: true, account, limit: 10 });
         if (!preview) throw new UsageError(`No issue #${id}.`);
-        const count = preview.issue.unfinishedEvents;
+        const count = (await desk.replay(id, { dryRun: true, account }))!.count;
         const what = `issue #${id} (${title(preview.issue)})`;
         if (opts.dryRun) {
-          const dry = (await desk.replay(id, { dryRun: true }))!;
-          if (opts.json) return ctx.out(JSON.stringify({ count: dry.count, replayed: 0, eventIds: [], state: dry.state }));
-          await ctx.out(
-            `${countOf(dry.count, 'event')} to re-queue for ${printable(what)}${
-              dry.count
-                ? `: ${sampleOf(
-                    preview.events.map((e) => e.eventId),
-                    dry.count,
-                  )}`
-                : ''
-            }`,
-          );
+          if (opts.json) return ctx.out(JSON.stringify({ count, replayed: 0, eventIds: [], state: preview.issue.state }));
+          const sample = count
+            ? `: ${sampleOf(
+                preview.events.map((e) => e.eventId),
+                count,
+              )}`
+            : '';
+          await ctx.out(`${countOf(count, 'event')} to re-queue for ${printable(what)}${sample}`);
           return ctx.out('dry run: nothing changed');
         }
         await confirmBulk({ count, action: `re-queue ${countOf(count, 'event')} of ${what} and mark it resolved`, yes: opts.yes });
-        const replay = await desk.replay(id, {});
+        const replay = await desk.replay(id, { account });
         if (!replay) throw new UsageError(`No issue #${id}.`);
         if (opts.json) {
           const { count: found, eventIds, state } = replay;
@@ -157,7 +159,7 @@ function issueText(issue: Issue, events: readonly AffectedEvent[], limit: number
     ['first seen', issue.firstSeenAt.toISOString()],
     ['last seen', issue.lastSeenAt.toISOString()],
     ['failures', String(issue.failures)],
-    ['events', `${issue.affectedEvents} (${issue.unfinishedEvents} not done)`],
+    ['events', `${issue.affectedEvents} (${issue.unfinishedEvents} not done) in ${countOf(issue.affectedAccounts, 'account')}`],
     ['reopened', String(issue.reopened)],
     ['last error', issue.lastError ?? '-'],
   ];
@@ -166,9 +168,9 @@ function issueText(issue: Issue, events: readonly AffectedEvent[], limit: number
     lines.push(
       '',
       table(
-        ['EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'RECEIVED'],
-        events.map((e) => [e.eventId, e.eventType, e.status, String(e.attempts), e.receivedAt.toISOString()]),
-        [3],
+        ['EVENT ID', 'ACCOUNT', 'TYPE', 'STATUS', 'ATTEMPTS', 'RECEIVED'],
+        events.map((e) => [e.eventId, e.account, e.eventType, e.status, String(e.attempts), e.receivedAt.toISOString()]),
+        [4],
       ),
     );
     if (events.length === limit) lines.push(`showing the first ${limit} (raise --limit to see more)`);

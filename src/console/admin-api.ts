@@ -18,7 +18,7 @@ import { resolveStep } from '../store/effect-steps.js';
 import { consoleAsset } from './console-page.js';
 import { FailureThrottle } from './failure-throttle.js';
 import { type HandlerSource, issueRoutes } from './issue-routes.js';
-import { arrivalPosition, filterText, identifierText } from './inputs.js';
+import { accountId, arrivalPosition, filterText, identifierText } from './inputs.js';
 import { maskPersonalData } from './mask.js';
 import { adminTokenWeakness, bearerMatches } from './token.js';
 import type { VerifyControl } from './verify-control.js';
@@ -141,6 +141,12 @@ const replayBody = z
     status: z.enum(REPLAYABLE).optional(),
     type: identifierText.optional(),
     eventIds: z.array(identifierText).min(1).max(MAX_REPLAY_IDS).optional(),
+    events: z
+      .array(z.strictObject({ account: accountId, eventId: identifierText }))
+      .min(1)
+      .max(MAX_REPLAY_IDS)
+      .optional(),
+    account: accountId.optional(),
     dryRun: z.boolean().optional(),
     sample: z.number().int().min(1).max(MAX_REPLAY_IDS).optional(),
     limit: z.number().int().min(1).max(MAX_REPLAY_IDS).optional(),
@@ -150,8 +156,10 @@ const replayBody = z
   })
   .superRefine((body, ctx) => {
     const problem = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
-    if (body.eventIds === undefined && body.status === undefined) problem('status', 'give a status, or eventIds');
-    if (body.eventIds !== undefined && body.type !== undefined)
+    if (body.eventIds === undefined && body.events === undefined && body.status === undefined)
+      problem('status', 'give a status, or eventIds');
+    if (body.eventIds !== undefined && body.events !== undefined) problem('events', 'give eventIds or events, not both');
+    if ((body.eventIds !== undefined || body.events !== undefined) && body.type !== undefined)
       problem('type', 'selects by type within a status; leave it out with eventIds');
     if (body.dryRun && body.limit !== undefined) problem('limit', 'is for a batch of a replay, not for a dry run');
     if (body.sample !== undefined && !body.dryRun) problem('sample', 'is for a dry run only');
@@ -330,10 +338,13 @@ const ROUTES: readonly AdminRoute[] = [
     commandLine: true,
     async answer({ request, store, via }, logger) {
       const body = parse(replayBody, jsonBody(await bodyText(request)), 'body');
+      const how = { account: body.account, redoEffects: body.redoEffects };
       const which: ReplaySelection = body.eventIds
-        ? { eventIds: [...new Set(body.eventIds)], status: body.status, redoEffects: body.redoEffects }
-        : { status: body.status!, eventType: body.type, redoEffects: body.redoEffects };
-      const described = { status: body.status, eventType: body.type, named: body.eventIds?.length, via };
+        ? { eventIds: [...new Set(body.eventIds)], status: body.status, ...how }
+        : body.events
+          ? { events: body.events, status: body.status, ...how }
+          : { status: body.status!, eventType: body.type, ...how };
+      const described = { account: body.account, status: body.status, eventType: body.type, named: body.eventIds?.length, via };
       if (body.dryRun) return ok(await previewReplay(store, which, body.sample ?? 10));
       if (body.limit !== undefined) {
         const batch = await replayBatch(store, which, { limit: body.limit, after: body.after, through: body.through });

@@ -10,6 +10,7 @@ import type { OldestPending, StoredEventDetail, TypeStatusCount } from '../store
 import type { ReplayBatch, ReplayPreview, ReplaySelection } from '../store/maintenance.js';
 import type { ResolveOutcome, StepResolution } from '../store/effect-steps.js';
 import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 
 /** A request the console's API answered with an error, or did not answer at all (`status` undefined). */
 export class AdminApiError extends PayhooksError {
@@ -25,7 +26,10 @@ export class AdminApiError extends PayhooksError {
 
 const date = z.iso.datetime({ offset: true }).transform((text) => new Date(text));
 // In the order of store/inbox.ts's objects, so that JSON printed from an answer is byte for byte the same.
+// `account` defaults for a serve that predates accounts (every event then was the default account's).
+const account = z.string().default(DEFAULT_ACCOUNT);
 const storedEvent = z.object({
+  account,
   eventId: z.string(),
   eventType: z.string(),
   resourceKey: z.string().nullable(),
@@ -59,6 +63,7 @@ const eventDetail = storedEvent.extend({
   effectSteps: z
     .array(
       z.object({
+        account,
         eventId: z.string(),
         receivedAt: date,
         handler: z.string(),
@@ -79,16 +84,18 @@ const eventDetail = storedEvent.extend({
     .default([]),
 });
 const resolved = z.discriminatedUnion('resolved', [
-  z.object({ resolved: z.literal(true), handler: z.string(), step: z.string(), remaining: z.number(), requeued: z.boolean() }),
+  z.object({ resolved: z.literal(true), account, handler: z.string(), step: z.string(), remaining: z.number(), requeued: z.boolean() }),
   z.object({
     resolved: z.literal(false),
     reason: z.enum(['not-found', 'not-held', 'ambiguous']),
     handlers: z.array(z.string()).optional(),
+    accounts: z.array(z.string()).optional(),
     state: z.enum(['started', 'completed', 'failed', 'needs-review', 'redo']).optional(),
   }),
 ]);
 const quarantined = z.object({
   id: z.string(),
+  account,
   kind: z.enum(QUARANTINE_KINDS),
   reason: z.string(),
   eventId: z.string().nullable(),
@@ -110,6 +117,7 @@ const stats = z.object({
   byTypeAndStatus: z.array(z.object({ eventType: z.string(), status: z.enum(EVENT_STATUSES), count: z.number() })),
   oldestPending: z
     .object({
+      account,
       eventId: z.string(),
       receivedAt: date,
       ageMs: z.number(),
@@ -239,7 +247,12 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
   }
 
   const selection = (which: ReplaySelection) => ({
-    ...('eventIds' in which ? { eventIds: which.eventIds, status: which.status } : { status: which.status, type: which.eventType }),
+    ...('eventIds' in which
+      ? { eventIds: which.eventIds, status: which.status }
+      : 'events' in which
+        ? { events: which.events, status: which.status }
+        : { status: which.status, type: which.eventType }),
+    ...(which.account !== undefined ? { account: which.account } : {}),
     ...(which.redoEffects ? { redoEffects: true } : {}),
   });
 

@@ -2,6 +2,7 @@
 // the database would refuse (U+0000, a position past bigint) is the client's mistake, answered 400, never a 500.
 import { z } from 'zod';
 import { MAX_IDENTIFIER_LENGTH } from '../events/index.js';
+import { isAccountId } from '../store/accounts.js';
 
 const noNul = (value: string) => !value.includes('\u0000');
 const NUL_MESSAGE = 'must not contain U+0000, which the database cannot hold';
@@ -34,3 +35,6 @@ export const arrivalPosition = z
     (value) => !DIGITS.test(value) || BigInt(value) <= MAX_POSITION,
     'expected the nextCursor of a page (this one is past any position)',
   );
+
+/** An account id, as configured (docs/accounts.md): lower-case letters, digits, `-` and `_`. */
+export const accountId = z.string().refine(isAccountId, 'expected an account id: lower-case letters, digits, "-" and "_", at most 63');

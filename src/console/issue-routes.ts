@@ -20,7 +20,7 @@ import {
 } from '../store/issues.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import type { AdminApiOptions, AdminRequest } from './admin-api.js';
-import { filterText, identifierText } from './inputs.js';
+import { accountId, arrivalPosition, filterText } from './inputs.js';
 import { maskPersonalData } from './mask.js';
 
 /** What a route's answer is made from (admin-api.ts's RouteCall). */
@@ -58,16 +58,18 @@ const listQuery = z.strictObject({
   state: z.enum(ISSUE_STATES).optional(),
   handler: filterText.optional(),
   type: filterText.optional(),
+  account: accountId.optional(),
   limit: z.coerce.number().int().min(1).max(ISSUE_PAGE.max).optional(),
   reveal: z.enum(['true', 'false']).optional(),
 });
 const showQuery = z.strictObject({
   unfinished: z.enum(['true', 'false']).optional(),
+  account: accountId.optional(),
   limit: z.coerce.number().int().min(1).max(ISSUE_PAGE.max).optional(),
-  after: identifierText.optional(),
+  after: arrivalPosition.optional(),
   reveal: z.enum(['true', 'false']).optional(),
 });
-const replayBody = z.strictObject({ dryRun: z.boolean().optional() });
+const replayBody = z.strictObject({ dryRun: z.boolean().optional(), account: accountId.optional() });
 
 const ID = '(\\d{1,18})';
 
@@ -123,6 +125,7 @@ export function issueRoutes(kit: RouteKit): IssueRoute[] {
           state: filter.state,
           handler: filter.handler,
           eventType: filter.type,
+          account: filter.account,
           limit: filter.limit,
         });
         return kit.ok({ issues: issues.map((issue) => shown(issue, options)) });
@@ -137,6 +140,7 @@ export function issueRoutes(kit: RouteKit): IssueRoute[] {
         const issue = await found(store, param!);
         const events = await issueEvents(store, param!, {
           unfinished: filter.unfinished === 'true',
+          account: filter.account,
           limit: filter.limit,
           after: filter.after,
         });
@@ -157,8 +161,8 @@ export function issueRoutes(kit: RouteKit): IssueRoute[] {
       pattern: new RegExp(`^/admin/api/issues/${ID}/replay$`),
       commandLine: true,
       async answer({ request, store, param, via }, logger) {
-        const { dryRun } = kit.parse(replayBody, await kit.body(request), 'body');
-        const replay = await replayIssue(store, param!, { dryRun });
+        const { dryRun, account } = kit.parse(replayBody, await kit.body(request), 'body');
+        const replay = await replayIssue(store, param!, { dryRun, account });
         if (!replay) throw kit.refuse(404, `No issue #${param}.`);
         if (!dryRun) logger?.info({ issueId: param, count: replay.eventIds.length, via }, 'console: affected events of an issue replayed');
         return kit.ok({ count: replay.count, replayed: replay.eventIds.length, eventIds: replay.eventIds, state: replay.state });

@@ -19,6 +19,7 @@ const issue = z.object({
   lastSeenAt: date,
   failures: z.number(),
   affectedEvents: z.number(),
+  affectedAccounts: z.number(),
   unfinishedEvents: z.number(),
   lastError: z.string().nullable(),
   openedAt: date,
@@ -27,12 +28,14 @@ const issue = z.object({
   notifiedAt: date.nullable(),
 });
 const affected = z.object({
+  account: z.string(),
   eventId: z.string(),
   eventType: z.string(),
   status: z.enum(EVENT_STATUSES),
   attempts: z.number(),
   receivedAt: date,
   lastError: z.string().nullable(),
+  position: z.string(),
 });
 const replayed = z.object({ count: z.number(), eventIds: z.array(z.string()), state: z.enum(ISSUE_STATES) });
 
@@ -44,7 +47,7 @@ export interface IssuesClient {
   /** The issue after the action; `status` 404 (none) or 409 (not from its state) as an AdminApiError. */
   act(id: string, action: IssueAction): Promise<Issue>;
   /** undefined when there is no such issue (404). */
-  replay(id: string, options: { dryRun?: boolean | undefined }): Promise<IssueReplay | undefined>;
+  replay(id: string, options: { dryRun?: boolean | undefined; account?: string | undefined }): Promise<IssueReplay | undefined>;
 }
 
 /**
@@ -82,23 +85,24 @@ export function createIssuesClient(options: AdminClientOptions): IssuesClient {
   }
   const at = (id: string) => `/issues/${encodeURIComponent(id)}`;
   return {
-    async list({ state, handler, eventType, limit }) {
+    async list({ state, handler, eventType, account, limit }) {
       const query = new URLSearchParams({ reveal: 'true' });
-      for (const [name, value] of Object.entries({ state, handler, type: eventType, limit }))
+      for (const [name, value] of Object.entries({ state, handler, type: eventType, account, limit }))
         if (value !== undefined) query.set(name, String(value));
       return (await call(z.object({ issues: z.array(issue) }), 'GET', `/issues?${query}`))!.issues;
     },
-    async show(id, { unfinished, limit, after }) {
+    async show(id, { unfinished, account, limit, after }) {
       const query = new URLSearchParams({ reveal: 'true' });
-      for (const [name, value] of Object.entries({ unfinished, limit, after })) if (value !== undefined) query.set(name, String(value));
+      for (const [name, value] of Object.entries({ unfinished, account, limit, after }))
+        if (value !== undefined) query.set(name, String(value));
       return call(z.object({ issue, events: z.array(affected) }), 'GET', `${at(id)}?${query}`);
     },
     async act(id, action) {
       return (await call(z.object({ issue }), 'POST', `${at(id)}/${action}`, {}))!.issue;
     },
-    async replay(id, { dryRun }) {
+    async replay(id, { dryRun, account }) {
       try {
-        return await call(replayed, 'POST', `${at(id)}/replay`, { dryRun });
+        return await call(replayed, 'POST', `${at(id)}/replay`, { dryRun, account });
       } catch (err) {
         if (err instanceof AdminApiError && err.status === 404) return undefined;
         throw err;

@@ -5,6 +5,10 @@ import type { DeliveryObservation, ReceiveRequest, ReceiveResponse } from './rec
 
 /** What {@link createReceiver}'s `receive` learns along the way, for {@link DeliveryObservation}. */
 export interface DeliveryNote {
+  /** The account whose route it came to (the default account's for the plain route). */
+  account?: string;
+  /** It came to the route of an account that is not configured (answered 404). */
+  unknownAccount?: boolean;
   /** The signature was checked and holds. */
   verified?: boolean;
   eventId?: string;
@@ -33,13 +37,15 @@ export function describeReceipt(
   else if (note.verified) span.setAttribute('payhooks.signature.outcome', 'verified');
   if (note.eventId !== undefined) span.setAttribute('messaging.message.id', note.eventId);
   if (note.eventType !== undefined) span.setAttribute('payhooks.event.type', note.eventType);
+  if (note.account !== undefined && !note.unknownAccount) span.setAttribute('payhooks.account', note.account);
   if (response.status >= 500) markSpanFailed(span, String(response.status));
 }
 
 /** What became of a request, from its answer and what was learnt on the way. */
 export function outcomeOf(status: number, note: DeliveryNote): DeliveryObservation['outcome'] {
   if (status === 200) return note.duplicate ? 'duplicate' : 'stored';
-  if (status === 401) return 'rejected';
+  if (note.unknownAccount) return 'unknown_account';
+  if (status === 401 || note.reason !== undefined) return 'rejected';
   if (status === 503) return 'unavailable';
   if (note.quarantined) return 'quarantined';
   return status >= 500 ? 'error' : 'refused';

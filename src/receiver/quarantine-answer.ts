@@ -21,6 +21,7 @@ export interface QuarantineKeeping {
  * not be kept (storage away, or the quarantine full), so that the sender keeps it and retries.
  */
 export async function quarantineAnswer(
+  account: string,
   refusal: UnstorableDelivery,
   rawBody: Uint8Array,
   headers: Record<string, string>,
@@ -34,7 +35,7 @@ export async function quarantineAnswer(
   const logged = { kind: refusal.kind, eventType: note.eventType };
   const kept = quarantineDelivery(
     store,
-    { kind: refusal.kind, reason: refusal.message, eventId, eventType, rawBody, headers },
+    { account, kind: refusal.kind, reason: refusal.message, eventId, eventType, rawBody, headers },
     maxQuarantined,
   );
   let receipt: QuarantineReceipt | undefined | 'timeout';

@@ -12,7 +12,8 @@ import { type InSpanOptions, inSpan, SPAN_KIND, traceParentOf, validTraceParent 
 import type { Span } from '@opentelemetry/api';
 import { type DeliveryNote, describeReceipt, ok, outcomeOf } from './delivery-note.js';
 import { quarantineAnswer } from './quarantine-answer.js';
-import { refusalOf } from './refusal.js';
+import { NO_SUCH_ENDPOINT, type RefusalChecks, refusalOf } from './refusal.js';
+import { AccountIdError, DEFAULT_ACCOUNT, isAccountId } from '../store/accounts.js';
 
 /** A request as any HTTP framework can describe it. Header names must be lower-case. */
 export interface ReceiveRequest {
@@ -23,6 +24,11 @@ export interface ReceiveRequest {
    * (an object or a string a body parser made) is refused with 500 and a message that says how to mount the route.
    */
   rawBody: unknown;
+  /**
+   * The account whose route the request came to (`/webhooks/{account}`): verified with that account's secrets only, and
+   * stored as its event. Undefined: the plain route, the default account's ({@link DEFAULT_ACCOUNT}).
+   */
+  account?: string | undefined;
 }
 
 /** The answer to write back; `body` is JSON text. */
@@ -38,8 +44,17 @@ export interface ReceiveResponse {
  */
 export interface ReceiverOptions {
   store: PayhooksDatabase;
-  /** How deliveries are signed: `createDefaultScheme({ secrets })` for the service's default. */
-  scheme: SignatureScheme;
+  /**
+   * How the default account's deliveries are signed: `createDefaultScheme({ secrets })` for the service's default.
+   * Required unless `accounts` is given.
+   */
+  scheme?: SignatureScheme | undefined;
+  /**
+   * How each account's deliveries are signed, by account id (docs/accounts.md): a delivery to `/webhooks/{account}` is
+   * verified with that account's scheme only. An account not named here is answered 404, the same answer and the same
+   * work as a delivery not signed by the account it names, so that the answer does not tell which accounts exist.
+   */
+  accounts?: Readonly<Record<string, SignatureScheme>> | undefined;
   /** Largest body accepted, a positive whole number of bytes; adapters stop reading past it. Default 1 MiB. */
   maxBodyBytes?: number | undefined;
   /**
@@ -83,10 +98,12 @@ export interface ReceiverOptions {
 /** What became of one request to the receiver, for metrics. */
 export interface DeliveryObservation {
   /**
-   * stored, duplicate, rejected (the signature), quarantined (signed but not storable as an event: kept, answered
+   * stored, duplicate, rejected (the signature), unknown_account (a route of no configured account), quarantined (signed but not storable as an event: kept, answered
    * 400), refused (another 4xx), unavailable (503), or error (500).
    */
-  outcome: 'stored' | 'duplicate' | 'rejected' | 'quarantined' | 'refused' | 'unavailable' | 'error';
+  outcome: 'stored' | 'duplicate' | 'rejected' | 'unknown_account' | 'quarantined' | 'refused' | 'unavailable' | 'error';
+  /** The account whose route it came to; null when that account is not configured (`unknown_account`). */
+  account: string | null;
   status: number;
   /** The event type, once the signed envelope was read; null before. */
   eventType: string | null;
@@ -132,17 +149,41 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   if (typeof options.store !== 'object' || options.store === null || !('db' in options.store)) {
     throw new TypeError('store must be an open database from openDatabase().');
   }
-  assertScheme(options.scheme, 'scheme');
+  const schemes = accountSchemes(options);
   if (options.onStored !== undefined && typeof options.onStored !== 'function') {
     throw new TypeError('onStored must be a function (eventId) => void, or left out.');
   }
   const ingest = createGroupCommit(options.store, options.groupCommit, ackBudgetMs);
   const log = options.logger;
-  const keptHeaders = [...new Set([...options.scheme.headerNames, ...KEPT_HEADERS])];
+  const keptHeaders = [...new Set([...[...schemes.values()].flatMap((scheme) => scheme.headerNames), ...KEPT_HEADERS])];
 
   const trusting = options.trustIncomingTraceContext === true;
-  const checks = { maxBodyBytes, scheme: options.scheme, log };
+  // What a delivery to an unknown account is checked with before it is answered 404: a configured scheme, so that the
+  // work done (and so the time taken) is the same as for a known account whose signature does not hold.
+  const decoy = schemes.values().next().value as SignatureScheme;
   const keeping = { store: options.store, ackBudgetMs, maxQuarantined, log };
+
+  /** The checks of a request's route, and its account noted; the route of an unknown account gets the decoy's. */
+  function checksOf(request: ReceiveRequest, note: DeliveryNote): RefusalChecks {
+    const accountRoute = request.account !== undefined;
+    const account = request.account ?? DEFAULT_ACCOUNT;
+    note.account = account;
+    const scheme = schemes.get(account);
+    if (scheme === undefined) note.unknownAccount = true;
+    // The decoy's verdict is not this delivery's: it logs nothing of it (refusal() says what happened).
+    return { maxBodyBytes, scheme: scheme ?? decoy, log: scheme ? log : undefined, accountRoute: accountRoute || scheme === undefined };
+  }
+
+  /** {@link refusalOf} for the request's route: an unknown account's delivery is refused whatever its signature. */
+  function refusal(request: ReceiveRequest, note: DeliveryNote): ReceiveResponse | undefined {
+    const refused = refusalOf(request, note, checksOf(request, note));
+    if (!note.unknownAccount) return refused;
+    note.verified = false;
+    // The id comes from the request's path: shown cut short, never trusted.
+    log?.warn({ account: request.account?.slice(0, 64) ?? DEFAULT_ACCOUNT }, 'a delivery for an account that is not configured; answered 404');
+    if (refused === undefined || refused.status === 404) return errorResponse(404, NO_SUCH_ENDPOINT);
+    return refused;
+  }
 
   /**
    * One delivery in its `webhook.receive` span (docs/tracing.md): a server span of a trace of its own, linked to the
@@ -156,14 +197,14 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     // A span cannot change its parent once started: the checks up to the signature run first, span-less (no I/O,
     // microseconds), and the span then starts from when the request came, under the sender's context only if it is
     // the sender's.
-    let refusal: ReceiveResponse | undefined;
+    let refused: ReceiveResponse | undefined;
     try {
-      refusal = refusalOf(request, note, checks);
+      refused = refusal(request, note);
     } catch (err) {
       return Promise.reject(err);
     }
     const spanOptions = { ...(note.verified ? TRUSTED_RECEIVE_SPAN : RECEIVE_SPAN), startTime: started };
-    return inSpan('webhook.receive', spanOptions, (span) => answer(request, note, started, span, refusal ?? null), request.headers);
+    return inSpan('webhook.receive', spanOptions, (span) => answer(request, note, started, span, refused ?? null), request.headers);
   }
 
   /**
@@ -177,12 +218,13 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     span: Span,
     checked?: ReceiveResponse | null,
   ): Promise<ReceiveResponse> {
-    const response = (checked === undefined ? refusalOf(request, note, checks) : checked) ?? (await store(request, note, span));
+    const response = (checked === undefined ? refusal(request, note) : checked) ?? (await store(request, note, span));
     const outcome = outcomeOf(response.status, note);
     if (span.isRecording()) describeReceipt(span, request, response, outcome, note);
     options.onDelivery?.({
       outcome,
       status: response.status,
+      account: note.unknownAccount ? null : (note.account ?? null),
       eventType: note.eventType ?? null,
       reason: note.reason ?? null,
       seconds: (performance.now() - started) / 1000,
@@ -196,7 +238,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     const rawBody = request.rawBody as Uint8Array;
     const headers = pickHeaders(request.headers, keptHeaders);
     const read = readDelivery(rawBody, headers);
-    if (!read.ok) return quarantineAnswer(read, rawBody, headers, note, keeping);
+    const account = note.account ?? DEFAULT_ACCOUNT;
+    if (!read.ok) return quarantineAnswer(account, read, rawBody, headers, note, keeping);
     const { eventId, eventType } = read.event;
     note.eventType = eventType;
     note.eventId = eventId;
@@ -204,7 +247,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     read.event.traceParent = traceParentOf(span) ?? validTraceParent(request.headers.traceparent) ?? null;
 
     const stored = inSpan('payhooks.group_commit', GROUP_COMMIT_SPAN, async (commit) => {
-      const outcome = await ingest.store(read.event);
+      const outcome = await ingest.store({ ...read.event, account });
       if (commit.isRecording()) commit.setAttribute('payhooks.delivery.duplicate', !outcome.inserted);
       return outcome;
     });
@@ -214,7 +257,14 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       outcome = await within(stored, ackBudgetMs);
     } catch (cause) {
       if (cause instanceof UnstorableEventError) {
-        return quarantineAnswer(unstorableEvent(PayhooksError.describe(cause), eventId, eventType), rawBody, headers, note, keeping);
+        return quarantineAnswer(
+          account,
+          unstorableEvent(PayhooksError.describe(cause), eventId, eventType),
+          rawBody,
+          headers,
+          note,
+          keeping,
+        );
       }
       if (cause instanceof StorageTimeoutError) outcome = 'timeout';
       else {
@@ -234,7 +284,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       note.duplicate = true;
       return ok({ received: true, duplicate: true });
     }
-    log?.info({ eventId, eventType }, 'webhook stored');
+    log?.info({ account, eventId, eventType }, 'webhook stored');
     options.onStored?.(eventId);
     return ok({ received: true });
   }
@@ -274,6 +324,26 @@ export function receiverLimits(options: Pick<ReceiverOptions, 'maxBodyBytes' | '
     throw new RangeError(`maxQuarantined must be a whole number of at least 0, not ${String(maxQuarantined)}.`);
   }
   return { maxBodyBytes, ackBudgetMs, maxQuarantined };
+}
+
+/**
+ * The signature scheme of each account the receiver takes deliveries for: `accounts`, and `scheme` as the default
+ * account's. Throws a TypeError when there is none, or one is not a scheme, or an account id is not one payhooks takes.
+ */
+function accountSchemes(options: Pick<ReceiverOptions, 'scheme' | 'accounts'>): Map<string, SignatureScheme> {
+  const schemes = new Map<string, SignatureScheme>();
+  if (options.scheme !== undefined) {
+    assertScheme(options.scheme, 'scheme');
+    schemes.set(DEFAULT_ACCOUNT, options.scheme);
+  }
+  for (const [id, scheme] of Object.entries(options.accounts ?? {})) {
+    if (!isAccountId(id)) throw new TypeError(new AccountIdError(id).message);
+    assertScheme(scheme, `accounts[${JSON.stringify(id)}]`);
+    schemes.set(id, scheme);
+  }
+  if (schemes.size === 0)
+    throw new TypeError('createReceiver needs a signature scheme: { scheme } for one account, or { accounts } for several.');
+  return schemes;
 }
 
 /** Throws a TypeError unless `scheme` looks like a {@link SignatureScheme}; `option` names it in the message. */

@@ -10,14 +10,22 @@ export interface RefusalChecks {
   maxBodyBytes: number;
   scheme: SignatureScheme;
   log: Logger | undefined;
+  /**
+   * The delivery came to an account's own route (`/webhooks/{account}`): a signature that does not hold is answered
+   * 404, as an unknown account is, so that the answer does not tell whether the account exists. Otherwise 401.
+   */
+  accountRoute?: boolean | undefined;
 }
+
+/** The answer on an account's route to a delivery that is not that account's (unknown, or not signed with its secret). */
+export const NO_SUCH_ENDPOINT = 'No webhook endpoint here takes this delivery.';
 
 /**
  * The answer to a request refused before anything is stored (method, body, media type, signature), or undefined when
  * it is an authentic delivery (`note.verified`). Synchronous and without I/O: the receiver may run it before its span.
  */
 export function refusalOf(request: ReceiveRequest, note: DeliveryNote, checks: RefusalChecks): ReceiveResponse | undefined {
-  const { maxBodyBytes, scheme, log } = checks;
+  const { maxBodyBytes, scheme, log, accountRoute } = checks;
   if (request.method.toUpperCase() !== 'POST') {
     const refusal = errorResponse(405, 'Only POST is accepted here.');
     return { ...refusal, headers: { ...refusal.headers, allow: 'POST' } };
@@ -45,7 +53,7 @@ export function refusalOf(request: ReceiveRequest, note: DeliveryNote, checks: R
     if (!(cause instanceof WebhookVerificationError)) throw cause;
     log?.warn({ reason: cause.reason, detail: cause.message }, 'webhook signature rejected');
     note.reason = cause.reason;
-    return errorResponse(401, cause.publicMessage);
+    return accountRoute ? errorResponse(404, NO_SUCH_ENDPOINT) : errorResponse(401, cause.publicMessage);
   }
   note.verified = true;
   return undefined;

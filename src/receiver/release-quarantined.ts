@@ -66,7 +66,7 @@ export async function releaseQuarantined(store: PayhooksDatabase, id: string, op
   }
   let stored: Awaited<ReturnType<typeof releaseHeld>>;
   try {
-    stored = await releaseHeld(store, id, read.event);
+    stored = await releaseHeld(store, id, { ...read.event, account: held.account });
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
     if (typeof code !== 'string' || !code.startsWith('22')) throw error;

@@ -26,6 +26,11 @@ export function budgetedClient(options: {
   logger: Logger;
   /** Where the client's requests and rate-budget waits are counted (serve's /metrics). */
   metrics?: Pick<PayhooksMetrics, 'apiRequest' | 'rateLimitWait'> | undefined;
+  /**
+   * Whose budget it takes from: each account has its own (named by its id), so that one account's requests, and its
+   * 429s, do not slow another's. Default `default`, the default account's. With its own limits, or the service's.
+   */
+  budget?: { name: string; requestsPerWindow?: number | undefined; windowMs?: number | undefined } | undefined;
 }): BudgetedClient {
   let budget: RateLimiter | undefined;
   const api = createClient({
@@ -45,7 +50,11 @@ export function budgetedClient(options: {
   return {
     api,
     bind(store) {
-      budget = createPostgresRateLimiter(store);
+      budget = createPostgresRateLimiter(store, {
+        budget: options.budget?.name,
+        requestsPerWindow: options.budget?.requestsPerWindow,
+        windowMs: options.budget?.windowMs,
+      });
     },
   };
 }

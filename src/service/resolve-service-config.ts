@@ -6,6 +6,7 @@ import { PayhooksError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { createDefaultScheme } from '../signature/default-scheme.js';
 import { loadSyncConfig, type SyncConfig } from '../sync/config.js';
+import { type AccountEntry, type ResolvedAccount, resolveAccounts } from '../sync/accounts-config.js';
 import { type ServiceWorkerOptions, workerOptionProblem } from '../sync/worker-config.js';
 import { EnvironmentError, type EnvVariable, readEnv, variablesOf } from './environment.js';
 import { type ServiceConfig, type ServiceRole, serviceConfigSchema, type TracingExporter } from './service-config.js';
@@ -101,12 +102,14 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
     const dir = resolve(cwd, sources.simulatorSession ?? DEFAULT_SESSION_DIR);
     env = await withSimulatorSession(env as ServiceEnv, sources.logger ?? createLogger({ level: 'silent' }), dir);
   }
-  ruleProblems(env, role, source, problems);
+  const accounts = sync?.accounts ? accountsOf(sync.accounts, env, { source, cwd }, problems) : [];
+  ruleProblems(env, role, source, problems, accounts.length > 0);
 
   if (problems.length || !sync || !worker) return { config: undefined, problems, env: variables, sync };
   const parsed = serviceConfigSchema.safeParse({
     role,
     receiver: { host: env.HOST, port: env.PORT, secrets: env.PAYHOOKS_WEBHOOK_SECRET },
+    accounts,
     database: {
       url: env.DATABASE_URL,
       dataDir: env.PAYHOOKS_DATA_DIR,
@@ -198,11 +201,13 @@ function ruleProblems(
   role: ServiceRole,
   source: Readonly<Record<string, string | undefined>>,
   problems: ServiceConfigProblem[],
+  hasAccounts: boolean,
 ): void {
   const has = (key: EnvVariable) => problems.some((p) => p.key === key);
   if (!has('PAYHOOKS_WEBHOOK_SECRET')) {
     const secrets = env.PAYHOOKS_WEBHOOK_SECRET;
-    if (role !== 'worker' && !secrets?.length) {
+    // With accounts in the file, the secret is the default account's, and optional: each account has its own.
+    if (role !== 'worker' && !secrets?.length && !hasAccounts) {
       const onlyCommas = (source.PAYHOOKS_WEBHOOK_SECRET ?? '').trim() !== '';
       problems.push({
         key: 'PAYHOOKS_WEBHOOK_SECRET',
@@ -252,6 +257,52 @@ function ruleProblems(
       problems.push({ key: 'PAYHOOKS_API_KEY', kind: 'rule', message: `PAYHOOKS_API_KEY is refused by the API client: ${reason}` });
     }
   }
+}
+
+/**
+ * The file's accounts with their credentials read (from the service's environment, and files relative to `cwd`), each
+ * secret list checked by the default scheme and each API key by the client, as the default account's are; an account
+ * with a key and no URL of its own uses PAYHOOKS_API_URL. Every problem is reported under `config`.
+ */
+function accountsOf(
+  entries: readonly AccountEntry[],
+  env: Partial<ServiceEnv>,
+  where: { source: Readonly<Record<string, string | undefined>>; cwd: string },
+  problems: ServiceConfigProblem[],
+): ResolvedAccount[] {
+  const { accounts, problems: unread } = resolveAccounts(entries, { env: where.source, cwd: where.cwd });
+  for (const message of unread) problems.push({ key: 'config', kind: 'file', message });
+  for (const account of accounts) {
+    if (account.secrets.length > 0) {
+      try {
+        createDefaultScheme({ secrets: account.secrets });
+      } catch (err) {
+        problems.push({
+          key: 'config',
+          kind: 'rule',
+          message: `accounts ${account.id} secrets: ${PayhooksError.describe(err).replace(/^payhooks: /, '')}`,
+        });
+      }
+    }
+    account.apiUrl ??= env.PAYHOOKS_API_URL;
+    if (account.apiKey === undefined) continue;
+    if (account.apiUrl === undefined) {
+      problems.push({
+        key: 'config',
+        kind: 'rule',
+        message: `accounts ${account.id} has an apiKey and no apiUrl: give its apiUrl, or set PAYHOOKS_API_URL.`,
+      });
+      continue;
+    }
+    try {
+      createClient({ apiKey: account.apiKey, baseUrl: account.apiUrl, rateLimit: false, maxRetries: 0 });
+    } catch (err) {
+      if (!(err instanceof ApiInputError)) throw err;
+      const reason = PayhooksError.describe(err).replace(/^Invalid client options: /, '');
+      problems.push({ key: 'config', kind: 'rule', message: `accounts ${account.id} apiKey is refused by the API client: ${reason}` });
+    }
+  }
+  return accounts;
 }
 
 /** Every problem as the service refuses them: the variables together, as every command lists them, then the rest. */

@@ -71,6 +71,24 @@ export const serviceConfigSchema = z.object({
    * `PAYHOOKS_MAX_ATTEMPTS`, `PAYHOOKS_HANDLER_TIMEOUT_MS` and `PAYHOOKS_STOP_TIMEOUT_MS` overriding it.
    */
   worker: z.object(workerTunablesShape).prefault({}).transform(withWorkerDefaults),
+  /**
+   * The organizations this service receives for (docs/accounts.md): the configuration file's `accounts` with their
+   * credentials read. Empty (the default): the one default account, with `receiver.secrets` and `api`.
+   */
+  accounts: z
+    .array(
+      z.object({
+        id: z.string().min(1),
+        secrets: z.array(z.string().min(1)).min(1),
+        apiKey: z.string().min(1).optional(),
+        apiUrl: z.string().min(1).optional(),
+        rateBudget: z
+          .object({ requestsPerWindow: z.number().int().positive(), windowMs: z.number().int().positive().optional() })
+          .optional(),
+        workerShare: z.number().int().min(1).max(1000).default(1),
+      }),
+    )
+    .default([]),
   /** The current-state API: `PAYHOOKS_API_KEY` and `PAYHOOKS_API_URL` (both, or neither: no `ctx.api`). */
   api: z.object({ key: z.string().min(1).optional(), url: z.string().min(1).optional() }).prefault({}),
   /** The operator console: `PAYHOOKS_ADMIN_TOKEN`; unset: off (404). */

@@ -20,12 +20,13 @@ import { type GapSweeper, startGapSweeper } from '../sync/gap-sweep.js';
 import { type PeriodicReconcile, startPeriodicReconcile } from '../sync/periodic-reconcile.js';
 import { type RegisteredSinks, registerSinks } from '../sync/sinks.js';
 import { startAlarmMonitor } from './alarm-monitor.js';
-import { budgetedClient } from './budgeted-client.js';
+import { bindAccountBudgets, payhooksAccounts, serviceAccounts } from './service-accounts.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 import { adminRoute } from './routes/admin-route.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { metricsRoute } from './routes/metrics-route.js';
 import { json, matchRoute, type ServiceRoute } from './routes/service-route.js';
-import { WEBHOOK_PATH, webhookRoute } from './routes/webhook-route.js';
+import { WEBHOOK_PATH, webhookAccount, webhookRoute } from './routes/webhook-route.js';
 import { writePostgresMarker } from './postgres-marker.js';
 import { newLocalToken, removeServeSession, writeServeSession } from './serve-session.js';
 import type { ServiceConfig, ServiceRole } from './service-config.js';
@@ -86,9 +87,10 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   if (config.metrics.processMetrics) collectDefaultMetrics({ register: registry });
   // The inbox gauges are read at scrapes, which only come once the server listens, after `hooks` exists.
   const metrics = createPayhooksMetrics(registry, { store: () => hooks.ready() });
-  // Every process on this database (serve, its worker child, backfill, reconcile) takes from one rate budget.
-  const budgeted = config.api.key ? budgetedClient({ apiKey: config.api.key, baseUrl: config.api.url, logger, metrics }) : undefined;
-  const api = budgeted?.api;
+  // Every process on this database (serve, its worker child, backfill, reconcile) takes from one rate budget per account.
+  const accounts = serviceAccounts(config, { logger, metrics });
+  // The sweeper, reconcile, verify and the API probe read through the default account's client (or the first one's).
+  const api = (accounts.find((account) => account.id === DEFAULT_ACCOUNT) ?? accounts[0])?.client?.api;
   if (!api) {
     logger.warn(
       "PAYHOOKS_API_KEY is not set: handlers get no API client (ctx.api) and have only the events' own snapshots, so current-state reads (the defence against out-of-order delivery) are off.",
@@ -97,7 +99,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   // The receiver's answers, for the silence and signature alarms.
   const watch = new DeliveryWatch();
   const hooks = createPayhooks<ApiClient>({
-    secret: config.receiver.secrets,
+    accounts: payhooksAccounts(accounts),
     database: { url: config.database.url, dataDir: config.database.dataDir, schema: config.database.schema },
     migrations: config.database.appMigrations,
     appSchema: config.database.appSchema,
@@ -116,7 +118,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   });
   options.observeWorker?.(hooks.events);
   const store = await hooks.ready();
-  budgeted?.bind(store);
+  bindAccountBudgets(accounts, store);
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
   let periodic: PeriodicReconcile | undefined;
   let sweeper: GapSweeper | undefined;
@@ -173,7 +175,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   const localToken = store.kind === 'pglite' ? newLocalToken() : undefined;
   const adminToken = config.console.adminToken;
   const routes: ServiceRoute[] = [
-    webhookRoute(receiving ? hooks.node() : undefined, registry),
+    webhookRoute(receiving ? hooks.node({ account: webhookAccount }) : undefined, registry),
     ...(adminToken !== undefined || localToken !== undefined
       ? [
           adminRoute(

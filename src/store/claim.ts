@@ -12,6 +12,8 @@ export interface GivenUpHandler {
 
 /** An event a worker holds a lease on. */
 export interface ClaimedEvent {
+  /** The account (organization) it belongs to: with the eventId, its key. */
+  account: string;
   eventId: string;
   eventType: string;
   resourceKey: string | null;
@@ -51,7 +53,7 @@ export interface ClaimOptions {
   /** The fingerprint of the worker's schemas (`dataCheckFingerprint`): events stored under it come `dataChecked`. */
   dataCheck?: string | undefined;
   /** Told about each event buried that way (for a log line). */
-  onBuried?: ((event: { eventId: string; eventType: string; attempts: number }) => void) | undefined;
+  onBuried?: ((event: { account: string; eventId: string; eventType: string; attempts: number }) => void) | undefined;
 }
 
 /**
@@ -61,7 +63,12 @@ export interface ClaimOptions {
  * Due: waiting and past its due time, or leased with the lease run out (its worker died). An expired one that has
  * had `maxAttempts` claims already leaves the queue as `dead` instead, with the reason.
  *
- * Ordering is per (resource, handler). An event is claimed only while no event of its resource key holds a live
+ * Fair between accounts (migrations/018): the accounts with due events share each claim in proportion to their worker
+ * share, take turns when there are more of them than the claim has room for (every account's turn comes within
+ * ceil(accounts / limit) claims), and room left unused is filled from every account's due events in queue order.
+ * docs/accounts.md#fairness states the bound.
+ *
+ * Ordering is per (account, resource, handler). An event is claimed only while no event of its resource key holds a live
  * lease (so events of one resource never run at once; this also covers deliveries of one resource that commit out of
  * `seq` order: a later one may already run when an earlier one becomes visible, and the earlier one then waits for
  * it), and only if every earlier queued event of its key is waiting for a retry, not due, with a known set of owed
@@ -83,9 +90,10 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
   const { rows } = await claimStatement(store, options).execute(store.db);
   const claimed: ClaimedEvent[] = [];
   for (const row of rows) {
-    if (row.buried) options.onBuried?.({ eventId: row.event_id, eventType: row.event_type, attempts: row.attempts });
+    if (row.buried) options.onBuried?.({ account: row.account, eventId: row.event_id, eventType: row.event_type, attempts: row.attempts });
     else
       claimed.push({
+        account: row.account,
         eventId: row.event_id,
         eventType: row.event_type,
         resourceKey: row.resource_key,
@@ -108,6 +116,7 @@ export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions
 /** A row of {@link claimStatement}: a leased event, or one buried as dead. */
 interface ClaimRow {
   event_id: string;
+  account: string;
   event_type: string;
   resource_key: string | null;
   raw_body: string | null;

@@ -5,6 +5,8 @@ import type { EventStatus } from './schema.js';
 
 /** Filters of {@link pageEvents}, as the operator console offers them. */
 export interface EventPageFilter {
+  /** Only this account's events; default every account's. */
+  account?: string | undefined;
   status?: EventStatus | undefined;
   eventType?: string | undefined;
   /** The resource the event is about, e.g. `invoice:inv_123`. */
@@ -46,6 +48,7 @@ export async function pageEvents(store: PayhooksDatabase, filter: EventPageFilte
     .select([...summaryColumns, 'seq'])
     .orderBy('seq', 'desc')
     .limit(limit + 1);
+  if (filter.account) query = query.where('account', '=', filter.account);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.eventType) query = query.where('event_type', '=', filter.eventType);
   if (filter.resourceKey) query = query.where('resource_key', '=', filter.resourceKey);

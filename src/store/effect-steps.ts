@@ -2,9 +2,12 @@ import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
 import { replayEvents } from './maintenance.js';
 import type { EffectStepState } from './schema.js';
+import { type EventRef, ofEvents } from './event-refs.js';
 
 /** Identifies one step: a named effect of one handler for one event. */
 export interface StepRef {
+  /** The event's account. */
+  account: string;
   eventId: string;
   handler: string;
   step: string;
@@ -62,18 +65,19 @@ export async function beginStep(store: PayhooksDatabase, intent: StepIntent): Pr
   }>`
     with old as (
       select state, result, error from ${steps}
-       where event_id = ${intent.eventId} and handler = ${intent.handler} and step = ${intent.step}
+       where event_id = ${intent.eventId} and account = ${intent.account} and handler = ${intent.handler} and step = ${intent.step}
     ),
     up as (
-      insert into ${steps} as s (event_id, received_at, handler, step, idempotency_key, idempotent, state, attempt)
+      insert into ${steps} as s (event_id, account, received_at, handler, step, idempotency_key, idempotent, state, attempt)
       -- The stored receipt time, exact (the worker's copy has milliseconds only), from the ledger (one probe of its key);
       -- the worker's when the row is gone.
-      values (${intent.eventId},
-              coalesce((select first_received_at from ${sql.id(store.schema, 'event_ledger')} where event_id = ${intent.eventId}),
+      values (${intent.eventId}, ${intent.account},
+              coalesce((select first_received_at from ${sql.id(store.schema, 'event_ledger')}
+                         where event_id = ${intent.eventId} and account = ${intent.account}),
                        ${intent.receivedAt.toISOString()}::timestamptz),
               ${intent.handler}, ${intent.step},
               ${intent.idempotencyKey}, ${intent.idempotent}, 'started', ${intent.attempt})
-      on conflict (event_id, handler, step, received_at) do update
+      on conflict (event_id, account, handler, step, received_at) do update
          set state = case when s.state = 'started' and not (s.idempotent or excluded.idempotent) then 'needs-review' else 'started' end,
              error = case when s.state = 'started' and not (s.idempotent or excluded.idempotent) then ${UNKNOWN_OUTCOME} else s.error end,
              calls = s.calls + case when s.state = 'started' and not (s.idempotent or excluded.idempotent) then 0 else 1 end,
@@ -131,8 +135,9 @@ export async function failStep(store: PayhooksDatabase, ref: StepRef, error: str
 
 /** One step's row, reached in its event's partition: the receipt time comes from the ledger, one probe of its key. */
 function ofStep(store: PayhooksDatabase, ref: StepRef) {
-  return sql`s.event_id = ${ref.eventId} and s.handler = ${ref.handler} and s.step = ${ref.step}
-    and s.received_at = (select first_received_at from ${sql.id(store.schema, 'event_ledger')} where event_id = ${ref.eventId})`;
+  return sql`s.event_id = ${ref.eventId} and s.account = ${ref.account} and s.handler = ${ref.handler} and s.step = ${ref.step}
+    and s.received_at = (select first_received_at from ${sql.id(store.schema, 'event_ledger')}
+                          where event_id = ${ref.eventId} and account = ${ref.account})`;
 }
 
 /**
@@ -145,6 +150,7 @@ export async function markStepIdempotent(store: PayhooksDatabase, ref: StepRef):
     .updateTable('effect_steps')
     .set({ idempotent: true })
     .where('event_id', '=', ref.eventId)
+    .where('account', '=', ref.account)
     .where('handler', '=', ref.handler)
     .where('step', '=', ref.step)
     .where('state', '=', 'started')
@@ -153,6 +159,7 @@ export async function markStepIdempotent(store: PayhooksDatabase, ref: StepRef):
 
 /** One step as operators see it. */
 export interface EffectStep {
+  account: string;
   eventId: string;
   receivedAt: Date;
   handler: string;
@@ -175,20 +182,22 @@ export interface EffectStep {
  * The steps of one event (or of several), in the order they started.
  *
  * @example
- * const steps = await listSteps(store, ['evt_1']);
+ * const steps = await listSteps(store, [{ account: 'default', eventId: 'evt_1' }]);
  */
-export async function listSteps(store: PayhooksDatabase, eventIds: readonly string[]): Promise<EffectStep[]> {
-  if (eventIds.length === 0) return [];
+export async function listSteps(store: PayhooksDatabase, events: readonly EventRef[]): Promise<EffectStep[]> {
+  if (events.length === 0) return [];
   const rows = await store.db
     .selectFrom('effect_steps')
     .selectAll()
-    .where(sql<boolean>`event_id = any(${[...eventIds]}::text[])`)
+    .where(ofEvents(events))
     .orderBy('event_id')
+    .orderBy('account')
     .orderBy('started_at')
     .orderBy('handler')
     .orderBy('step')
     .execute();
   return rows.map((row) => ({
+    account: row.account,
     eventId: row.event_id,
     receivedAt: row.received_at,
     handler: row.handler,
@@ -223,7 +232,7 @@ export interface NeedsReviewCount {
 export async function countNeedsReview(store: PayhooksDatabase): Promise<NeedsReviewCount> {
   const row = await store.db
     .selectFrom('effect_steps')
-    .select([sql<number>`count(*)::int`.as('steps'), sql<number>`count(distinct event_id)::int`.as('events')])
+    .select([sql<number>`count(*)::int`.as('steps'), sql<number>`count(distinct (event_id, account))::int`.as('events')])
     .where('state', '=', 'needs-review')
     .executeTakeFirstOrThrow();
   return { steps: row.steps, events: row.events };
@@ -236,6 +245,7 @@ export type StepResolution = 'done' | 'redo';
 export type ResolveOutcome =
   | {
       resolved: true;
+      account: string;
       handler: string;
       step: string;
       /** Steps of the event still waiting for review. */
@@ -243,7 +253,7 @@ export type ResolveOutcome =
       /** Whether the event went back to the queue (its last step held for review was resolved). */
       requeued: boolean;
     }
-  | { resolved: false; reason: 'not-found' | 'not-held' | 'ambiguous'; handlers?: string[]; state?: EffectStepState };
+  | { resolved: false; reason: 'not-found' | 'not-held' | 'ambiguous'; handlers?: string[]; accounts?: string[]; state?: EffectStepState };
 
 /**
  * Resolves a step held for review: `done` records it completed (no result), `redo` lets the next attempt call it
@@ -256,19 +266,26 @@ export type ResolveOutcome =
  */
 export async function resolveStep(
   store: PayhooksDatabase,
-  ref: { eventId: string; step: string; handler?: string | undefined },
+  ref: { eventId: string; step: string; handler?: string | undefined; account?: string | undefined },
   resolution: StepResolution,
 ): Promise<ResolveOutcome> {
   const outcome = await store.db.transaction().execute(async (trx) => {
     let candidates = trx
       .selectFrom('effect_steps')
-      .select(['handler', 'state'])
+      .select(['handler', 'state', 'account'])
       .where('event_id', '=', ref.eventId)
       .where('step', '=', ref.step);
     if (ref.handler !== undefined) candidates = candidates.where('handler', '=', ref.handler);
+    if (ref.account !== undefined) candidates = candidates.where('account', '=', ref.account);
     const found = await candidates.forUpdate().execute();
     if (found.length === 0) return { resolved: false as const, reason: 'not-found' as const };
-    if (found.length > 1) return { resolved: false as const, reason: 'ambiguous' as const, handlers: found.map((f) => f.handler).sort() };
+    if (found.length > 1)
+      return {
+        resolved: false as const,
+        reason: 'ambiguous' as const,
+        handlers: [...new Set(found.map((f) => f.handler))].sort(),
+        accounts: [...new Set(found.map((f) => f.account))].sort(),
+      };
     const [only] = found as [(typeof found)[number]];
     if (only.state !== 'needs-review') return { resolved: false as const, reason: 'not-held' as const, state: only.state };
     await trx
@@ -280,6 +297,7 @@ export async function resolveStep(
         ended_at: sql`now()`,
       })
       .where('event_id', '=', ref.eventId)
+      .where('account', '=', only.account)
       .where('handler', '=', only.handler)
       .where('step', '=', ref.step)
       .execute();
@@ -287,13 +305,16 @@ export async function resolveStep(
       .selectFrom('effect_steps')
       .select(sql<number>`count(*)::int`.as('n'))
       .where('event_id', '=', ref.eventId)
+      .where('account', '=', only.account)
       .where('state', '=', 'needs-review')
       .executeTakeFirstOrThrow();
-    return { resolved: true as const, handler: only.handler, step: ref.step, remaining: left.n };
+    return { resolved: true as const, account: only.account, handler: only.handler, step: ref.step, remaining: left.n };
   });
   if (!outcome.resolved) return outcome;
   // The last step held: the event goes back to the queue, its completed handlers and steps kept.
-  const requeued = outcome.remaining === 0 && (await replayEvents(store, { eventIds: [ref.eventId], status: 'needs-review' })).length > 0;
+  const requeued =
+    outcome.remaining === 0 &&
+    (await replayEvents(store, { eventIds: [ref.eventId], account: outcome.account, status: 'needs-review' })).length > 0;
   return { ...outcome, requeued };
 }
 
@@ -301,11 +322,8 @@ export async function resolveStep(
  * Sends every step of the events back to be called again on their next run (`payhooks replay --redo-effects`): the
  * rows are deleted, so each step starts afresh, with the same key (derived, not stored). Resolves to how many went.
  */
-export async function forgetSteps(store: PayhooksDatabase, eventIds: readonly string[]): Promise<number> {
-  if (eventIds.length === 0) return 0;
-  const result = await store.db
-    .deleteFrom('effect_steps')
-    .where(sql<boolean>`event_id = any(${[...eventIds]}::text[])`)
-    .executeTakeFirst();
+export async function forgetSteps(store: PayhooksDatabase, events: readonly EventRef[]): Promise<number> {
+  if (events.length === 0) return 0;
+  const result = await store.db.deleteFrom('effect_steps').where(ofEvents(events)).executeTakeFirst();
   return Number(result.numDeletedRows);
 }

@@ -360,8 +360,8 @@ async function keepOnlyUnfinished(trx: Queryable, schema: string, partition: His
     await sql`create table ${fresh} (like ${old} including defaults including constraints including compression)`.execute(trx);
     const copied = await sql`
       insert into ${fresh} select t.* from ${old} t
-       where t.event_id in (select e.event_id from ${inbox} e where e.status not in ('done', 'ignored')
-                            union select q.event_id from ${queue} q where ${range})`.execute(trx);
+       where (t.event_id, t.account) in (select e.event_id, e.account from ${inbox} e where e.status not in ('done', 'ignored')
+                                         union select q.event_id, q.account from ${queue} q where ${range})`.execute(trx);
     if (table === 'inbox_events') kept = Number(copied.numAffectedRows ?? 0n);
     await sql`alter table ${sql.id(schema, table)} detach partition ${old}`.execute(trx);
     await sql`drop table ${old}`.execute(trx);
@@ -404,13 +404,13 @@ async function unresolvedIn(db: Queryable, schema: string, partition: HistoryPar
 export async function forgetLedgerRows(store: PayhooksDatabase, before: Date, limit: number): Promise<number> {
   const ledger = sql.id(store.schema, 'event_ledger');
   const result = await sql`
-    delete from ${ledger} where event_id in (
-      select l.event_id from ${ledger} l
+    delete from ${ledger} where (event_id, account) in (
+      select l.event_id, l.account from ${ledger} l
        where l.first_received_at < ${before}
          -- An event whose history is still kept (a partition kept for its unfinished events) keeps its ledger row: the
          -- history has no unique eventId of its own, so the ledger is what stops a second copy.
          and not exists (select 1 from ${sql.id(store.schema, 'inbox_events')} e
-                          where e.event_id = l.event_id and e.received_at = l.first_received_at)
+                          where e.event_id = l.event_id and e.account = l.account and e.received_at = l.first_received_at)
        limit ${limit})`.execute(store.db);
   return Number(result.numAffectedRows ?? 0n);
 }

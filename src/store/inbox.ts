@@ -2,6 +2,7 @@ import { type EffectStep, listSteps } from './effect-steps.js';
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { compareText } from '../internal/compare-text.js';
+import { DEFAULT_ACCOUNT, eventKey } from './accounts.js';
 import type { PayhooksDatabase } from './database.js';
 import { PREPARED } from './prepared-statements.js';
 import { ensureHistoryPartitions } from './history-partitions.js';
@@ -9,6 +10,8 @@ import type { EventStatus } from './schema.js';
 
 /** What the receiver stores for one delivery. */
 export interface IncomingEvent {
+  /** The account (organization) it was delivered for; default {@link DEFAULT_ACCOUNT}. Part of its key. */
+  account?: string | undefined;
   eventId: string;
   eventType: string;
   resourceKey: string | null;
@@ -30,7 +33,7 @@ export interface IncomingEvent {
 
 /** The outcome of {@link storeEvent}. */
 export interface StoreOutcome {
-  /** false when this eventId was already stored: the delivery count went up, nothing else changed. */
+  /** false when this eventId was already stored for its account: the delivery count went up, nothing else changed. */
   inserted: boolean;
   deliveries: number;
 }
@@ -110,14 +113,15 @@ export async function storeEvent(store: PayhooksDatabase, event: IncomingEvent):
  */
 export async function storeEvents(store: PayhooksDatabase, events: readonly IncomingEvent[]): Promise<StoreOutcome[]> {
   if (events.length === 0) return [];
+  const keyOf = (event: IncomingEvent) => eventKey(event.account ?? DEFAULT_ACCOUNT, event.eventId);
   const repeats = new Map<string, number>();
   const rows: IncomingEvent[] = [];
   for (const event of events) {
-    const seen = repeats.get(event.eventId);
+    const seen = repeats.get(keyOf(event));
     if (seen === undefined) rows.push(event);
-    repeats.set(event.eventId, (seen ?? 0) + 1);
+    repeats.set(keyOf(event), (seen ?? 0) + 1);
   }
-  rows.sort((a, b) => compareText(a.eventId, b.eventId));
+  rows.sort((a, b) => compareText(a.eventId, b.eventId) || compareText(a.account ?? DEFAULT_ACCOUNT, b.account ?? DEFAULT_ACCOUNT));
   const texts = (values: (string | null)[]) => sql`${values}::text[]`;
   const ints = (values: number[]) => sql`${values}::int[]`;
   const bodies = packTexts(rows.map((e) => e.rawBody));
@@ -127,38 +131,39 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
   // each new one. payload is not written at receipt: jsonb refuses some bodies that are valid JSON (a \u0000 or
   // lone-surrogate escape, a number beyond its range, very deep nesting), and a signed delivery must never be
   // answered 503 forever for that; raw_body is the record.
-  const statement = sql<{ event_id: string; deliveries: number; inserted: boolean }>`${PREPARED}
+  const statement = sql<{ event_id: string; account: string; deliveries: number; inserted: boolean }>`${PREPARED}
     with incoming as (
-      select * from unnest(${texts(rows.map((e) => e.eventId))}, ${texts(rows.map((e) => e.eventType))},
+      select * from unnest(${texts(rows.map((e) => e.eventId))}, ${texts(rows.map((e) => e.account ?? DEFAULT_ACCOUNT))},
+                           ${texts(rows.map((e) => e.eventType))},
                            ${texts(rows.map((e) => e.resourceKey))}, ${ints(bodies.starts)}, ${ints(bodies.lengths)},
                            ${texts(rows.map((e) => JSON.stringify(e.headers)))}, ${texts(rows.map((_, i) => bodySha256(bodyBytes(bodies, i))))},
-                           ${ints(rows.map((e) => repeats.get(e.eventId)!))},
+                           ${ints(rows.map((e) => repeats.get(keyOf(e))!))},
                            ${texts(rows.map((e) => e.traceParent ?? null))}, ${texts(rows.map((e) => e.dataValidUnder ?? null))})
-             as i(event_id, event_type, resource_key, body_start, body_length, headers, body_sha256, deliveries, trace_parent,
+             as i(event_id, account, event_type, resource_key, body_start, body_length, headers, body_sha256, deliveries, trace_parent,
                   data_valid_under)
     ),
     ledger as (
-      insert into ${ledger} as t (event_id, body_sha256, deliveries)
-      select event_id, decode(body_sha256, 'hex'), deliveries from incoming order by event_id
-      on conflict (event_id) do update set deliveries = t.deliveries + excluded.deliveries
+      insert into ${ledger} as t (event_id, account, body_sha256, deliveries)
+      select event_id, account, decode(body_sha256, 'hex'), deliveries from incoming order by event_id, account
+      on conflict (event_id, account) do update set deliveries = t.deliveries + excluded.deliveries
       -- xmax is 0 on a freshly inserted row version and set on one the conflict branch updated.
-      returning event_id, deliveries, first_received_at, (xmax = 0) as inserted
+      returning event_id, account, deliveries, first_received_at, (xmax = 0) as inserted
     ),
     added as (
       -- received_at is the ledger's first_received_at (both now() of this statement): the history's partition key, which
       -- anything holding only an eventId finds in the ledger.
-      insert into ${inbox} (event_id, event_type, resource_key, raw_body, payload, headers, deliveries, received_at, trace_parent,
-                            data_valid_under)
-      select i.event_id, i.event_type, i.resource_key,
+      insert into ${inbox} (event_id, account, event_type, resource_key, raw_body, payload, headers, deliveries, received_at,
+                            trace_parent, data_valid_under)
+      select i.event_id, i.account, i.event_type, i.resource_key,
              convert_from(substring(${bodies.bytes}::bytea from i.body_start for i.body_length), 'UTF8'),
              null, i.headers::jsonb, i.deliveries, l.first_received_at, i.trace_parent, i.data_valid_under
-        from incoming i join ledger l on l.event_id = i.event_id
+        from incoming i join ledger l on l.event_id = i.event_id and l.account = i.account
        where l.inserted
-       order by i.event_id
-      returning event_id
+       order by i.event_id, i.account
+      returning event_id, account
     )
-    select l.event_id, l.deliveries, (a.event_id is not null) as inserted
-      from ledger l left join added a on a.event_id = l.event_id
+    select l.event_id, l.account, l.deliveries, (a.event_id is not null) as inserted
+      from ledger l left join added a on a.event_id = l.event_id and a.account = l.account
   `;
   const { rows: stored } = await statement.execute(store.db).catch(async (error: unknown) => {
     // Workers keep partitions ready ahead of time; a receiver that runs alone (or after days with no worker) makes
@@ -168,13 +173,13 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
     await ensureHistoryPartitions(store);
     return statement.execute(store.db);
   });
-  const byId = new Map(stored.map((row) => [row.event_id, row]));
+  const byKey = new Map(stored.map((row) => [eventKey(row.account, row.event_id), row]));
   const answered = new Set<string>();
   return events.map((event) => {
-    const row = byId.get(event.eventId);
+    const row = byKey.get(keyOf(event));
     if (!row) throw new Error(`storing a batch returned no row for one of its events (${stored.length} rows for ${rows.length} ids)`);
-    const first = !answered.has(event.eventId);
-    answered.add(event.eventId);
+    const first = !answered.has(keyOf(event));
+    answered.add(keyOf(event));
     return { inserted: first && row.inserted, deliveries: row.deliveries };
   });
 }
@@ -221,6 +226,8 @@ function bodySha256(bytes: Uint8Array): string {
 
 /** An inbox row as operators and the CLI see it. */
 export interface StoredEvent {
+  /** The account (organization) it belongs to. */
+  account: string;
   eventId: string;
   eventType: string;
   resourceKey: string | null;
@@ -263,6 +270,8 @@ export interface HandlerAttempt {
 
 /** Which events {@link countEventsByStatus} counts: all, or those of a state and/or a type. */
 export interface EventsFilter {
+  /** Only this account's events; default every account's. */
+  account?: string | undefined;
   status?: EventStatus | undefined;
   eventType?: string | undefined;
 }
@@ -275,6 +284,7 @@ export interface ListEventsFilter extends EventsFilter {
 
 /** The columns of a {@link StoredEvent}. */
 export const summaryColumns = [
+  'account',
   'event_id',
   'event_type',
   'resource_key',
@@ -288,6 +298,7 @@ export const summaryColumns = [
 ] as const;
 
 type SummaryRow = {
+  account: string;
   event_id: string;
   event_type: string;
   resource_key: string | null;
@@ -303,6 +314,7 @@ type SummaryRow = {
 /** An inbox row read with {@link summaryColumns}, as operators see it. */
 export function toStoredEvent(row: SummaryRow): StoredEvent {
   return {
+    account: row.account,
     eventId: row.event_id,
     eventType: row.event_type,
     resourceKey: row.resource_key,
@@ -323,24 +335,32 @@ export async function listEvents(store: PayhooksDatabase, filter: ListEventsFilt
     .select(summaryColumns)
     .orderBy('seq', 'desc')
     .limit(filter.limit ?? 100);
+  if (filter.account) query = query.where('account', '=', filter.account);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.eventType) query = query.where('event_type', '=', filter.eventType);
   const rows = await query.execute();
   return rows.map(toStoredEvent);
 }
 
-/** One stored event with its body, headers and the handlers that completed for it or gave up; undefined if absent. */
-export async function getEvent(store: PayhooksDatabase, eventId: string): Promise<StoredEventDetail | undefined> {
-  const row = await store.db
+/**
+ * One stored event with its body, headers and the handlers that completed for it or gave up; undefined if absent.
+ * Without `account`, the eventId is looked up in every account, and the one received first is returned.
+ */
+export async function getEvent(store: PayhooksDatabase, eventId: string, account?: string): Promise<StoredEventDetail | undefined> {
+  let query = store.db
     .selectFrom('inbox_event_states')
     .select([...summaryColumns, 'raw_body', 'headers'])
     .where('event_id', '=', eventId)
-    .executeTakeFirst();
+    .orderBy('seq')
+    .limit(1);
+  if (account !== undefined) query = query.where('account', '=', account);
+  const row = await query.executeTakeFirst();
   if (!row) return undefined;
   const runs = await store.db
     .selectFrom('handler_runs')
     .select(['handler', 'outcome', 'attempt', 'started_at', 'completed_at'])
     .where('event_id', '=', eventId)
+    .where('account', '=', row.account)
     .orderBy('completed_at')
     .orderBy('handler')
     .execute();
@@ -348,6 +368,7 @@ export async function getEvent(store: PayhooksDatabase, eventId: string): Promis
     .selectFrom('handler_attempts')
     .select(['handler', 'attempt', 'started_at', 'ended_at', 'outcome', 'error', 'id'])
     .where('event_id', '=', eventId)
+    .where('account', '=', row.account)
     .execute();
   // The timeline: failed runs (and completions marked in a handler's own transaction) are handler_attempts rows; a
   // completion the worker recorded is its handler_runs row, which carries its start (migrations/009).
@@ -382,7 +403,8 @@ export async function getEvent(store: PayhooksDatabase, eventId: string): Promis
         error: a.error,
       }),
     );
-  const rawBody = store.kind === 'pglite' && row.raw_body.startsWith('{') ? await exactRawBody(store, eventId, row.raw_body) : row.raw_body;
+  const rawBody =
+    store.kind === 'pglite' && row.raw_body.startsWith('{') ? await exactRawBody(store, row.account, eventId, row.raw_body) : row.raw_body;
   const handlers = (outcome: string) => runs.filter((run) => run.outcome === outcome).map((run) => run.handler);
   return {
     ...toStoredEvent(row),
@@ -391,7 +413,7 @@ export async function getEvent(store: PayhooksDatabase, eventId: string): Promis
     completedHandlers: handlers('done'),
     givenUpHandlers: handlers('dead'),
     handlerAttempts,
-    effectSteps: await listSteps(store, [eventId]),
+    effectSteps: await listSteps(store, [{ account: row.account, eventId }]),
   };
 }
 
@@ -403,10 +425,10 @@ const keepingBom = new TextDecoder('utf-8', { ignoreBOM: true });
  * `events show` prints is byte for byte what was signed. One more small query per event shown on PGlite (an
  * operator's path, not the worker's, which skips the mark anyway).
  */
-async function exactRawBody(store: PayhooksDatabase, eventId: string, decoded: string): Promise<string> {
+async function exactRawBody(store: PayhooksDatabase, account: string, eventId: string, decoded: string): Promise<string> {
   const { rows } = await sql<{ bytes: Uint8Array | null }>`
     select case when left(raw_body, 1) = '{' then null else convert_to(raw_body, 'UTF8') end as bytes
-      from ${sql.id(store.schema, 'inbox_events')} where event_id = ${eventId}`.execute(store.db);
+      from ${sql.id(store.schema, 'inbox_events')} where event_id = ${eventId} and account = ${account}`.execute(store.db);
   const bytes = rows[0]?.bytes;
   return bytes ? keepingBom.decode(bytes) : decoded;
 }
@@ -426,6 +448,7 @@ export async function countEventsByStatus(store: PayhooksDatabase, filter: Event
     .selectFrom('inbox_event_states')
     .select(['status', sql<number>`count(*)::int`.as('count')])
     .groupBy('status');
+  if (filter.account) query = query.where('account', '=', filter.account);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.eventType) query = query.where('event_type', '=', filter.eventType);
   const rows = await query.execute();
@@ -458,6 +481,7 @@ export async function countEventsByTypeAndStatus(store: PayhooksDatabase): Promi
 
 /** The pending event received first, and how long ago that was (by the database's clock). */
 export interface OldestPending {
+  account: string;
   eventId: string;
   receivedAt: Date;
   ageMs: number;
@@ -481,15 +505,16 @@ export async function oldestPendingEvent(store: PayhooksDatabase): Promise<Oldes
   // From the queue, which holds only unfinished events (an operator's query: it sorts the backlog by receipt time).
   const row = await store.db
     .selectFrom('inbox_queue as q')
-    .innerJoin('inbox_events as e', 'e.event_id', 'q.event_id')
+    .innerJoin('inbox_events as e', (join) => join.onRef('e.event_id', '=', 'q.event_id').onRef('e.account', '=', 'q.account'))
     .select([
+      'e.account',
       'e.event_id',
       'e.received_at',
       'q.resource_key',
       sql<number>`(extract(epoch from now() - e.received_at) * 1000)::float8`.as('age_ms'),
       // One probe of the queue's resource index, for the one event returned.
       sql<number>`case when q.resource_key is null then 1 else (select count(*)::int from ${sql.id(store.schema, 'inbox_queue')} o
-                     where o.resource_key = q.resource_key) end`.as('queued_for_resource'),
+                     where o.resource_key = q.resource_key and o.account = q.account) end`.as('queued_for_resource'),
     ])
     .where('q.lease_owner', 'is', null)
     .orderBy('e.received_at')
@@ -498,6 +523,7 @@ export async function oldestPendingEvent(store: PayhooksDatabase): Promise<Oldes
     .executeTakeFirst();
   return (
     row && {
+      account: row.account,
       eventId: row.event_id,
       receivedAt: row.received_at,
       ageMs: Math.max(0, Math.round(row.age_ms)),

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
+import type { EventRef } from './event-refs.js';
 import { replayEvents } from './maintenance.js';
 import type { EventStatus } from './schema.js';
 
@@ -29,6 +30,8 @@ export interface Issue {
   failures: number;
   /** Distinct events with a failed attempt in it whose history is still kept. */
   affectedEvents: number;
+  /** The accounts those events belong to (migrations/018). */
+  affectedAccounts: number;
   /** Of those, the events not `done` now: what "replay affected" would re-queue (less those being processed). */
   unfinishedEvents: number;
   lastError: string | null;
@@ -48,18 +51,23 @@ export interface IssueFilter {
   state?: IssueState | undefined;
   handler?: string | undefined;
   eventType?: string | undefined;
+  /** Only issues with affected events of this account, counted in it alone (issues group across accounts). */
+  account?: string | undefined;
   /** At most this many, newest failure first (default 100). */
   limit?: number | undefined;
 }
 
 /** An event an issue affects, as {@link issueEvents} lists it. */
 export interface AffectedEvent {
+  account: string;
   eventId: string;
   eventType: string;
   status: EventStatus;
   attempts: number;
   receivedAt: Date;
   lastError: string | null;
+  /** Its position in the order of arrival: `after` of the next page. */
+  position: string;
 }
 
 interface IssueRow {
@@ -72,6 +80,7 @@ interface IssueRow {
   last_seen_at: Date;
   failures: string | number;
   affected_events: number;
+  affected_accounts: number;
   unfinished_events: number;
   last_error: string | null;
   opened_at: Date;
@@ -90,6 +99,7 @@ const issueOf = (row: IssueRow): Issue => ({
   lastSeenAt: new Date(row.last_seen_at),
   failures: Number(row.failures),
   affectedEvents: Number(row.affected_events),
+  affectedAccounts: Number(row.affected_accounts),
   unfinishedEvents: Number(row.unfinished_events),
   lastError: row.last_error,
   openedAt: new Date(row.opened_at),
@@ -103,20 +113,24 @@ export const ISSUE_PAGE = { default: 100, max: 1000 } as const;
 
 /**
  * The issues' rows with their affected events counted: each issue's failed attempts through their partial index
- * (migrations/020), each event's state by its key (event id and receipt time, one partition).
+ * (migrations/020), each event's state by its key (event id, account and receipt time: one partition). With
+ * `account`, only that account's events count, and an issue with none there is left out.
  */
-function issueRows(store: PayhooksDatabase, where: ReturnType<typeof sql<boolean>>, limit: number) {
+function issueRows(store: PayhooksDatabase, where: ReturnType<typeof sql<boolean>>, limit: number, account?: string) {
   const issues = sql.id(store.schema, 'issues');
   const attempts = sql.id(store.schema, 'handler_attempts');
   const events = sql.id(store.schema, 'inbox_events');
+  const inAccount = account === undefined ? sql`` : sql`and a.account = ${account}`;
   return sql<IssueRow>`
-    select i.*, coalesce(c.affected_events, 0) as affected_events, coalesce(c.unfinished_events, 0) as unfinished_events
+    select i.*, coalesce(c.affected_events, 0) as affected_events, coalesce(c.affected_accounts, 0) as affected_accounts,
+           coalesce(c.unfinished_events, 0) as unfinished_events
       from ${issues} i
-      left join lateral (
-        select count(*)::int as affected_events, count(*) filter (where e.status <> 'done')::int as unfinished_events
-          from (select distinct a.event_id, a.received_at from ${attempts} a where a.issue_id = i.id) a
-          join ${events} e on e.event_id = a.event_id and e.received_at = a.received_at
-      ) c on true
+      ${account === undefined ? sql`left join lateral` : sql`join lateral`} (
+        select count(*)::int as affected_events, count(distinct a.account)::int as affected_accounts,
+               count(*) filter (where e.status <> 'done')::int as unfinished_events
+          from (select distinct a.event_id, a.account, a.received_at from ${attempts} a where a.issue_id = i.id ${inAccount}) a
+          join ${events} e on e.event_id = a.event_id and e.account = a.account and e.received_at = a.received_at
+      ) c on ${account === undefined ? sql`true` : sql`c.affected_events > 0`}
      where ${where}
      order by i.last_seen_at desc, i.id desc
      limit ${limit}`.execute(store.db);
@@ -134,7 +148,7 @@ export async function listIssues(store: PayhooksDatabase, filter: IssueFilter = 
   if (filter.handler !== undefined) conditions.push(sql<boolean>`i.handler = ${filter.handler}`);
   if (filter.eventType !== undefined) conditions.push(sql<boolean>`i.event_type = ${filter.eventType}`);
   const limit = Math.min(filter.limit ?? ISSUE_PAGE.default, ISSUE_PAGE.max);
-  const { rows } = await issueRows(store, sql.join(conditions, sql` and `) as ReturnType<typeof sql<boolean>>, limit);
+  const { rows } = await issueRows(store, sql.join(conditions, sql` and `) as ReturnType<typeof sql<boolean>>, limit, filter.account);
   return rows.map(issueOf);
 }
 
@@ -149,9 +163,11 @@ export async function getIssue(store: PayhooksDatabase, id: string): Promise<Iss
 export interface IssueEventsFilter {
   /** Only the events not `done` (what a replay would take). */
   unfinished?: boolean | undefined;
+  /** Only this account's events. */
+  account?: string | undefined;
   /** At most this many, oldest first (default 100). */
   limit?: number | undefined;
-  /** After this event id in the list's order (for the next page). */
+  /** After this position in the order of arrival (the last event's `position`: the next page). */
   after?: string | undefined;
 }
 
@@ -163,32 +179,37 @@ export interface IssueEventsFilter {
  */
 export async function issueEvents(store: PayhooksDatabase, id: string, filter: IssueEventsFilter = {}): Promise<AffectedEvent[]> {
   if (!/^\d{1,18}$/.test(id)) return [];
+  if (filter.after !== undefined && !/^\d{1,19}$/.test(filter.after)) throw new RangeError('after must be the position of an event');
   const attempts = sql.id(store.schema, 'handler_attempts');
   const events = sql.id(store.schema, 'inbox_events');
   const limit = Math.min(filter.limit ?? ISSUE_PAGE.default, 10_000);
+  const inAccount = filter.account === undefined ? sql`` : sql`and a.account = ${filter.account}`;
   const { rows } = await sql<{
+    account: string;
     event_id: string;
     event_type: string;
     status: EventStatus;
     attempts: number;
     received_at: Date;
     last_error: string | null;
+    seq: string;
   }>`
-    select e.event_id, e.event_type, e.status, e.attempts, e.received_at, e.last_error
-      from (select distinct a.event_id, a.received_at from ${attempts} a where a.issue_id = ${id}::bigint) a
-      join ${events} e on e.event_id = a.event_id and e.received_at = a.received_at
+    select e.account, e.event_id, e.event_type, e.status, e.attempts, e.received_at, e.last_error, e.seq
+      from (select distinct a.event_id, a.account, a.received_at from ${attempts} a where a.issue_id = ${id}::bigint ${inAccount}) a
+      join ${events} e on e.event_id = a.event_id and e.account = a.account and e.received_at = a.received_at
      where (${filter.unfinished === true} is false or e.status <> 'done')
-       and (${filter.after ?? null}::text is null
-            or e.seq > (select x.seq from ${events} x where x.event_id = ${filter.after ?? null}::text))
+       and e.seq > ${filter.after ?? '0'}::bigint
      order by e.seq
      limit ${limit}`.execute(store.db);
   return rows.map((row) => ({
+    account: row.account,
     eventId: row.event_id,
     eventType: row.event_type,
     status: row.status,
     attempts: row.attempts,
     receivedAt: new Date(row.received_at),
     lastError: row.last_error,
+    position: String(row.seq),
   }));
 }
 
@@ -243,23 +264,23 @@ const REPLAY_CHUNK = 1000;
 export async function replayIssue(
   store: PayhooksDatabase,
   id: string,
-  options: { dryRun?: boolean | undefined } = {},
+  options: { dryRun?: boolean | undefined; account?: string | undefined } = {},
 ): Promise<IssueReplay | undefined> {
   const issue = await getIssue(store, id);
   if (!issue) return undefined;
-  const ids: string[] = [];
+  const refs: EventRef[] = [];
   for (let after: string | undefined; ; ) {
-    const page = await issueEvents(store, id, { unfinished: true, limit: 10_000, after });
-    ids.push(...page.map((e) => e.eventId));
+    const page = await issueEvents(store, id, { unfinished: true, account: options.account, limit: 10_000, after });
+    refs.push(...page.map(({ account, eventId }) => ({ account, eventId })));
     if (page.length < 10_000) break;
-    after = page[page.length - 1]!.eventId;
+    after = page[page.length - 1]!.position;
   }
-  if (options.dryRun) return { count: ids.length, eventIds: [], state: issue.state };
+  if (options.dryRun) return { count: refs.length, eventIds: [], state: issue.state };
   const moved = await setIssueState(store, id, 'resolve');
   const eventIds: string[] = [];
-  for (let at = 0; at < ids.length; at += REPLAY_CHUNK)
-    eventIds.push(...(await replayEvents(store, { eventIds: ids.slice(at, at + REPLAY_CHUNK) })));
-  return { count: ids.length, eventIds, state: moved.changed ? moved.issue.state : issue.state };
+  for (let at = 0; at < refs.length; at += REPLAY_CHUNK)
+    eventIds.push(...(await replayEvents(store, { events: refs.slice(at, at + REPLAY_CHUNK) })));
+  return { count: refs.length, eventIds, state: moved.changed ? moved.issue.state : issue.state };
 }
 
 /**

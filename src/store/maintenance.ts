@@ -3,6 +3,8 @@ import type { PayhooksDatabase } from './database.js';
 import { dropHistoryPartitions } from './history-partitions.js';
 import { newEventChannel } from './inbox.js';
 import type { EventStatus } from './schema.js';
+import { eventKey } from './accounts.js';
+import { type EventRef, ofEvents } from './event-refs.js';
 
 /** The states a replay may select by: every finished or failed state (not `pending`, not `processing`). */
 export type ReplayableStatus = Exclude<EventStatus, 'processing' | 'pending'>;
@@ -13,8 +15,11 @@ export type ReplayableStatus = Exclude<EventStatus, 'processing' | 'pending'>;
  */
 export type ReplaySelection = (
   | { eventIds: readonly string[]; status?: ReplayableStatus | undefined }
+  | { events: readonly EventRef[]; status?: ReplayableStatus | undefined }
   | { status: ReplayableStatus; eventType?: string | undefined }
 ) & {
+  /** Only this account's events; default every account's (an eventId given alone is replayed in each account that has it). */
+  account?: string | undefined;
   /**
    * Forget the events' effect steps (docs/effects.md#replay), so that every `ctx.effect` step runs again, completed
    * ones included, and steps held for review are released. Default false: a completed step returns its recorded
@@ -29,15 +34,21 @@ export type ReplaySelection = (
  */
 function replayable(store: PayhooksDatabase, which: ReplaySelection) {
   const byStatus = which.status === undefined ? sql<boolean>`true` : sql<boolean>`inbox_events.status = ${which.status}`;
-  const byId = 'eventIds' in which ? sql<boolean>`inbox_events.event_id in (${sql.join([...which.eventIds])})` : sql<boolean>`true`;
+  const byId =
+    'eventIds' in which
+      ? sql<boolean>`inbox_events.event_id in (${sql.join([...which.eventIds])})`
+      : 'events' in which
+        ? ofEvents(which.events, 'inbox_events')
+        : sql<boolean>`true`;
+  const byAccount = which.account === undefined ? sql<boolean>`true` : sql<boolean>`inbox_events.account = ${which.account}`;
   const byType = 'eventType' in which && which.eventType ? sql<boolean>`inbox_events.event_type = ${which.eventType}` : sql<boolean>`true`;
   const leased = sql<boolean>`exists (select 1 from ${sql.id(store.schema, 'inbox_queue')} q
-    where q.event_id = inbox_events.event_id and q.lease_owner is not null)`;
-  return sql<boolean>`(inbox_events.status <> 'processing' and ${byStatus} and ${byId} and ${byType} and not ${leased})`;
+    where q.event_id = inbox_events.event_id and q.account = inbox_events.account and q.lease_owner is not null)`;
+  return sql<boolean>`(inbox_events.status <> 'processing' and ${byStatus} and ${byId} and ${byAccount} and ${byType} and not ${leased})`;
 }
 
 function isEmpty(which: ReplaySelection): boolean {
-  return 'eventIds' in which && which.eventIds.length === 0;
+  return ('eventIds' in which && which.eventIds.length === 0) || ('events' in which && which.events.length === 0);
 }
 
 /**
@@ -63,39 +74,46 @@ export async function replayEvents(store: PayhooksDatabase, which: ReplaySelecti
     // transaction and then finds the event queued, and keeps the partition. Locking in one order also keeps two
     // replays from deadlocking each other. FOR UPDATE
     // re-checks the selection on the newest version of each row, so an event that left the state meanwhile is left.
-    const locked = await trx.selectFrom('inbox_events').select(['event_id', 'status']).where(selected).orderBy('seq').forUpdate().execute();
+    const locked = await trx
+      .selectFrom('inbox_events')
+      .select(['event_id', 'account', 'status'])
+      .where(selected)
+      .orderBy('seq')
+      .forUpdate()
+      .execute();
     if (locked.length === 0) return [];
-    const ids = locked.map((row) => row.event_id);
-    const done = locked.filter((row) => row.status === 'done').map((row) => row.event_id);
+    const refs = locked.map((row) => ({ account: row.account, eventId: row.event_id }));
+    const done = locked.filter((row) => row.status === 'done').map((row) => ({ account: row.account, eventId: row.event_id }));
     // Completion marks go for events that were done (every handler runs again); given-up marks go for every replayed
     // event (the handlers that gave up run again; those that completed do not).
-    if (which.redoEffects) await trx.deleteFrom('effect_steps').where(sql<boolean>`event_id = any(${ids}::text[])`).execute();
+    if (which.redoEffects) await trx.deleteFrom('effect_steps').where(ofEvents(refs)).execute();
     await trx
       .deleteFrom('handler_runs')
-      .where(sql<boolean>`event_id = any(${ids}::text[])`)
-      .where((runs) => runs.or([runs('outcome', '=', 'dead'), sql<boolean>`event_id = any(${done}::text[])`]))
+      .where(ofEvents(refs))
+      .where((runs) => runs.or([runs('outcome', '=', 'dead'), ofEvents(done)]))
       .execute();
     // Back into the queue (or, for one still waiting there, due now with a fresh count), with the receipt time as the
     // history row holds it: taken in SQL, since a JavaScript Date would cut it to the millisecond and the queue row
     // would no longer find its history row.
-    const { rows } = await sql<{ event_id: string }>`
+    const { rows } = await sql<{ event_id: string; account: string }>`
       with replayed as (
         update ${sql.id(store.schema, 'inbox_events')}
            set status = 'pending', attempts = 0, next_attempt_at = now(), processed_at = null
-         where event_id = any(${ids}::text[])
-        returning event_id, seq, resource_key, received_at
+         where ${ofEvents(refs)}
+        returning event_id, account, seq, resource_key, received_at
       ),
       queued as (
-        insert into ${sql.id(store.schema, 'inbox_queue')} (event_id, seq, resource_key, received_at)
-        select event_id, seq, resource_key, received_at from replayed
-        on conflict (event_id) do update set run_at = now(), attempts = 0, owed = null, parked = false where inbox_queue.lease_owner is null
+        insert into ${sql.id(store.schema, 'inbox_queue')} (event_id, account, seq, resource_key, received_at)
+        select event_id, account, seq, resource_key, received_at from replayed
+        on conflict (event_id, account) do update set run_at = now(), attempts = 0, owed = null, parked = false
+         where inbox_queue.lease_owner is null
       )
-      select event_id from replayed
+      select event_id, account from replayed
     `.execute(trx);
     await sql`select pg_notify(${newEventChannel(store.schema)}, '')`.execute(trx);
     // In order of arrival, as locked: an UPDATE … RETURNING gives its rows in no promised order.
-    const requeued = new Set(rows.map((row) => row.event_id));
-    return ids.filter((id) => requeued.has(id));
+    const requeued = new Set(rows.map((row) => eventKey(row.account, row.event_id)));
+    return refs.filter((ref) => requeued.has(eventKey(ref.account, ref.eventId))).map((ref) => ref.eventId);
   });
 }
 
@@ -139,18 +157,18 @@ export async function pageReplayable(
   store: PayhooksDatabase,
   which: ReplaySelection,
   page: { limit: number; after?: ArrivalPosition | undefined; through?: ArrivalPosition | undefined },
-): Promise<{ eventId: string; position: ArrivalPosition }[]> {
+): Promise<{ eventId: string; account: string; position: ArrivalPosition }[]> {
   if (isEmpty(which)) return [];
   let query = store.db
     .selectFrom('inbox_events')
-    .select(['event_id', sql<string>`seq::text`.as('position')])
+    .select(['event_id', 'account', sql<string>`seq::text`.as('position')])
     .where(replayable(store, which))
     .orderBy('seq')
     .limit(page.limit);
   if (page.after !== undefined) query = query.where(sql<boolean>`seq > ${page.after}::bigint`);
   if (page.through !== undefined) query = query.where(sql<boolean>`seq <= ${page.through}::bigint`);
   const rows = await query.execute();
-  return rows.map((row) => ({ eventId: row.event_id, position: row.position }));
+  return rows.map((row) => ({ eventId: row.event_id, account: row.account, position: row.position }));
 }
 
 /** What a replay would do, asked before it runs: see {@link previewReplay}. */
@@ -199,7 +217,9 @@ async function replayEffects(store: PayhooksDatabase, which: ReplaySelection, sa
   // (HISTORY_TABLES) is the one a retention drop takes them in.
   const selected = store.db
     .selectFrom('inbox_events')
-    .innerJoin('effect_steps as s', 's.event_id', 'inbox_events.event_id')
+    .innerJoin('effect_steps as s', (join) =>
+      join.onRef('s.event_id', '=', 'inbox_events.event_id').onRef('s.account', '=', 'inbox_events.account'),
+    )
     .where(replayable(store, which));
   const counts = await selected
     .select(['s.state', sql<number>`count(*)::int`.as('n')])
@@ -247,7 +267,7 @@ export async function replayBatch(
   const page = await pageReplayable(store, which, batch);
   if (page.length === 0) return { visited: 0, eventIds: [], last: null };
   const eventIds = await replayEvents(store, {
-    eventIds: page.map((event) => event.eventId),
+    events: page,
     status: which.status,
     redoEffects: which.redoEffects,
   });

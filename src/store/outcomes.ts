@@ -2,6 +2,8 @@ import { sql, type Transaction } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
 import { PREPARED } from './prepared-statements.js';
 import type { PayhooksTables } from './schema.js';
+import { eventKey } from './accounts.js';
+import type { EventRef } from './event-refs.js';
 
 /**
  * Records that one handler completed. Pass the handler's own transaction to commit its writes and this mark
@@ -9,18 +11,19 @@ import type { PayhooksTables } from './schema.js';
  */
 export async function markHandlerCompleted(
   db: PayhooksDatabase['db'] | Transaction<PayhooksTables>,
-  eventId: string,
+  event: EventRef,
   handler: string,
 ): Promise<void> {
   // The event's receipt time (the history's partition key) comes from the ledger: one probe of its primary key.
   await db
     .insertInto('handler_runs')
-    .columns(['event_id', 'handler', 'received_at'])
+    .columns(['event_id', 'account', 'handler', 'received_at'])
     .expression((eb) =>
       eb
         .selectFrom('event_ledger')
-        .select([eb.val(eventId).as('event_id'), eb.val(handler).as('handler'), 'first_received_at'])
-        .where('event_id', '=', eventId),
+        .select([eb.val(event.eventId).as('event_id'), 'account', eb.val(handler).as('handler'), 'first_received_at'])
+        .where('event_id', '=', event.eventId)
+        .where('account', '=', event.account),
     )
     .onConflict((c) => c.doNothing())
     .execute();
@@ -49,6 +52,16 @@ function anyId(ids: readonly string[]) {
   return sql`any(array(select unnest(${[...ids]}::text[])))`;
 }
 
+/**
+ * The rows of queue or history alias `alias` that are the events `refs`: found by their ids as above (an index
+ * condition on the key's first column), then held to each one's account (an eventId may be another account's event too).
+ */
+function isOneOf(alias: string, refs: readonly EventRef[]) {
+  const row = sql.raw(alias);
+  return sql`${row}.event_id = ${anyId(refs.map((r) => r.eventId))}
+    and (${row}.event_id, ${row}.account) in (select * from unnest(${refs.map((r) => r.eventId)}::text[], ${refs.map((r) => r.account)}::text[]))`;
+}
+
 /** A final state an event leaves the queue in. */
 export type FinalStatus = 'done' | 'ignored' | 'invalid' | 'dead' | 'needs-review';
 
@@ -58,31 +71,31 @@ export type Outcome =
    * A handler completed: it will not run again for this event (also recorded without a lease). With `run`, its start,
    * end and attempt are kept on the same `handler_runs` row (the usual run writes one row).
    */
-  | { kind: 'completed'; eventId: string; handler: string; run?: HandlerRun | undefined }
+  | { kind: 'completed'; account: string; eventId: string; handler: string; run?: HandlerRun | undefined }
   /**
    * A handler gave up on the event (a dead letter, or the event's last attempt): it will not run again for it until a
    * replay, whatever happens to the other handlers (also recorded without a lease).
    */
-  | { kind: 'gaveUp'; eventId: string; handler: string; error: string }
+  | { kind: 'gaveUp'; account: string; eventId: string; handler: string; error: string }
   /** The event is finished: it leaves the queue in `status`. */
-  | { kind: 'finished'; eventId: string; status: FinalStatus; lastError: string | null }
+  | { kind: 'finished'; account: string; eventId: string; status: FinalStatus; lastError: string | null }
   /**
    * Handlers failed and will be retried: the event goes back to waiting, due after `delayMs`, owing `owed` (the
    * failed handlers and those it could not run yet; null: every handler, when the failure was outside them).
    */
-  | { kind: 'retry'; eventId: string; delayMs: number; lastError: string; owed: string[] | null }
+  | { kind: 'retry'; account: string; eventId: string; delayMs: number; lastError: string; owed: string[] | null }
   /**
    * Nothing failed, but `owed` could not run yet: an earlier event of the resource still owes them. The event goes
    * back to waiting with its attempt given back, due when the earliest of those earlier events is, and at once when
    * one of them settles a handler.
    */
-  | { kind: 'park'; eventId: string; owed: string[]; lastError: string | null }
+  | { kind: 'park'; account: string; eventId: string; owed: string[]; lastError: string | null }
   /**
    * One run of a handler for the event, kept as a row of `handler_attempts` (also recorded without a lease): when it
    * started and ended, and whether it completed (inside its own transaction, whose mark has no timing) or failed (with
    * the error, capped).
    */
-  | ({ kind: 'attempt'; eventId: string; handler: string; error: string | null } & HandlerRun & IssueKey);
+  | ({ kind: 'attempt'; account: string; eventId: string; handler: string; error: string | null } & HandlerRun & IssueKey);
 
 /**
  * What groups a failed attempt into an issue (migrations/020): with both, a failure counts towards the issue of
@@ -115,7 +128,7 @@ export interface HandlerRun {
  * run, waiting only for the leased one) is due at once after any outcome of an earlier event of its key.
  *
  * @example
- * await recordOutcomes(store, 'host:1', [{ kind: 'finished', eventId: 'evt_1', status: 'done', lastError: null }]); // [true]
+ * await recordOutcomes(store, 'host:1', [{ kind: 'finished', account: 'default', eventId: 'evt_1', status: 'done', lastError: null }]); // [true]
  */
 export async function recordOutcomes(store: PayhooksDatabase, workerId: string, outcomes: readonly Outcome[]): Promise<boolean[]> {
   const marks = outcomes.filter((o) => o.kind === 'completed' || o.kind === 'gaveUp');
@@ -132,73 +145,78 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
   const texts = (values: (string | null)[]) => sql`${values}::text[]`;
   // One statement whatever the mix, with its rows passed as arrays: the cost per event is a few rows, not a round trip.
   // A requeue's owed set travels as a JSON array (arrays of arrays must be rectangular).
-  const { rows } = await sql<{ event_id: string; kind: 'finished' | 'requeued' }>`${PREPARED}
+  const { rows } = await sql<{ event_id: string; account: string; kind: 'finished' | 'requeued' }>`${PREPARED}
     with marks as (
       -- The receipt time (partition key) of each from the ledger, one probe of its primary key per mark (a join would
       -- let the planner, which cannot count an unnest's rows, hash the whole ledger: every event ever received); an
       -- event the ledger does not know is not marked.
-      insert into ${runs} (event_id, handler, received_at, outcome, error, started_at, completed_at, attempt)
-      select m.event_id, m.handler, m.received_at, m.outcome, m.error, m.started_at, coalesce(m.ended_at, now()), m.attempt
-        from (select m.*, (select l.first_received_at from ${ledger} l where l.event_id = m.event_id) as received_at
-                from unnest(${texts(marks.map((m) => m.eventId))}, ${texts(marks.map((m) => m.handler))},
+      insert into ${runs} (event_id, account, handler, received_at, outcome, error, started_at, completed_at, attempt)
+      select m.event_id, m.account, m.handler, m.received_at, m.outcome, m.error, m.started_at, coalesce(m.ended_at, now()), m.attempt
+        from (select m.*, (select l.first_received_at from ${ledger} l where l.event_id = m.event_id and l.account = m.account)
+                            as received_at
+                from unnest(${texts(marks.map((m) => m.eventId))}, ${texts(marks.map((m) => m.account))},
+                            ${texts(marks.map((m) => m.handler))},
                             ${texts(marks.map((m) => (m.kind === 'gaveUp' ? 'dead' : 'done')))},
                             ${texts(marks.map((m) => (m.kind === 'gaveUp' ? m.error : null)))},
                             ${times(marks.map((m) => (m.kind === 'completed' ? m.run?.startedAt : undefined)))},
                             ${times(marks.map((m) => (m.kind === 'completed' ? m.run?.endedAt : undefined)))},
                             ${sql`${marks.map((m) => (m.kind === 'completed' ? (m.run?.attempt ?? null) : null))}::int[]`})
-                     as m(event_id, handler, outcome, error, started_at, ended_at, attempt)
+                     as m(event_id, account, handler, outcome, error, started_at, ended_at, attempt)
               offset 0) m
        where m.received_at is not null
       on conflict do nothing
     ),
     ${issuesSeen(store, failures)},
     tried as (
-      insert into ${attemptsTable} (event_id, received_at, handler, attempt, started_at, ended_at, outcome, error, issue_id)
-      select a.event_id, a.received_at, a.handler, a.attempt, a.started_at, a.ended_at,
+      insert into ${attemptsTable} (event_id, account, received_at, handler, attempt, started_at, ended_at, outcome, error, issue_id)
+      select a.event_id, a.account, a.received_at, a.handler, a.attempt, a.started_at, a.ended_at,
              case when a.error is null then 'completed' else 'failed' end, a.error, s.id
-        from (select a.*, (select l.first_received_at from ${ledger} l where l.event_id = a.event_id) as received_at
-                from unnest(${texts(attempts.map((a) => a.eventId))}, ${texts(attempts.map((a) => a.handler))},
+        from (select a.*, (select l.first_received_at from ${ledger} l where l.event_id = a.event_id and l.account = a.account)
+                            as received_at
+                from unnest(${texts(attempts.map((a) => a.eventId))}, ${texts(attempts.map((a) => a.account))},
+                            ${texts(attempts.map((a) => a.handler))},
                             ${sql`${attempts.map((a) => a.attempt)}::int[]`}, ${times(attempts.map((a) => a.startedAt))},
                             ${times(attempts.map((a) => a.endedAt))}, ${texts(attempts.map((a) => a.error))},
                             ${texts(attempts.map((a) => (a.error === null ? null : (a.errorClass ?? null))))},
                             ${texts(attempts.map((a) => (a.error === null ? null : (a.eventType ?? null))))})
-                     as a(event_id, handler, attempt, started_at, ended_at, error, error_class, event_type)
+                     as a(event_id, account, handler, attempt, started_at, ended_at, error, error_class, event_type)
               offset 0) a
         left join seen s on s.handler = a.handler and s.error_class = a.error_class and s.event_type = a.event_type
        where a.received_at is not null
     ),
     finished as (
-      select * from unnest(${texts(finished.map((f) => f.eventId))}, ${texts(finished.map((f) => f.status))},
-                           ${texts(finished.map((f) => f.lastError))}) as f(event_id, status, last_error)
+      select * from unnest(${texts(finished.map((f) => f.eventId))}, ${texts(finished.map((f) => f.account))},
+                           ${texts(finished.map((f) => f.status))}, ${texts(finished.map((f) => f.lastError))})
+               as f(event_id, account, status, last_error)
     ),
     released as (
       -- By the ids as an index condition (anyId), not a join with the list, which the planner may answer with a scan of
       -- the whole queue or a comparison of every pair.
       delete from ${queue} q
-       where q.event_id = ${anyId(finished.map((f) => f.eventId))} and q.lease_owner = ${workerId}
-      returning q.event_id, q.attempts, q.resource_key, q.seq, q.received_at
+       where ${isOneOf('q', finished)} and q.lease_owner = ${workerId}
+      returning q.event_id, q.account, q.attempts, q.resource_key, q.seq, q.received_at
     ),
     recorded as (
       update ${events} e
          set status = f.status, last_error = f.last_error, attempts = r.attempts, processed_at = now()
-        from released r join finished f on f.event_id = r.event_id
-       where e.event_id = r.event_id and e.received_at = r.received_at
-      returning e.event_id
+        from released r join finished f on f.event_id = r.event_id and f.account = r.account
+       where e.event_id = r.event_id and e.account = r.account and e.received_at = r.received_at
+      returning e.event_id, e.account
     ),
     requeues as (
-      select r.event_id, r.delay_s, r.last_error, r.parked,
+      select r.event_id, r.account, r.delay_s, r.last_error, r.parked,
              case when r.owed is not null then array(select jsonb_array_elements_text(r.owed::jsonb)) end as owed
-        from unnest(${texts(requeues.map((r) => r.eventId))},
+        from unnest(${texts(requeues.map((r) => r.eventId))}, ${texts(requeues.map((r) => r.account))},
                     ${sql`${requeues.map((r) => (r.kind === 'retry' ? r.delayMs / 1000 : 0))}::float8[]`},
                     ${texts(requeues.map((r) => r.lastError))},
                     ${sql`${requeues.map((r) => r.kind === 'park')}::boolean[]`},
                     ${texts(requeues.map((r) => (r.owed === null ? null : JSON.stringify(r.owed))))})
-             as r(event_id, delay_s, last_error, parked, owed)
+             as r(event_id, account, delay_s, last_error, parked, owed)
     ),
     -- What each requeued event owed before this run (the statement's snapshot): whether it settled a handler.
     owed_before as (
-      select q.event_id, q.owed from ${queue} q join requeues r on r.event_id = q.event_id
-       where q.event_id = ${anyId(requeues.map((r) => r.eventId))} and q.lease_owner = ${workerId}
+      select q.event_id, q.account, q.owed from ${queue} q join requeues r on r.event_id = q.event_id and r.account = q.account
+       where ${isOneOf('q', requeues)} and q.lease_owner = ${workerId}
     ),
     requeued as (
       update ${queue} q
@@ -210,26 +228,27 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
              run_at = case
                when not r.parked then now() + make_interval(secs => r.delay_s)
                else coalesce((select min(o.run_at) from ${queue} o
-                               where o.resource_key = q.resource_key and o.seq < q.seq and o.lease_owner is null
+                               where o.resource_key = q.resource_key and o.account = q.account and o.seq < q.seq
+                                 and o.lease_owner is null
                                  and (o.owed is null or o.owed && r.owed)), now())
              end
         from requeues r
-       where q.event_id = r.event_id and q.event_id = ${anyId(requeues.map((r) => r.eventId))} and q.lease_owner = ${workerId}
-      returning q.event_id, q.attempts, q.run_at, q.resource_key, q.seq, q.owed, q.received_at
+       where q.event_id = r.event_id and q.account = r.account and ${isOneOf('q', requeues)} and q.lease_owner = ${workerId}
+      returning q.event_id, q.account, q.attempts, q.run_at, q.resource_key, q.seq, q.owed, q.received_at
     ),
     noted as (
       update ${events} e
          set last_error = r.last_error, attempts = q.attempts, next_attempt_at = q.run_at
-        from requeued q join requeues r on r.event_id = q.event_id
-       where e.event_id = q.event_id and e.received_at = q.received_at
-      returning e.event_id
+        from requeued q join requeues r on r.event_id = q.event_id and r.account = q.account
+       where e.event_id = q.event_id and e.account = q.account and e.received_at = q.received_at
+      returning e.event_id, e.account
     ),
     -- Per key, the event whose outcome this is: did it settle any handler it owed (or leave the queue)?
     settled as (
-      select resource_key, seq, true as progress, null::timestamptz as next_run from released where resource_key is not null
+      select resource_key, account, seq, true as progress, null::timestamptz as next_run from released where resource_key is not null
       union all
-      select q.resource_key, q.seq, coalesce(b.owed is null or not (b.owed <@ q.owed), false), q.run_at
-        from requeued q join owed_before b on b.event_id = q.event_id
+      select q.resource_key, q.account, q.seq, coalesce(b.owed is null or not (b.owed <@ q.owed), false), q.run_at
+        from requeued q join owed_before b on b.event_id = q.event_id and b.account = q.account
        where q.resource_key is not null
     ),
     followers as (
@@ -237,16 +256,17 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
          set run_at = case when s.progress then least(p.run_at, now()) else greatest(p.run_at, s.next_run) end,
              parked = not s.progress
         from settled s
-       where p.resource_key = s.resource_key and p.seq > s.seq and p.owed is not null and p.parked and p.lease_owner is null
+       where p.resource_key = s.resource_key and p.account = s.account and p.seq > s.seq and p.owed is not null and p.parked
+         and p.lease_owner is null
     ),
     -- The next event set aside behind a lease (claim.ts), due now that an earlier event of its key has an outcome: the
     -- others stay aside, and its own claim sets aside whatever came since.
     next_behind as (
-      select n.event_id
+      select n.event_id, n.account
         from settled s
         cross join lateral (
-          select p.event_id from ${queue} p
-           where p.resource_key = s.resource_key and p.seq > s.seq and ${setAside('p')}
+          select p.event_id, p.account from ${queue} p
+           where p.resource_key = s.resource_key and p.account = s.account and p.seq > s.seq and ${setAside('p')}
            order by p.seq
            limit 1) n
        where ${anySetAside(queue)}
@@ -255,16 +275,17 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
       -- The conditions again, on the row as it is when locked: another statement may have claimed it meanwhile.
       update ${queue} p
          set parked = false, run_at = now()
-       where p.event_id = any(array(select event_id from next_behind)) and ${setAside('p')}
+       where p.event_id = any(array(select event_id from next_behind))
+         and (p.event_id, p.account) in (select event_id, account from next_behind) and ${setAside('p')}
     )
-    select event_id, 'finished' as kind from recorded
+    select event_id, account, 'finished' as kind from recorded
     union all
-    select event_id, 'requeued' as kind from noted
+    select event_id, account, 'requeued' as kind from noted
   `.execute(store.db);
-  const held = new Set(rows.map((row) => `${row.kind}:${row.event_id}`));
+  const held = new Set(rows.map((row) => `${row.kind}:${eventKey(row.account, row.event_id)}`));
   return outcomes.map((outcome) => {
     if (outcome.kind === 'completed' || outcome.kind === 'gaveUp' || outcome.kind === 'attempt') return true;
-    return held.has(`${outcome.kind === 'finished' ? 'finished' : 'requeued'}:${outcome.eventId}`);
+    return held.has(`${outcome.kind === 'finished' ? 'finished' : 'requeued'}:${eventKey(outcome.account, outcome.eventId)}`);
   });
 }
 
@@ -301,39 +322,39 @@ function issuesSeen(store: PayhooksDatabase, failures: readonly Extract<Outcome,
 }
 
 /**
- * Pushes the leases of `eventIds` forward by `leaseMs`, in one statement; resolves to those still held by
+ * Pushes the leases of `events` forward by `leaseMs`, in one statement; resolves to the keys ({@link eventKey}) of those still held by
  * `workerId` (an event missing from it was taken by another worker after its lease ran out). The events a claim set
  * aside behind one of them (claim.ts) stay aside until the new end of its lease: a run longer than its first lease
  * does not leave them due, for every claim to walk while it runs.
  *
  * @example
- * const held = await extendLeases(store, 'host:1', ['evt_1', 'evt_2'], 60_000);
+ * const held = await extendLeases(store, 'host:1', [{ account: 'default', eventId: 'evt_1' }], 60_000);
  */
 export async function extendLeases(
   store: PayhooksDatabase,
   workerId: string,
-  eventIds: readonly string[],
+  events: readonly EventRef[],
   leaseMs: number,
 ): Promise<Set<string>> {
-  if (eventIds.length === 0) return new Set();
+  if (events.length === 0) return new Set();
   const queue = sql.id(store.schema, 'inbox_queue');
-  const { rows } = await sql<{ event_id: string }>`
+  const { rows } = await sql<{ event_id: string; account: string }>`
     with extended as (
       update ${queue} q
          set run_at = now() + make_interval(secs => ${leaseMs / 1000})
-       where q.event_id = ${anyId(eventIds)} and q.lease_owner = ${workerId}
-      returning q.event_id, q.resource_key, q.seq, q.run_at
+       where ${isOneOf('q', events)} and q.lease_owner = ${workerId}
+      returning q.event_id, q.account, q.resource_key, q.seq, q.run_at
     ),
     kept_aside as (
       update ${queue} f
          set run_at = e.run_at
         from extended e
-       where f.resource_key = e.resource_key and f.seq > e.seq and ${setAside('f')} and f.run_at < e.run_at
-         and ${anySetAside(queue)}
+       where f.resource_key = e.resource_key and f.account = e.account and f.seq > e.seq and ${setAside('f')}
+         and f.run_at < e.run_at and ${anySetAside(queue)}
     )
-    select event_id from extended
+    select event_id, account from extended
   `.execute(store.db);
-  return new Set(rows.map((row) => row.event_id));
+  return new Set(rows.map((row) => eventKey(row.account, row.event_id)));
 }
 
 /**
@@ -343,15 +364,16 @@ export async function extendLeases(
 export async function releaseLeases(
   store: PayhooksDatabase,
   workerId: string,
-  events: { eventId: string; started: boolean }[],
+  events: (EventRef & { started: boolean })[],
 ): Promise<number> {
   if (events.length === 0) return 0;
   const queue = sql.id(store.schema, 'inbox_queue');
   const result = await sql`
     update ${queue} q
        set lease_owner = null, run_at = now(), attempts = case when h.started then q.attempts else greatest(q.attempts - 1, 0) end
-      from unnest(${events.map((e) => e.eventId)}::text[], ${events.map((e) => e.started)}::boolean[]) as h(event_id, started)
-     where q.event_id = h.event_id and q.lease_owner = ${workerId}
+      from unnest(${events.map((e) => e.eventId)}::text[], ${events.map((e) => e.account)}::text[],
+                  ${events.map((e) => e.started)}::boolean[]) as h(event_id, account, started)
+     where q.event_id = h.event_id and q.account = h.account and q.lease_owner = ${workerId}
   `.execute(store.db);
   return Number(result.numAffectedRows ?? 0n);
 }
@@ -360,13 +382,14 @@ export async function releaseLeases(
  * How one handler settled an event: `done`, `dead` (it gave up), or null while it has not (yet) settled it.
  *
  * @example
- * await handlerOutcome(store.db, 'evt_1', 'mirror') // 'done' once the mirror's write committed
+ * await handlerOutcome(store.db, { account: 'default', eventId: 'evt_1' }, 'mirror') // 'done' once the mirror's write committed
  */
-export async function handlerOutcome(db: PayhooksDatabase['db'], eventId: string, handler: string): Promise<'done' | 'dead' | null> {
+export async function handlerOutcome(db: PayhooksDatabase['db'], event: EventRef, handler: string): Promise<'done' | 'dead' | null> {
   const row = await db
     .selectFrom('handler_runs')
     .select('outcome')
-    .where('event_id', '=', eventId)
+    .where('event_id', '=', event.eventId)
+    .where('account', '=', event.account)
     .where('handler', '=', handler)
     .executeTakeFirst();
   return (row?.outcome as 'done' | 'dead' | undefined) ?? null;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
+import { DEFAULT_ACCOUNT } from './accounts.js';
 import { ensureHistoryPartitions } from './history-partitions.js';
 import { type IncomingEvent, isMissingPartition, type StoreOutcome, storeEvents } from './inbox.js';
 
@@ -21,6 +22,8 @@ export const DEFAULT_MAX_QUARANTINED = 10_000;
 
 /** A delivery for the quarantine, as the receiver read it. */
 export interface QuarantineInput {
+  /** The account it was delivered for; default {@link DEFAULT_ACCOUNT}. */
+  account?: string | undefined;
   kind: QuarantineKind;
   reason: string;
   /** The eventId and type, when the body had readable ones; kept only if they are storable text. */
@@ -42,6 +45,8 @@ export interface QuarantineReceipt {
 /** A quarantined delivery as operators see it in lists. */
 export interface QuarantinedDelivery {
   id: string;
+  /** The account it was delivered for: released, it becomes that account's event. */
+  account: string;
   kind: QuarantineKind;
   reason: string;
   eventId: string | null;
@@ -64,11 +69,12 @@ export interface QuarantinedDetail extends QuarantinedDelivery {
 const QUARANTINE_ID = /^\d{1,18}$/;
 
 const summary = sql.raw(
-  'id::text as id, kind, reason, event_id, event_type, state, deliveries, received_at, last_received_at, released_event_id, resolved_at',
+  'id::text as id, account, kind, reason, event_id, event_type, state, deliveries, received_at, last_received_at, released_event_id, resolved_at',
 );
 
 type Row = {
   id: string;
+  account: string;
   kind: QuarantineKind;
   reason: string;
   event_id: string | null;
@@ -84,6 +90,7 @@ type Row = {
 function toDelivery(row: Row): QuarantinedDelivery {
   return {
     id: row.id,
+    account: row.account,
     kind: row.kind,
     reason: row.reason,
     eventId: row.event_id,
@@ -112,21 +119,22 @@ export async function quarantineDelivery(
 ): Promise<QuarantineReceipt | undefined> {
   const table = sql.id(store.schema, 'quarantine');
   const hash = createHash('sha256').update(delivery.rawBody).digest();
+  const account = delivery.account ?? DEFAULT_ACCOUNT;
   const { rows } = await sql<{ id: string; state: QuarantineState; deliveries: number; released_event_id: string | null }>`
     with repeated as (
       update ${table} set deliveries = deliveries + 1, last_received_at = now()
-       where body_sha256 = ${hash}
+       where body_sha256 = ${hash} and account = ${account}
       returning id::text as id, state, deliveries, released_event_id
     ),
     added as (
-      insert into ${table} as t (kind, reason, event_id, event_type, raw_body, headers, body_sha256)
-      select ${delivery.kind}, ${delivery.reason}, ${listable(delivery.eventId)}, ${listable(delivery.eventType)},
+      insert into ${table} as t (account, kind, reason, event_id, event_type, raw_body, headers, body_sha256)
+      select ${account}, ${delivery.kind}, ${delivery.reason}, ${listable(delivery.eventId)}, ${listable(delivery.eventType)},
              ${Buffer.from(delivery.rawBody.buffer, delivery.rawBody.byteOffset, delivery.rawBody.byteLength)},
              ${JSON.stringify(delivery.headers)}, ${hash}
        where not exists (select 1 from repeated)
          and (select count(*) from ${table} where state = 'held') < ${maxHeld}
       -- Two first deliveries of the same bytes at once: the second counts on the first's row.
-      on conflict (body_sha256) do update set deliveries = t.deliveries + 1, last_received_at = now()
+      on conflict (body_sha256, account) do update set deliveries = t.deliveries + 1, last_received_at = now()
       returning id::text as id, state, deliveries, released_event_id
     )
     select * from repeated union all select * from added`.execute(store.db);
@@ -142,6 +150,8 @@ function listable(text: string | undefined): string | null {
 
 /** Filters of {@link listQuarantined}. */
 export interface QuarantineFilter {
+  /** Only this account's deliveries; default every account's. */
+  account?: string | undefined;
   /** Default: held only. */
   state?: QuarantineState | 'all' | undefined;
   /** Default 100. */
@@ -154,6 +164,7 @@ export async function listQuarantined(store: PayhooksDatabase, filter: Quarantin
   const { rows } = await sql<Row>`
     select ${summary} from ${sql.id(store.schema, 'quarantine')}
      where ${state === 'all' ? sql`true` : sql`state = ${state}`}
+       and ${filter.account === undefined ? sql`true` : sql`account = ${filter.account}`}
      order by id desc limit ${filter.limit ?? 100}`.execute(store.db);
   return rows.map(toDelivery);
 }

@@ -10,6 +10,8 @@ type Json = ColumnType<unknown, string | null, string | null>;
 /** The `inbox_events` table of migrations/001_inbox.sql. */
 export interface InboxEventTable {
   event_id: string;
+  /** The account (organization) it belongs to: part of its key (migrations/018). */
+  account: string;
   event_type: string;
   resource_key: string | null;
   raw_body: string;
@@ -33,6 +35,8 @@ export interface InboxEventTable {
 /** The `inbox_queue` table of migrations/004: one row per unfinished event. */
 export interface InboxQueueTable {
   event_id: string;
+  /** The account (organization) it belongs to: part of its key (migrations/018). */
+  account: string;
   seq: ColumnType<string, string | number | bigint, never>;
   resource_key: string | null;
   /** Waiting: when it is due. Leased: when the lease runs out. */
@@ -76,9 +80,17 @@ export interface InboxEventStateView {
   last_error: ColumnType<string | null, never, never>;
   processed_at: NullableTimestamp;
   seq: ColumnType<string, never, never>;
+  account: ColumnType<string, never, never>;
 }
 
 /** How a handler settled an event: it completed, or it gave up (dead-lettered, or its attempts ran out). */
+/** The accounts the service is configured with (migrations/018): the database refuses events of any other. */
+export interface AccountTable {
+  id: string;
+  worker_share: ColumnType<number, number | undefined, number>;
+  added_at: Generated<Date>;
+}
+
 export type HandlerOutcome = 'done' | 'dead';
 
 /**
@@ -87,6 +99,8 @@ export type HandlerOutcome = 'done' | 'dead';
  */
 export interface HandlerRunTable {
   event_id: string;
+  /** The account (organization) it belongs to: part of its key (migrations/018). */
+  account: string;
   handler: string;
   /** migrations/009: the event's receipt time, the partition key. */
   received_at: Date;
@@ -106,6 +120,8 @@ export interface HandlerRunTable {
  */
 export interface EventLedgerTable {
   event_id: string;
+  /** The account (organization) it belongs to: part of its key (migrations/018). */
+  account: string;
   first_received_at: Generated<Date>;
   /** SHA-256 of the first delivery's body bytes. */
   body_sha256: ColumnType<Uint8Array, Uint8Array, Uint8Array>;
@@ -117,6 +133,8 @@ export interface EventLedgerTable {
 export interface HandlerAttemptTable {
   id: ColumnType<string, never, never>;
   event_id: string;
+  /** The account (organization) it belongs to: part of its key (migrations/018). */
+  account: string;
   /** The event's receipt time (the key of future time partitions). */
   received_at: Date;
   handler: string;
@@ -136,6 +154,8 @@ export type EffectStepState = 'started' | 'completed' | 'failed' | 'needs-review
 /** The `effect_steps` table of migrations/011: one row per `ctx.effect` step of a handler for an event. */
 export interface EffectStepTable {
   event_id: string;
+  /** The account (organization) it belongs to: part of its key (migrations/018). */
+  account: string;
   received_at: Date;
   handler: string;
   step: string;
@@ -154,6 +174,7 @@ export interface EffectStepTable {
 
 /** The Kysely database type of the payhooks schema. */
 export interface PayhooksTables {
+  accounts: AccountTable;
   inbox_events: InboxEventTable;
   inbox_queue: InboxQueueTable;
   inbox_event_states: InboxEventStateView;

@@ -14,6 +14,7 @@ import { MIRROR_DEFAULTS, mirrorConfigSchema } from './mirror/mirror-sink.js';
 import { type BrokerConfig, brokersSchema, type SinkEntry, sinksSchema } from './sink-registry.js';
 import { type HistoryOptions, historySettings } from '../worker/history-upkeep.js';
 import { type ServiceWorkerOptions, workerConfigSchema } from './worker-config.js';
+import { type AccountEntry, accountsFileSchema } from './accounts-config.js';
 
 /** The file names `serve`, `backfill` and `reconcile` look for in the working directory, in this order. */
 export const CONFIG_FILE_NAMES = ['payhooks.config.js', 'payhooks.config.mjs', 'payhooks.config.json'] as const;
@@ -56,6 +57,11 @@ const historyConfigSchema = z
 
 /** The sync configuration file's shape (docs/configuration.md#the-sync-configuration-file). */
 export const syncConfigSchema = z.strictObject({
+  /**
+   * Several organizations in one service (docs/accounts.md#configuration): each `{ id, secrets, apiKey?, apiUrl?,
+   * rateBudget?, workerShare? }`, credentials as `{ env }` or `{ file }` references. Unset: the one default account.
+   */
+  accounts: accountsFileSchema.optional(),
   /** The Postgres mirror: `true`/`false`, or its options. Unset: on when serve has no --handlers. */
   mirror: mirrorConfigSchema.optional(),
   reconcile: reconcileSchema.optional(),
@@ -92,6 +98,8 @@ export type SyncConfigFile = z.infer<typeof syncConfigSchema>;
 export interface SyncConfig {
   /** Where it came from: a path, or null when there is no file. */
   path: string | null;
+  /** The file's accounts, their credentials not yet read (resolveAccounts); undefined: the one default account. */
+  accounts: AccountEntry[] | undefined;
   /** The mirror's settings; `enabled` undefined when the file does not say (the caller decides the default). */
   mirror: { enabled: boolean | undefined; schema: string; eventTypes: EventType[] | undefined };
   reconcile: { every: string | undefined; lookback: string; endpointId: string | undefined };
@@ -235,6 +243,7 @@ export async function loadSyncConfig(
   }
   return {
     path,
+    accounts: file.accounts,
     mirror: {
       enabled: mirror.enabled ?? (typeof file.mirror === 'object' ? true : undefined),
       schema: options.mirrorSchema ?? mirror.schema ?? MIRROR_DEFAULTS.schema,

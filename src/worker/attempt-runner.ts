@@ -132,7 +132,7 @@ export class AttemptRunner<Api> {
       this.#settle(attemptRun, settleAttempt({ ...this.#attempt(event), failures, skipped, reviews }, this.#options.rules), skipped);
     } catch (err) {
       if (entry.shutdown) return;
-      const settlement = settleFailureOutsideHandlers(event.eventId, event.attempt, err, this.#options.rules);
+      const settlement = settleFailureOutsideHandlers(event, event.attempt, err, this.#options.rules);
       this.#settle(attemptRun, settlement, [], err);
     } finally {
       // A run that ends without a final outcome (shutdown, a lost lease) still writes what its handlers did.
@@ -141,7 +141,13 @@ export class AttemptRunner<Api> {
   }
 
   #attempt(event: ClaimedEvent) {
-    return { eventId: event.eventId, attempt: event.attempt, resourceKey: event.resourceKey, givenUpBefore: event.givenUp };
+    return {
+      account: event.account,
+      eventId: event.eventId,
+      attempt: event.attempt,
+      resourceKey: event.resourceKey,
+      givenUpBefore: event.givenUp,
+    };
   }
 
   /** Runs one handler in its span and notes its run; resolves to what it threw (undefined when it completed). */
@@ -173,8 +179,17 @@ export class AttemptRunner<Api> {
       // Written with the event's outcome, or before it: the batches go out in order. Every run is kept, in the batch
       // that carries the outcome (no statement more): a completion carries its run.
       const run = handlerRun(event, startedAt);
-      if (!markedInTransaction) outcomes.note(entry, { kind: 'completed', eventId: event.eventId, handler: handler.name, run });
-      else outcomes.note(entry, { kind: 'attempt', eventId: event.eventId, handler: handler.name, error: null, ...run });
+      if (!markedInTransaction)
+        outcomes.note(entry, { kind: 'completed', account: event.account, eventId: event.eventId, handler: handler.name, run });
+      else
+        outcomes.note(entry, {
+          kind: 'attempt',
+          account: event.account,
+          eventId: event.eventId,
+          handler: handler.name,
+          error: null,
+          ...run,
+        });
       return undefined;
     } catch (thrown) {
       if (entry.shutdown) return thrown;
@@ -182,6 +197,7 @@ export class AttemptRunner<Api> {
       this.#ended(handler, event, started, err);
       outcomes.note(entry, {
         kind: 'attempt',
+        account: event.account,
         eventId: event.eventId,
         handler: handler.name,
         error: describeThrown(err),
@@ -213,10 +229,14 @@ export class AttemptRunner<Api> {
 
   /** Hands the final state of an event no handler ran for (`ignored`, `invalid`) over to be written, told once it is. */
   #finish(entry: InFlight, status: 'ignored' | 'invalid', lastError: string | null, then?: (held: boolean) => void): void {
-    this.#record(entry, { kind: 'finished', eventId: entry.event.eventId, status, lastError }, (stillHeld) => {
-      if (stillHeld) this.#tell(entry, status);
-      then?.(stillHeld);
-    });
+    this.#record(
+      entry,
+      { kind: 'finished', account: entry.event.account, eventId: entry.event.eventId, status, lastError },
+      (stillHeld) => {
+        if (stillHeld) this.#tell(entry, status);
+        then?.(stillHeld);
+      },
+    );
   }
 
   /** Hands an outcome over to be written, after telling the attempt's span how it ended. */
@@ -241,10 +261,10 @@ export class AttemptRunner<Api> {
    */
   #settle(attemptRun: AttemptRun, settlement: Settlement, skipped: readonly string[], error?: unknown): void {
     const { entry } = attemptRun;
-    const { eventId, eventType, attempt } = entry.event;
+    const { account, eventId, eventType, attempt } = entry.event;
     const { outcomes, events, rules, logger } = this.#options;
     for (const { handler, error: thrown } of settlement.gaveUp) {
-      outcomes.note(entry, { kind: 'gaveUp', eventId, handler, error: describeThrown(thrown) });
+      outcomes.note(entry, { kind: 'gaveUp', account, eventId, handler, error: describeThrown(thrown) });
       attemptRun.log.error(
         { handler },
         thrown instanceof DeadLetterError

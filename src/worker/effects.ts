@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { PayhooksError } from '../errors.js';
 import { runInEffectScope } from '../internal/effect-scope.js';
 import { capText, describeThrown } from '../internal/scrub.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { beginStep, completeStep, failStep, markStepIdempotent, type StepRef } from '../store/effect-steps.js';
 
@@ -60,18 +61,22 @@ export class EffectNeedsReviewError extends PayhooksError {
 }
 
 /**
- * The idempotency key of one step: stable across attempts and processes, distinct per event, handler and step.
+ * The idempotency key of one step: stable across attempts and processes, distinct per account, event, handler and
+ * step. The default account's keys are those payhooks made before accounts existed (the account is not hashed in for
+ * it), so that a step in flight across the upgrade is called again with the key it was first called with.
  *
  * @example
- * effectKey('evt_1', 'fees', 'late-fee') // 'ph_…' (32 hex digits)
+ * effectKey('default', 'evt_1', 'fees', 'late-fee') // 'ph_…' (32 hex digits)
  */
-export function effectKey(eventId: string, handler: string, step: string): string {
-  return `ph_${createHash('sha256').update(`effect\u0000${eventId}\u0000${handler}\u0000${step}`).digest('hex').slice(0, 32)}`;
+export function effectKey(account: string, eventId: string, handler: string, step: string): string {
+  const scope = account === DEFAULT_ACCOUNT ? '' : `${account}\u0000`;
+  return `ph_${createHash('sha256').update(`effect\u0000${scope}${eventId}\u0000${handler}\u0000${step}`).digest('hex').slice(0, 32)}`;
 }
 
 /** What a handler run's `ctx.effect` works on. */
 export interface EffectRunnerOptions {
   store: PayhooksDatabase;
+  account: string;
   eventId: string;
   receivedAt: Date;
   handler: string;
@@ -99,7 +104,7 @@ function checkName(name: unknown): asserts name is string {
  * database until the handler calls it.
  */
 export function createEffectRunner(options: EffectRunnerOptions): EffectRunner {
-  const { store, eventId, handler, logger } = options;
+  const { store, account, eventId, handler, logger } = options;
   const used = new Set<string>();
   return async function effect<T>(
     name: string,
@@ -117,8 +122,8 @@ export function createEffectRunner(options: EffectRunnerOptions): EffectRunner {
         `ctx.effect: handler ${handler} used the step name ${JSON.stringify(name)} twice in one run; name each step once.`,
       );
     used.add(name);
-    const ref: StepRef = { eventId, handler, step: name };
-    const key = effectKey(eventId, handler, name);
+    const ref: StepRef = { account, eventId, handler, step: name };
+    const key = effectKey(account, eventId, handler, name);
     const log = logger.child({ step: name });
     const decision = await beginStep(store, {
       ...ref,

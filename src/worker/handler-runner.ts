@@ -12,6 +12,8 @@ import { type AttemptRun, shutdownSignal } from './in-flight.js';
 export interface HandlerRunnerOptions<Api> {
   store: PayhooksDatabase;
   api: Api | undefined;
+  /** The API client of an account, when it has its own (undefined: `api`). */
+  apiForAccount?: ((account: string) => Api | undefined) | undefined;
   handlerTimeoutMs: number;
   /** The `set local search_path …` statement `ctx.transaction` runs first, for the app's own tables. */
   searchPath: string;
@@ -84,18 +86,20 @@ export class HandlerRunner<Api> {
     signal: () => AbortSignal,
     state: { markedInTransaction: boolean; inTransaction: boolean },
   ): HandlerContext<Api> {
-    const { store, api, searchPath } = this.#options;
+    const { store, api, apiForAccount, searchPath } = this.#options;
     const { entry } = attemptRun;
+    const { account } = entry.event;
     let handlerLog: Logger | undefined;
     let effect: EffectRunner | undefined;
     const ctx: HandlerContext<Api> = {
       attempt: entry.event.attempt,
       receivedAt: entry.event.receivedAt,
+      account,
       get logger() {
         handlerLog ??= attemptRun.log.child({ handler: handler.name });
         return handlerLog;
       },
-      api,
+      api: apiForAccount?.(account) ?? api,
       get signal() {
         return signal();
       },
@@ -123,6 +127,7 @@ export class HandlerRunner<Api> {
           );
         effect ??= createEffectRunner({
           store,
+          account: entry.event.account,
           eventId: entry.event.eventId,
           receivedAt: entry.event.receivedAt,
           handler: handler.name,
@@ -145,7 +150,7 @@ export class HandlerRunner<Api> {
           const result = await fn(appTrx as unknown as Transaction<DB>).finally(() => {
             state.inTransaction = false;
           });
-          await markHandlerCompleted(trx, entry.event.eventId, handler.name);
+          await markHandlerCompleted(trx, entry.event, handler.name);
           return result;
         });
       },

@@ -15,7 +15,12 @@ export interface HandlerContext<Api = unknown> {
   receivedAt: Date;
   /** A child logger bound to the event's id, type and handler. */
   logger: Logger;
-  /** The service's API client, to read current state; undefined without an API key. */
+  /**
+   * The account (organization) the event belongs to: `default` in a single-account installation (docs/accounts.md).
+   * Anything the handler writes about the event's resources belongs to this account too.
+   */
+  account: string;
+  /** The service's API client of the event's account (its key, its URL, its rate budget); undefined without an API key. */
   api: Api | undefined;
   /** Aborted when the worker shuts down or the handler times out. */
   signal: AbortSignal;

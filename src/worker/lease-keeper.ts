@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
+import { eventKey } from '../store/accounts.js';
 import type { ClaimedEvent } from '../store/claim.js';
+import type { EventRef } from '../store/event-refs.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { extendLeases, releaseLeases } from '../store/outcomes.js';
 import type { AttemptRun, InFlight } from './in-flight.js';
@@ -20,7 +22,7 @@ export interface LeaseKeeperOptions {
  * worker took over, and gives back on stop those it could not record.
  */
 export class LeaseKeeper {
-  /** Claimed and not yet recorded, by eventId: running, waiting to run, or having its outcome written. */
+  /** Claimed and not yet recorded, by {@link eventKey}: running, waiting to run, or having its outcome written. */
   readonly #held = new Map<string, InFlight>();
   readonly #options: LeaseKeeperOptions;
   /** A run does not start this close to the end of its lease: another worker may be about to take the event. */
@@ -45,13 +47,13 @@ export class LeaseKeeper {
   /** Takes a claimed event in hand, its lease counted from `claimedAt`. */
   add(event: ClaimedEvent, claimedAt: number): InFlight {
     const entry: InFlight = { event, started: false, leaseUntil: claimedAt + this.#options.leaseMs, lost: false };
-    this.#held.set(event.eventId, entry);
+    this.#held.set(eventKey(event.account, event.eventId), entry);
     return entry;
   }
 
   /** Lets go of an event whose outcome was written (or given up on). */
-  forget(eventId: string): void {
-    this.#held.delete(eventId);
+  forget(event: EventRef): void {
+    this.#held.delete(eventKey(event.account, event.eventId));
   }
 
   /** Whether the run may go on: not shut down, and the lease is held and far enough from running out. */
@@ -63,7 +65,7 @@ export class LeaseKeeper {
     entry.lost = true;
     attemptRun.log.warn('lost the lease (it ran out, or another worker took the event); stopping this run');
     this.#options.events.emit('lease:lost', { eventId: entry.event.eventId });
-    this.forget(entry.event.eventId);
+    this.forget(entry.event);
     return false;
   }
 
@@ -83,11 +85,11 @@ export class LeaseKeeper {
       const still = await extendLeases(
         store,
         workerId,
-        entries.map((entry) => entry.event.eventId),
+        entries.map((entry) => entry.event),
         leaseMs,
       );
       for (const entry of entries) {
-        if (still.has(entry.event.eventId)) entry.leaseUntil = sentAt + leaseMs;
+        if (still.has(eventKey(entry.event.account, entry.event.eventId))) entry.leaseUntil = sentAt + leaseMs;
         else if (!entry.lost) {
           entry.lost = true;
           events.emit('lease:lost', { eventId: entry.event.eventId });
@@ -102,7 +104,11 @@ export class LeaseKeeper {
   async release(): Promise<number> {
     clearInterval(this.#heartbeat);
     this.#heartbeat = undefined;
-    const unrecorded = this.entries().map((entry) => ({ eventId: entry.event.eventId, started: entry.started }));
+    const unrecorded = this.entries().map((entry) => ({
+      account: entry.event.account,
+      eventId: entry.event.eventId,
+      started: entry.started,
+    }));
     return releaseLeases(this.#options.store, this.#options.workerId, unrecorded).catch(() => 0);
   }
 }

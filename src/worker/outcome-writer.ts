@@ -114,7 +114,7 @@ export class OutcomeWriter {
         'could not record the outcome of an event; its lease will run out and it will run again',
       );
     } finally {
-      this.#options.leases.forget(entry.event.eventId);
+      this.#options.leases.forget(entry.event);
     }
     if (written) then?.(written[written.length - 1]!);
   }

@@ -6,6 +6,7 @@ import { eventRetryDelay } from './retry-delay.js';
 
 /** What one attempt of an event came to, handler by handler: what the settle policy decides on. */
 export interface AttemptResult {
+  account: string;
   eventId: string;
   /** This attempt's number, from 1. */
   attempt: number;
@@ -63,11 +64,11 @@ export function describeFailures(failures: readonly HandlerFailure[], givenUpBef
  * unknown outcome; else finished, `dead` when any handler gave up (now or earlier), `done` otherwise.
  *
  * @example
- * settleAttempt({ eventId: 'evt_1', attempt: 1, resourceKey: null, failures: [], skipped: [], reviews: [], givenUpBefore: [] }, rules)
- * // { kind: 'done', gaveUp: [], outcome: { kind: 'finished', eventId: 'evt_1', status: 'done', lastError: null } }
+ * settleAttempt({ account: 'default', eventId: 'evt_1', attempt: 1, resourceKey: null, failures: [], skipped: [], reviews: [], givenUpBefore: [] }, rules)
+ * // { kind: 'done', gaveUp: [], outcome: { kind: 'finished', account: 'default', eventId: 'evt_1', status: 'done', lastError: null } }
  */
 export function settleAttempt(result: AttemptResult, rules: SettleRules): Settlement {
-  const { eventId, attempt, failures, skipped, reviews, givenUpBefore } = result;
+  const { account, eventId, attempt, failures, skipped, reviews, givenUpBefore } = result;
   const verdict =
     failures.length === 0
       ? { givenUp: [], retried: [], delayMs: 0 }
@@ -85,7 +86,7 @@ export function settleAttempt(result: AttemptResult, rules: SettleRules): Settle
       kind: 'retry',
       gaveUp,
       retried,
-      outcome: { kind: 'retry', eventId, delayMs: verdict.delayMs, lastError: lastError ?? '', owed },
+      outcome: { kind: 'retry', account, eventId, delayMs: verdict.delayMs, lastError: lastError ?? '', owed },
     };
   }
   if (skipped.length > 0) {
@@ -94,18 +95,18 @@ export function settleAttempt(result: AttemptResult, rules: SettleRules): Settle
       kind: 'park',
       gaveUp,
       waitingFor,
-      outcome: { kind: 'park', eventId, owed: [...skipped, ...held], lastError: lastError ?? `Waiting for ${waitingFor}.` },
+      outcome: { kind: 'park', account, eventId, owed: [...skipped, ...held], lastError: lastError ?? `Waiting for ${waitingFor}.` },
     };
   }
   if (held.length > 0) {
     // Out of the queue like a final state; resolving the step puts it back (docs/effects.md#needs-review).
-    return { kind: 'needs-review', gaveUp, held, outcome: { kind: 'finished', eventId, status: 'needs-review', lastError } };
+    return { kind: 'needs-review', gaveUp, held, outcome: { kind: 'finished', account, eventId, status: 'needs-review', lastError } };
   }
   if (gaveUp.length > 0 || givenUpBefore.length > 0) {
     const deadHandlers = [...gaveUp.map((f) => f.handler), ...givenUpBefore.map((g) => g.handler)];
-    return { kind: 'dead', gaveUp, deadHandlers, outcome: { kind: 'finished', eventId, status: 'dead', lastError } };
+    return { kind: 'dead', gaveUp, deadHandlers, outcome: { kind: 'finished', account, eventId, status: 'dead', lastError } };
   }
-  return { kind: 'done', gaveUp, outcome: { kind: 'finished', eventId, status: 'done', lastError: null } };
+  return { kind: 'done', gaveUp, outcome: { kind: 'finished', account, eventId, status: 'done', lastError: null } };
 }
 
 /**
@@ -113,15 +114,15 @@ export function settleAttempt(result: AttemptResult, rules: SettleRules): Settle
  * owed, or is dead on the last attempt.
  */
 export function settleFailureOutsideHandlers(
-  eventId: string,
+  { account, eventId }: { account: string; eventId: string },
   attempt: number,
   error: unknown,
   rules: SettleRules,
 ): Extract<Settlement, { kind: 'failed-outside-handlers' }> {
   const lastError = describeThrown(error);
   if (attempt >= rules.maxAttempts) {
-    return { kind: 'failed-outside-handlers', gaveUp: [], outcome: { kind: 'finished', eventId, status: 'dead', lastError } };
+    return { kind: 'failed-outside-handlers', gaveUp: [], outcome: { kind: 'finished', account, eventId, status: 'dead', lastError } };
   }
   const delayMs = eventRetryDelay(attempt, rules.backoff, rules.random);
-  return { kind: 'failed-outside-handlers', gaveUp: [], outcome: { kind: 'retry', eventId, delayMs, lastError, owed: null } };
+  return { kind: 'failed-outside-handlers', gaveUp: [], outcome: { kind: 'retry', account, eventId, delayMs, lastError, owed: null } };
 }

@@ -32,7 +32,10 @@ export interface WorkerOptions<Api = unknown> {
   store: PayhooksDatabase;
   registry: HandlerRegistry<Api>;
   logger: Logger;
+  /** `ctx.api` of every account's handlers, unless `apiForAccount` gives one for the event's account. */
   api?: Api | undefined;
+  /** `ctx.api` of an account's handlers: the API client with that account's key (docs/accounts.md); undefined: `api`. */
+  apiForAccount?: ((account: string) => Api | undefined) | undefined;
   /**
    * Called after each handler run, failed or not. Kept for existing callers: it is one subscriber of `run:ended` on
    * {@link WorkerOptions.events}, which tells more.
@@ -212,6 +215,7 @@ export function createWorker<Api = unknown>(options: WorkerOptions<Api>): Worker
   const handlers = new HandlerRunner({
     store,
     api: options.api,
+    apiForAccount: options.apiForAccount,
     handlerTimeoutMs,
     searchPath: setLocalSearchPath(appSearchPath(settings.appSchema)),
   });

@@ -90,7 +90,7 @@ describe('payhooks issues', () => {
     const show = await runInProcess(['issues', 'show', big.id, '--limit', '5'], env);
     expect(show.stdout).toMatch(new RegExp(`^issue:\\s+#${big.id} open$`, 'm'));
     expect(show.stdout).toMatch(/^last error:\s+.*erp said 500/m);
-    expect(show.stdout.match(/evt_cli_paid_\d+\s+INVOICE_PAID\s+dead/g)).toHaveLength(5);
+    expect(show.stdout.match(/evt_cli_paid_\d+\s+default\s+INVOICE_PAID\s+dead/g)).toHaveLength(5);
     expect(show.stdout).toContain('showing the first 5');
     const shown = JSON.parse((await runInProcess(['issues', 'show', big.id, '--json', '--limit', '100'], env)).stdout);
     expect(shown.events.map((e: { eventId: string }) => e.eventId).sort()).toEqual(

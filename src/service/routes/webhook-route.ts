@@ -2,8 +2,23 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, type Registry } from 'prom-client';
 import { defineServiceRoute, json, type ServiceRoute } from './service-route.js';
 
-/** Where the service receives webhooks. */
+/** Where the service receives webhooks: the default account's here, each account's at `/webhooks/{account}`. */
 export const WEBHOOK_PATH = '/webhooks';
+
+/**
+ * The account a request to the webhook route is for: none (the default account) at `/webhooks`, `gym-north` at
+ * `/webhooks/gym-north`. Anything longer names no account, and is answered as an unknown one.
+ */
+export function webhookAccount(request: { url: string }): string | undefined {
+  const path = request.url.split('?', 1)[0] ?? '';
+  if (path === WEBHOOK_PATH || path === `${WEBHOOK_PATH}/`) return undefined;
+  const rest = path.slice(WEBHOOK_PATH.length + 1);
+  try {
+    return decodeURIComponent(rest);
+  } catch {
+    return rest;
+  }
+}
 
 /**
  * `POST /webhooks`, counted by status in `payhooks_webhook_responses_total`. Without a receiver (`--role worker`),
@@ -21,6 +36,7 @@ export function webhookRoute(
   });
   return defineServiceRoute({
     path: WEBHOOK_PATH,
+    prefix: true,
     handle: (req, res) => {
       if (!receive) {
         json(res, 404, {

@@ -52,7 +52,7 @@ function changeNotices(settings: z.output<typeof options>, setup: SinkSetup): Si
     async handle(event, ctx) {
       const resource = eventResource(event);
       if (!resource) return;
-      const mirrored = await handlerOutcome(setup.store.db, event.eventId, MIRROR_DEFAULTS.handlerName);
+      const mirrored = await handlerOutcome(setup.store.db, { account: ctx.account, eventId: event.eventId }, MIRROR_DEFAULTS.handlerName);
       if (mirrored === 'dead') throw new DeadLetterError('the mirror gave up on this event: no change of it to announce');
       if (mirrored === null) throw new Error('the mirror has not written this event yet; the notice waits for it');
       // The id as the mirror's row holds it, so that the app finds the row the notice names.
