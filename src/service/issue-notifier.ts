@@ -75,3 +75,23 @@ export function startIssueNotifier(options: IssueNotifierOptions): PeriodicTask 
     { now: true, stopReason: 'the service is stopping' },
   );
 }
+
+/**
+ * The notifier `issues.notify` of the service configuration asks for, started; undefined without a URL. Each new or
+ * reopened issue is told once, by whichever process claims it (store/issues.ts), so it is safe in every process.
+ */
+export function issueNotifierFor(
+  notify: { url?: string | undefined; secret?: string | undefined; everyMs: number; timeoutMs: number },
+  store: PayhooksDatabase,
+  logger: Logger,
+): PeriodicTask | undefined {
+  if (notify.url === undefined || notify.secret === undefined) return undefined;
+  return startIssueNotifier({
+    store,
+    url: notify.url,
+    secret: notify.secret,
+    everyMs: notify.everyMs,
+    timeoutMs: notify.timeoutMs,
+    logger,
+  });
+}

@@ -5,9 +5,9 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import { nodeAdapter } from '../adapters/node-http.js';
 import type { ApiClient } from '../client/index.js';
 import { DeliveryWatch } from '../alarms/delivery-watch.js';
-import { createAdminApi } from '../console/admin-api.js';
+import { type AdminApiOptions, createAdminApi } from '../console/admin-api.js';
 import { handlerSource } from '../sync/sink-registry.js';
-import { startIssueNotifier } from './issue-notifier.js';
+import { issueNotifierFor } from './issue-notifier.js';
 import { PayhooksError } from '../errors.js';
 import { parseDuration } from '../internal/duration.js';
 import { createLogger } from '../logger.js';
@@ -142,19 +142,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     mirrorSchema: mirrorRuns(config, hasHandlers) ? config.mirror.schema : undefined,
     logger: logger.child({ component: 'console' }),
   });
-  // Each new or reopened issue told once, by whichever process claims it (store/issues.ts): safe in every process.
-  const { notify } = config.issues;
-  const notifier =
-    notify.url !== undefined && notify.secret !== undefined
-      ? startIssueNotifier({
-          store,
-          url: notify.url,
-          secret: notify.secret,
-          everyMs: notify.everyMs,
-          timeoutMs: notify.timeoutMs,
-          logger: logger.child({ component: 'issues' }),
-        })
-      : undefined;
+  const notifier = issueNotifierFor(config.issues.notify, store, logger.child({ component: 'issues' }));
   const stopWorking = async () => {
     await Promise.all([periodic?.stop(), sweeper?.stop(), verify.stop(), monitor.stop(), notifier?.stop()]);
     await hooks.stop();
@@ -179,17 +167,14 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     ...(adminToken !== undefined || localToken !== undefined
       ? [
           adminRoute(
-            nodeAdapter(
-              createAdminApi({
-                store,
-                token: adminToken,
-                localToken,
-                logger: logger.child({ component: 'console' }),
-                health: () => monitor.health(),
-                verify,
-                handlerSource,
-              }),
-            ),
+            serviceAdminApi({
+              store,
+              token: adminToken,
+              localToken,
+              logger: logger.child({ component: 'console' }),
+              health: () => monitor.health(),
+              verify,
+            }),
           ),
         ]
       : []),
@@ -311,4 +296,9 @@ async function listen(server: Server, host: string, port: number): Promise<void>
       { cause: err },
     );
   }
+}
+
+/** The console's API as serve mounts it: the options given, and where failures come from (the sink registry's names). */
+function serviceAdminApi(options: Omit<AdminApiOptions, 'handlerSource'>) {
+  return nodeAdapter(createAdminApi({ ...options, handlerSource }));
 }

@@ -135,8 +135,6 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
   const finished = outcomes.filter((o) => o.kind === 'finished');
   const requeues = outcomes.filter((o) => o.kind === 'retry' || o.kind === 'park');
   const attempts = outcomes.filter((o) => o.kind === 'attempt');
-  const attemptsTable = sql.id(store.schema, 'handler_attempts');
-  const failures = attempts.filter((a) => a.error !== null && a.errorClass !== undefined && a.eventType !== undefined);
   const times = (values: (Date | undefined)[]) => sql`${values.map((value) => value?.toISOString() ?? null)}::timestamptz[]`;
   const queue = sql.id(store.schema, 'inbox_queue');
   const events = sql.id(store.schema, 'inbox_events');
@@ -166,24 +164,8 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
        where m.received_at is not null
       on conflict do nothing
     ),
-    ${issuesSeen(store, failures)},
-    tried as (
-      insert into ${attemptsTable} (event_id, account, received_at, handler, attempt, started_at, ended_at, outcome, error, issue_id)
-      select a.event_id, a.account, a.received_at, a.handler, a.attempt, a.started_at, a.ended_at,
-             case when a.error is null then 'completed' else 'failed' end, a.error, s.id
-        from (select a.*, (select l.first_received_at from ${ledger} l where l.event_id = a.event_id and l.account = a.account)
-                            as received_at
-                from unnest(${texts(attempts.map((a) => a.eventId))}, ${texts(attempts.map((a) => a.account))},
-                            ${texts(attempts.map((a) => a.handler))},
-                            ${sql`${attempts.map((a) => a.attempt)}::int[]`}, ${times(attempts.map((a) => a.startedAt))},
-                            ${times(attempts.map((a) => a.endedAt))}, ${texts(attempts.map((a) => a.error))},
-                            ${texts(attempts.map((a) => (a.error === null ? null : (a.errorClass ?? null))))},
-                            ${texts(attempts.map((a) => (a.error === null ? null : (a.eventType ?? null))))})
-                     as a(event_id, account, handler, attempt, started_at, ended_at, error, error_class, event_type)
-              offset 0) a
-        left join seen s on s.handler = a.handler and s.error_class = a.error_class and s.event_type = a.event_type
-       where a.received_at is not null
-    ),
+    ${issuesSeen(store, attempts)},
+    ${attemptsTried(store, attempts)},
     finished as (
       select * from unnest(${texts(finished.map((f) => f.eventId))}, ${texts(finished.map((f) => f.account))},
                            ${texts(finished.map((f) => f.status))}, ${texts(finished.map((f) => f.lastError))})
@@ -289,13 +271,44 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
   });
 }
 
+/** A handler's run, as {@link recordOutcomes} records it. */
+type AttemptOutcome = Extract<Outcome, { kind: 'attempt' }>;
+
+/**
+ * The `tried` CTE of {@link recordOutcomes}: one `handler_attempts` row per run, its receipt time (the partition key)
+ * from the ledger, one probe of its primary key each; a failure carries the id of the issue `seen` counted it into.
+ */
+function attemptsTried(store: PayhooksDatabase, attempts: readonly AttemptOutcome[]) {
+  const texts = (values: (string | null)[]) => sql`${values}::text[]`;
+  const times = (values: Date[]) => sql`${values.map((value) => value.toISOString())}::timestamptz[]`;
+  const failed = <T>(a: AttemptOutcome, value: T) => (a.error === null ? null : (value ?? null));
+  return sql`tried as (
+      insert into ${sql.id(store.schema, 'handler_attempts')}
+             (event_id, account, received_at, handler, attempt, started_at, ended_at, outcome, error, issue_id)
+      select a.event_id, a.account, a.received_at, a.handler, a.attempt, a.started_at, a.ended_at,
+             case when a.error is null then 'completed' else 'failed' end, a.error, s.id
+        from (select a.*, (select l.first_received_at from ${sql.id(store.schema, 'event_ledger')} l
+                            where l.event_id = a.event_id and l.account = a.account) as received_at
+                from unnest(${texts(attempts.map((a) => a.eventId))}, ${texts(attempts.map((a) => a.account))},
+                            ${texts(attempts.map((a) => a.handler))},
+                            ${sql`${attempts.map((a) => a.attempt)}::int[]`}, ${times(attempts.map((a) => a.startedAt))},
+                            ${times(attempts.map((a) => a.endedAt))}, ${texts(attempts.map((a) => a.error))},
+                            ${texts(attempts.map((a) => failed(a, a.errorClass)))}, ${texts(attempts.map((a) => failed(a, a.eventType)))})
+                     as a(event_id, account, handler, attempt, started_at, ended_at, error, error_class, event_type)
+              offset 0) a
+        left join seen s on s.handler = a.handler and s.error_class = a.error_class and s.event_type = a.event_type
+       where a.received_at is not null
+    )`;
+}
+
 /**
  * The `seen` CTE of {@link recordOutcomes}: the batch's failures counted into their issues (migrations/020 argues
  * why here), one upsert of the batch's distinct (handler, error class, event type), in key order so that two batches
  * lock shared issues in the same order. A resolved issue that fails again is open again (and to be told again); an
  * acknowledged or ignored one keeps its state. Returns each issue's id for the attempt rows to carry.
  */
-function issuesSeen(store: PayhooksDatabase, failures: readonly Extract<Outcome, { kind: 'attempt' }>[]) {
+function issuesSeen(store: PayhooksDatabase, attempts: readonly AttemptOutcome[]) {
+  const failures = attempts.filter((a) => a.error !== null && a.errorClass !== undefined && a.eventType !== undefined);
   const issues = sql.id(store.schema, 'issues');
   const texts = (values: (string | null | undefined)[]) => sql`${values.map((v) => v ?? null)}::text[]`;
   return sql`seen as (
