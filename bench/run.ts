@@ -1,9 +1,10 @@
-// `npm run bench [verify] [ingest] [drain] [cost] [effects] [burst] [mirror-verify] [year] [migration] [tracing]`: each comparison in one run, against its baseline
+// `npm run bench [verify] [ingest] [drain] [cost] [effects] [burst] [mirror-verify] [year] [migration] [tracing] [accounts]`: each comparison in one run, against its baseline
 // measured in the same run, written to bench/results.md (medians, ratios, targets met or missed). Without arguments: all.
 // BENCH_SCALE=0.1 runs a tenth of the counts and seconds for a quick look; DATABASE_URL picks the server.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { benchAccounts } from './sections/accounts.js';
 import { benchBurst } from './sections/burst.js';
 import { benchCost } from './sections/cost.js';
 import { benchDrain } from './sections/drain.js';
@@ -23,6 +24,7 @@ const sections = {
   verify: benchVerify,
   ingest: benchIngest,
   drain: benchDrain,
+  accounts: benchAccounts,
   effects: benchEffects,
   cost: benchCost,
   burst: benchBurst,

@@ -297,7 +297,10 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
   const registry = new HandlerRegistry<Api>();
   const events = new WorkerEvents(logger);
   const handlerRun = options.observe?.handlerRun;
-  if (handlerRun) events.on('run:ended', ({ handler, eventType, failed, seconds }) => handlerRun({ handler, eventType, failed, seconds }));
+  if (handlerRun)
+    events.on('run:ended', ({ account, handler, eventType, failed, seconds }) =>
+      handlerRun({ account, handler, eventType, failed, seconds }),
+    );
   const eventDead = options.observe?.eventDead;
   if (eventDead) events.on('event:dead', ({ eventType }) => eventDead({ eventType }));
   let worker: Worker | undefined;

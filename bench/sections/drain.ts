@@ -37,14 +37,14 @@ export async function payhooksSchema(history: number): Promise<string> {
     await withClient(async (client) => {
       const body = deliveryBody('history', 0);
       await client.query(
-        `insert into "${schema}".inbox_events (event_id, event_type, resource_key, raw_body, status, attempts, processed_at)
-         select 'old_' || n, 'INVOICE_PAID', 'invoice:old_' || n, $1, 'done', 1, now() from generate_series(1, $2::int) n`,
+        `insert into "${schema}".inbox_events (event_id, account, event_type, resource_key, raw_body, status, attempts, processed_at)
+         select 'old_' || n, 'default', 'INVOICE_PAID', 'invoice:old_' || n, $1, 'done', 1, now() from generate_series(1, $2::int) n`,
         [body, history],
       );
       // Every event received is in the ledger too (it answers duplicates long after the body is pruned).
       await client.query(
-        `insert into "${schema}".event_ledger (event_id, first_received_at, body_sha256)
-         select event_id, received_at, sha256(convert_to(raw_body, 'UTF8')) from "${schema}".inbox_events`,
+        `insert into "${schema}".event_ledger (event_id, account, first_received_at, body_sha256)
+         select event_id, account, received_at, sha256(convert_to(raw_body, 'UTF8')) from "${schema}".inbox_events`,
       );
       await client.query(`vacuum analyze "${schema}".inbox_events`);
       await client.query(`vacuum analyze "${schema}".event_ledger`);
@@ -63,7 +63,7 @@ export async function storeBacklog(
   schema: string,
   runId: string,
   count: number,
-  { xids, oneResource }: { xids?: string[]; oneResource?: string } = {},
+  { xids, oneResource, accounts }: { xids?: string[]; oneResource?: string; accounts?: readonly string[] } = {},
 ): Promise<void> {
   const opened = await openDatabase({ url: databaseUrl, schema });
   try {
@@ -80,7 +80,9 @@ export async function storeBacklog(
           // Read as the receiver reads a delivery, so that the stored row (its resource key, its data check) is the same.
           const read = readDelivery(Buffer.from(deliveryBody(runId, n)), {});
           if (!read.ok) throw new Error(`drain: the bench's delivery ${n} is refused: ${read.message}`);
-          batch.push(oneResource ? { ...read.event, resourceKey: `invoice:${oneResource}` } : read.event);
+          const event = oneResource ? { ...read.event, resourceKey: `invoice:${oneResource}` } : read.event;
+          // Spread over the accounts in turn, as deliveries of many organizations arrive interleaved.
+          batch.push(accounts ? { ...event, account: accounts[n % accounts.length] } : event);
         }
         await storeEvents(store, batch);
       }
@@ -158,7 +160,8 @@ export async function drainWithWorkers(
     handlers = { module: 'bench/noop-handlers.mjs' },
     nodeArgs = [],
     oneResource,
-  }: { handlers?: DrainHandlers; nodeArgs?: readonly string[]; oneResource?: string } = {},
+    accounts,
+  }: { handlers?: DrainHandlers; nodeArgs?: readonly string[]; oneResource?: string; accounts?: readonly string[] } = {},
 ): Promise<DrainRun> {
   const env = { ...handlers.env, DATABASE_URL: databaseUrl, PAYHOOKS_SCHEMA: schema };
   const countSql = `select count(*) as n from "${schema}".inbox_queue`;
@@ -169,12 +172,12 @@ export async function drainWithWorkers(
   );
   let run: DrainRun;
   try {
-    await storeBacklog(schema, `${runId}w`, WARM_UP);
+    await storeBacklog(schema, `${runId}w`, WARM_UP, { accounts });
     await whenDrained(countSql);
     await checkpoint();
     run = await measureDrain(
       backlog,
-      () => storeBacklog(schema, runId, backlog, { oneResource }),
+      () => storeBacklog(schema, runId, backlog, { oneResource, accounts }),
       countSql,
       workers.map((worker) => worker.child.pid),
     );

@@ -193,15 +193,15 @@ async function timeOneDrop(count: number): Promise<{ ms: number; events: number;
     const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000);
     await ensureHistoryPartitions(store, { from: twoDaysAgo });
     const at = twoDaysAgo.toISOString();
-    await sql`insert into ${sql.id(schema, 'event_ledger')} (event_id, first_received_at, body_sha256)
-              select 'evt_' || n, ${at}::timestamptz, '\\x00' from generate_series(1, ${count}) n`.execute(store.db);
-    await sql`insert into ${sql.id(schema, 'inbox_events')} (event_id, event_type, raw_body, received_at, status, processed_at)
-              select 'evt_' || n, 'INVOICE_PAID', repeat('x', 2000), ${at}::timestamptz, 'done', now() from generate_series(1, ${count}) n`.execute(
+    await sql`insert into ${sql.id(schema, 'event_ledger')} (event_id, account, first_received_at, body_sha256)
+              select 'evt_' || n, 'default', ${at}::timestamptz, '\\x00' from generate_series(1, ${count}) n`.execute(store.db);
+    await sql`insert into ${sql.id(schema, 'inbox_events')} (event_id, account, event_type, raw_body, received_at, status, processed_at)
+              select 'evt_' || n, 'default', 'INVOICE_PAID', repeat('x', 2000), ${at}::timestamptz, 'done', now() from generate_series(1, ${count}) n`.execute(
       store.db,
     );
     await sql`delete from ${sql.id(schema, 'inbox_queue')}`.execute(store.db);
-    await sql`insert into ${sql.id(schema, 'handler_runs')} (event_id, handler, received_at)
-              select 'evt_' || n, 'noop', ${at}::timestamptz from generate_series(1, ${count}) n`.execute(store.db);
+    await sql`insert into ${sql.id(schema, 'handler_runs')} (event_id, account, handler, received_at)
+              select 'evt_' || n, 'default', 'noop', ${at}::timestamptz from generate_series(1, ${count}) n`.execute(store.db);
     await sql`vacuum analyze ${sql.id(schema, 'inbox_queue')}`.execute(store.db);
     const started = performance.now();
     const report = await dropHistoryPartitions(store, { before: new Date(Date.now() - 86_400_000) });

@@ -4,7 +4,8 @@ import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
 import { UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { formatAge, printableJson, table } from './format.js';
-import { positiveInt } from './parse-options.js';
+import { accountOption, positiveInt } from './parse-options.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 import { quarantineTable } from './quarantine-command.js';
 import { withInbox } from './with-inbox.js';
 
@@ -13,6 +14,7 @@ export interface ListCommandOptions {
   /** A state, or `quarantined`: the signed deliveries that could not be stored as events. */
   status?: EventStatus | 'quarantined' | undefined;
   type?: string | undefined;
+  account?: string | undefined;
   limit: number;
   json?: boolean | undefined;
 }
@@ -40,18 +42,21 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
       ]),
     )
     .option('--type <type>', 'only events of this type, e.g. INVOICE_PAID')
+    .option('--account <id>', "only this account's events (docs/accounts.md); default every account's", accountOption)
     .option('--limit <n>', 'at most this many', positiveInt('--limit'), 100)
     .option('--json', 'print one JSON array (the "showing N of M" note goes to stderr, when not all are shown)')
     .action(async (opts: ListCommandOptions) => {
       if (opts.status === 'quarantined') {
-        const held = await withInbox(ctx.env('events'), (inbox) => inbox.listQuarantined({ state: 'held', limit: opts.limit }));
+        const held = await withInbox(ctx.env('events'), (inbox) =>
+          inbox.listQuarantined({ state: 'held', limit: opts.limit, account: opts.account }),
+        );
         const shown = opts.type === undefined ? held : held.filter((q) => q.eventType === opts.type);
         if (opts.json) return ctx.out(printableJson(JSON.stringify(shown, null, 2)));
         if (shown.length === 0) return ctx.out('no events');
         await ctx.out(quarantineTable(shown));
         return ctx.out(`showing ${shown.length} quarantined deliveries (payhooks quarantine show|release|discard ID)`);
       }
-      const filter = { status: opts.status, eventType: opts.type };
+      const filter = { account: opts.account, status: opts.status, eventType: opts.type };
       const [rows, counts] = await withInbox(ctx.env('events'), async (inbox) => [
         await inbox.listEvents({ ...filter, limit: opts.limit }),
         await inbox.countEventsByStatus(filter),
@@ -71,11 +76,12 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
     .command('show')
     .description('show one stored event with its body and headers')
     .argument('<eventId>')
+    .option('--account <id>', 'the account whose event it is; default: the first received of any account', accountOption)
     // show prints JSON either way; the flag is accepted so that scripts can pass --json to every events command.
     .option('--json', 'print the event as JSON (what show prints anyway)')
-    .action(async (eventId: string) => {
-      const event = await withInbox(ctx.env('events'), (inbox) => inbox.getEvent(eventId));
-      if (!event) throw new UsageError(`No stored event with eventId ${eventId}.`);
+    .action(async (eventId: string, opts: { account?: string }) => {
+      const event = await withInbox(ctx.env('events'), (inbox) => inbox.getEvent(eventId, opts.account));
+      if (!event) throw new UsageError(`No stored event with eventId ${eventId}${opts.account ? ` in account ${opts.account}` : ''}.`);
       await ctx.out(printableJson(JSON.stringify(event, null, 2)));
     });
   events
@@ -103,9 +109,12 @@ function statusSummary(counts: StatusCounts): string {
 }
 
 function eventsTable(rows: readonly StoredEvent[]): string {
+  // The account's column only where there is more than the default account: a single-account inbox reads as before.
+  const accounts = rows.some((e) => e.account !== DEFAULT_ACCOUNT);
   return table(
-    ['EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'DELIVERIES', 'RECEIVED', 'LAST ERROR'],
+    [...(accounts ? ['ACCOUNT'] : []), 'EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'DELIVERIES', 'RECEIVED', 'LAST ERROR'],
     rows.map((e) => [
+      ...(accounts ? [e.account] : []),
       e.eventId,
       e.eventType,
       e.status,

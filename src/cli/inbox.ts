@@ -42,8 +42,8 @@ export interface Inbox {
   /** How many events match, per state. */
   countEventsByStatus(filter: EventsFilter): Promise<StatusCounts>;
   /** One event as stored, personal data included; undefined when there is none. */
-  getEvent(eventId: string): Promise<StoredEventDetail | undefined>;
-  countEventsByTypeAndStatus(): Promise<TypeStatusCount[]>;
+  getEvent(eventId: string, account?: string): Promise<StoredEventDetail | undefined>;
+  countEventsByTypeAndStatus(account?: string): Promise<TypeStatusCount[]>;
   oldestPendingEvent(): Promise<OldestPending | undefined>;
   previewReplay(which: ReplaySelection, sampleSize: number): Promise<ReplayPreview>;
   /** Quarantined deliveries, newest first (held ones by default). */
@@ -65,8 +65,8 @@ export function localInbox(store: PayhooksDatabase): Inbox {
   return {
     listEvents: (filter) => listEvents(store, filter),
     countEventsByStatus: (filter) => countEventsByStatus(store, filter),
-    getEvent: (eventId) => getEvent(store, eventId),
-    countEventsByTypeAndStatus: () => countEventsByTypeAndStatus(store),
+    getEvent: (eventId, account) => getEvent(store, eventId, account),
+    countEventsByTypeAndStatus: (account) => countEventsByTypeAndStatus(store, account),
     oldestPendingEvent: () => oldestPendingEvent(store),
     previewReplay: (which, sampleSize) => previewReplay(store, which, sampleSize),
     listQuarantined: (filter) => listQuarantined(store, filter),

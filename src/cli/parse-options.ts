@@ -1,3 +1,4 @@
+import { isAccountId } from '../store/accounts.js';
 import { UsageError } from './cli-errors.js';
 
 /**
@@ -13,4 +14,16 @@ export function positiveInt(flag: string): (value: string) => number {
       throw new UsageError(`${flag} takes a positive whole number, not ${JSON.stringify(value)}.`);
     return n;
   };
+}
+
+/**
+ * A commander parser for `--account <id>`: an account id as configured (docs/accounts.md), refused with the rule.
+ *
+ * @example
+ * command.option('--account <id>', 'only this account', accountOption);
+ */
+export function accountOption(value: string): string {
+  if (!isAccountId(value))
+    throw new UsageError(`--account takes an account id (lower-case letters, digits, "-" and "_"), not ${JSON.stringify(value)}.`);
+  return value;
 }

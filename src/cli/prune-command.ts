@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import type { PayhooksDatabase } from '../store/database.js';
 import { dropHistoryPartitions, type KeptPartition, type PartitionDropReport, unfinishedCount } from '../store/history-partitions.js';
-import { assertPruneAge, pruneCutoff } from '../store/maintenance.js';
+import { assertPruneAge, countPrunableOfAccount, pruneAccount, pruneCutoff } from '../store/maintenance.js';
+import { accountOption } from './parse-options.js';
 import type { CommandContext } from './command-context.js';
 import { confirmBulk } from './confirm-bulk.js';
 import { parseDuration } from '../internal/duration.js';
@@ -11,6 +12,7 @@ import { withDatabase } from './with-database.js';
 /** The options of `payhooks prune`. */
 export interface PruneCommandOptions {
   olderThan: string;
+  account?: string | undefined;
   dryRun: boolean;
   yes: boolean;
 }
@@ -27,12 +29,19 @@ export function addPruneCommand(program: Command, ctx: CommandContext): void {
       'drop the history (bodies, outcomes, attempts) of finished events in partitions older than the given age; unfinished, dead, invalid and needs-review events stay until resolved',
     )
     .requiredOption('--older-than <age>', 'e.g. 30d; any age: deduplication lives in the ledger, which prune keeps')
+    .option(
+      '--account <id>',
+      "only this account's finished events (deleted row by row; without it, whole partitions of every account's history)",
+      accountOption,
+    )
     .option('--dry-run', 'print what it would drop and what it would keep; change nothing', false)
     .option('-y, --yes', 'drop without asking (needed when not on a terminal)', false)
     .action(async (opts: PruneCommandOptions) => {
       const olderThanMs = parseDuration(opts.olderThan);
       assertPruneAge(olderThanMs);
-      await withDatabase(ctx.env('prune'), (store) => prune(ctx, store, olderThanMs, opts));
+      await withDatabase(ctx.env('prune'), (store) =>
+        opts.account === undefined ? prune(ctx, store, olderThanMs, opts) : pruneOneAccount(ctx, store, olderThanMs, opts.account, opts),
+      );
     });
 }
 
@@ -65,6 +74,27 @@ async function prune(ctx: CommandContext, store: PayhooksDatabase, olderThanMs: 
     await ctx.out(
       `${countOf(report.busy.length, 'partition')} left as they were: a long statement held the history's tables (${report.busy.map((p) => p.name).join(', ')}); run prune again`,
     );
+}
+
+/** `prune --account`: one account's finished events, deleted in batches (the others' history is left as it is). */
+async function pruneOneAccount(
+  ctx: CommandContext,
+  store: PayhooksDatabase,
+  olderThanMs: number,
+  account: string,
+  opts: PruneCommandOptions,
+): Promise<void> {
+  const before = await pruneCutoff(store, olderThanMs);
+  const count = await countPrunableOfAccount(store, account, before);
+  const scope = `of account ${account} received before ${before.toISOString()} (older than ${opts.olderThan})`;
+  if (count === 0) return ctx.out(`no finished events ${scope}`);
+  await ctx.out(`${countOf(count, 'finished event')} ${scope} to delete, with their outcomes, attempts and effect steps`);
+  if (opts.dryRun) return ctx.out('dry run: nothing changed');
+  await confirmBulk({ count, action: `delete ${countOf(count, 'finished event')} of account ${account}`, yes: opts.yes });
+  const pruned = await pruneAccount(store, account, before);
+  await ctx.out(
+    `deleted ${countOf(pruned, 'finished event')} of account ${account}; their eventIds stay in the ledger (a redelivery is a duplicate)`,
+  );
 }
 
 function keptLine(partition: KeptPartition): string {

@@ -8,12 +8,14 @@ import { countOf, printable, sampleOf } from './format.js';
 import type { Inbox } from './inbox.js';
 import { startProgress } from './progress.js';
 import { withInbox } from './with-inbox.js';
+import { accountOption } from './parse-options.js';
 
 const REPLAYABLE: readonly ReplayableStatus[] = ['dead', 'invalid', 'ignored', 'done', 'needs-review'];
 
 /** The options of `payhooks replay`. */
 export interface ReplayCommandOptions extends BulkOptions {
   status?: ReplayableStatus | undefined;
+  account?: string | undefined;
   redoEffects?: boolean | undefined;
 }
 
@@ -28,6 +30,7 @@ export function addReplayCommand(program: Command, ctx: CommandContext): void {
     .description('re-queue events by id, or every event in a state (handlers that completed are not run again, except for done events)')
     .argument('[eventIds...]', 'event ids to re-queue')
     .addOption(new Option('--status <status>', 're-queue every event in this state').choices(REPLAYABLE))
+    .option('--account <id>', "only this account's events (docs/accounts.md); default every account's", accountOption)
     .option(
       '--redo-effects',
       "call the events' effect steps (ctx.effect) again, completed ones and those held for review included (asks first)",
@@ -38,7 +41,8 @@ export function addReplayCommand(program: Command, ctx: CommandContext): void {
     if (eventIds.length > 0 && opts.status) throw new UsageError('Give either event ids or --status, not both.');
     await withInbox(ctx.env('replay'), (inbox) => {
       const redoEffects = opts.redoEffects === true;
-      const which: ReplaySelection = opts.status ? { status: opts.status, redoEffects } : { eventIds: [...new Set(eventIds)], redoEffects };
+      const how = { account: opts.account, redoEffects };
+      const which: ReplaySelection = opts.status ? { status: opts.status, ...how } : { eventIds: [...new Set(eventIds)], ...how };
       return replay(ctx, inbox, which, opts);
     });
   });

@@ -61,16 +61,16 @@ function serveInbox(session: ServeSession, inUse: DataDirInUseError): Inbox {
       throw new PayhooksError(`payhooks serve (process ${session.pid}) at ${session.url}: ${PayhooksError.describe(err)}`, { cause: err });
     }
   };
-  const stats = () => asked((api) => api.stats());
+  const stats = (account?: string) => asked((api) => api.stats(account));
   return {
     // serve answers a page of events at a time: pages from newest to oldest make the list the local call returns.
-    listEvents: ({ status, eventType, limit = DEFAULT_LIST_LIMIT }) =>
+    listEvents: ({ account, status, eventType, limit = DEFAULT_LIST_LIMIT }) =>
       asked(async (api) => {
         const events: StoredEvent[] = [];
         let cursor: string | undefined;
         while (events.length < limit) {
           const pageSize = Math.min(limit - events.length, MAX_EVENT_PAGE);
-          const page = await api.listEvents({ status, type: eventType, cursor, limit: pageSize, reveal: true });
+          const page = await api.listEvents({ account, status, type: eventType, cursor, limit: pageSize, reveal: true });
           events.push(...page.events);
           if (page.nextCursor === null) break;
           cursor = page.nextCursor;
@@ -78,16 +78,16 @@ function serveInbox(session: ServeSession, inUse: DataDirInUseError): Inbox {
         return events;
       }),
     // The counts per type and state hold those of any filter by type and state.
-    async countEventsByStatus({ status, eventType }) {
+    async countEventsByStatus({ account, status, eventType }) {
       const counts: StatusCounts = {};
-      for (const row of (await stats()).byTypeAndStatus) {
+      for (const row of (await stats(account)).byTypeAndStatus) {
         if ((status === undefined || row.status === status) && (eventType === undefined || row.eventType === eventType))
           counts[row.status] = (counts[row.status] ?? 0) + row.count;
       }
       return counts;
     },
-    getEvent: (eventId) => asked((api) => api.getEvent(eventId, { reveal: true })),
-    countEventsByTypeAndStatus: async () => (await stats()).byTypeAndStatus,
+    getEvent: (eventId, account) => asked((api) => api.getEvent(eventId, { reveal: true, account })),
+    countEventsByTypeAndStatus: async (account) => (await stats(account)).byTypeAndStatus,
     oldestPendingEvent: async () => (await stats()).oldestPending ?? undefined,
     previewReplay: (which, sampleSize) => asked((api) => api.previewReplay(which, sampleSize)),
     listQuarantined: (filter) => asked((api) => api.listQuarantined(filter)),

@@ -106,6 +106,7 @@ const isoDate = z.iso
 const revealFlag = z.enum(['true', 'false']).transform((value) => value === 'true');
 
 const listQuery = z.strictObject({
+  account: accountId.optional(),
   status: z.enum(EVENT_STATUSES).optional(),
   type: filterText.optional(),
   resource: filterText.optional(),
@@ -116,7 +117,8 @@ const listQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(MAX_EVENT_PAGE).optional(),
   reveal: revealFlag.optional(),
 });
-const statsQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(168).default(3) });
+const statsQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(168).default(3), account: accountId.optional() });
+const eventQuery = z.strictObject({ reveal: revealFlag.optional(), account: accountId.optional() });
 
 const quarantineQuery = z.strictObject({
   state: z.enum(['held', 'released', 'discarded', 'all']).optional(),
@@ -262,6 +264,7 @@ const ROUTES: readonly AdminRoute[] = [
     async answer({ store, query, via }, logger) {
       const filter = parse(listQuery, query, 'query');
       const page = await pageEvents(store, {
+        account: filter.account,
         status: filter.status,
         eventType: filter.type,
         resourceKey: filter.resource,
@@ -282,10 +285,11 @@ const ROUTES: readonly AdminRoute[] = [
     pattern: /^\/admin\/api\/events\/([^/]+)$/,
     commandLine: true,
     async answer({ store, query, param, via }, logger) {
-      const reveal = query.reveal === 'true';
+      const asked = parse(eventQuery, query, 'query');
+      const reveal = asked.reveal === true;
       const eventId = eventIdOf(param!);
-      const event = await getEvent(store, eventId);
-      if (!event) throw new BadRequest(404, `No event ${eventId} is stored.`);
+      const event = await getEvent(store, eventId, asked.account);
+      if (!event) throw new BadRequest(404, `No event ${eventId} is stored${asked.account ? ` for account ${asked.account}` : ''}.`);
       if (reveal) logger?.info({ eventId, via }, 'console: personal data of an event revealed');
       const rawBody = reveal ? event.rawBody : maskPersonalData(event.rawBody);
       const handlerAttempts = reveal
@@ -457,9 +461,9 @@ const ROUTES: readonly AdminRoute[] = [
     pattern: /^\/admin\/api\/stats$/,
     commandLine: true,
     async answer({ store, query }) {
-      const { hours } = parse(statsQuery, query, 'query');
+      const { hours, account } = parse(statsQuery, query, 'query');
       const [byTypeAndStatus, oldest, activity] = await Promise.all([
-        countEventsByTypeAndStatus(store),
+        countEventsByTypeAndStatus(store, account),
         oldestPendingEvent(store),
         activityByMinute(store, hours),
       ]);

@@ -150,6 +150,8 @@ export interface AdminStats {
 
 /** Filters and page of `GET /admin/api/events`. */
 export interface AdminEventQuery {
+  /** One account's events; default every account's. */
+  account?: string | undefined;
   status?: EventStatus | undefined;
   type?: string | undefined;
   cursor?: string | undefined;
@@ -174,9 +176,9 @@ export interface AdminClient {
   /** `GET /admin/api/events`: one page, newest first. */
   listEvents(query: AdminEventQuery): Promise<EventPage>;
   /** `GET /admin/api/events/{eventId}`; undefined when no such event is stored (404). */
-  getEvent(eventId: string, options: { reveal: boolean }): Promise<StoredEventDetail | undefined>;
-  /** `GET /admin/api/stats`: the counts per type and state, and the oldest pending event. */
-  stats(): Promise<AdminStats>;
+  getEvent(eventId: string, options: { reveal: boolean; account?: string | undefined }): Promise<StoredEventDetail | undefined>;
+  /** `GET /admin/api/stats`: the counts per type and state (of one account, or all), and the oldest pending event. */
+  stats(account?: string): Promise<AdminStats>;
   /** `GET /admin/api/quarantine`: quarantined deliveries, newest first. */
   listQuarantined(filter: QuarantineFilter): Promise<QuarantinedDelivery[]>;
   /** `GET /admin/api/quarantine/{id}?reveal=true`: one, with its exact bytes; undefined when there is none (404). */
@@ -257,18 +259,21 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
   });
 
   return {
-    listEvents({ status, type, cursor, limit, reveal }) {
+    listEvents({ account, status, type, cursor, limit, reveal }) {
       const query = new URLSearchParams();
-      for (const [name, value] of Object.entries({ status, type, cursor, limit, reveal }))
+      for (const [name, value] of Object.entries({ account, status, type, cursor, limit, reveal }))
         if (value !== undefined) query.set(name, String(value));
       return call(eventPage, 'GET', `/events?${query}`);
     },
-    async getEvent(eventId, { reveal }) {
-      const path = `/events/${encodeURIComponent(eventId)}${reveal ? '?reveal=true' : ''}`;
+    async getEvent(eventId, { reveal, account }) {
+      const query = new URLSearchParams();
+      if (reveal) query.set('reveal', 'true');
+      if (account !== undefined) query.set('account', account);
+      const path = `/events/${encodeURIComponent(eventId)}${query.size ? `?${query}` : ''}`;
       const answer = await send('GET', path);
       return answer.status === 404 ? undefined : decode(eventDetail, 'GET', path, answer);
     },
-    stats: () => call(stats, 'GET', '/stats'),
+    stats: (account) => call(stats, 'GET', account === undefined ? '/stats' : `/stats?${new URLSearchParams({ account })}`),
     async listQuarantined({ state, limit }) {
       const query = new URLSearchParams();
       if (state !== undefined) query.set('state', state);

@@ -6,6 +6,7 @@ import { countEventsByStatus, type OldestPending, oldestPendingEvent } from '../
 import { countQuarantined } from '../store/quarantine.js';
 import { countNeedsReview } from '../store/effect-steps.js';
 import { EVENT_STATUSES } from '../store/schema.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 
 /** The series payhooks exposes, and the callbacks that move them. */
 export interface PayhooksMetrics {
@@ -31,12 +32,29 @@ const RUN_BUCKETS = [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
  * const metrics = createPayhooksMetrics(registry, { store: () => hooks.ready() });
  * const hooks = createPayhooks({ secret, observe: metrics.observe });
  */
-export function createPayhooksMetrics(registry: Registry, options: { store?: () => Promise<PayhooksDatabase> } = {}): PayhooksMetrics {
+export function createPayhooksMetrics(
+  registry: Registry,
+  options: {
+    store?: () => Promise<PayhooksDatabase>;
+    /**
+     * How many accounts get a label value of their own (docs/metrics.md#accounts); those seen after are counted as
+     * `other`, so that the number of series stays bounded. Default {@link DEFAULT_ACCOUNT_LABELS}.
+     */
+    accountLabels?: number | undefined;
+  } = {},
+): PayhooksMetrics {
   const registers = [registry];
+  const accountLabel = boundedLabels(options.accountLabels ?? DEFAULT_ACCOUNT_LABELS);
   const deliveries = new Counter({
     name: 'payhooks_deliveries_total',
-    help: 'Webhook deliveries answered by the receiver, by event type (unknown before the signature is checked) and outcome.',
-    labelNames: ['type', 'outcome'],
+    help: 'Webhook deliveries answered by the receiver, by event type (unknown before the signature is checked), outcome and account (unknown: a route of no configured account).',
+    labelNames: ['type', 'outcome', 'account'],
+    registers,
+  });
+  const lastStored = new Gauge({
+    name: 'payhooks_account_last_stored_timestamp_seconds',
+    help: 'When this process last stored a new event of each account (unix seconds): an account that stays silent while others are not has a silent sender (docs/alerts.md).',
+    labelNames: ['account'],
     registers,
   });
   const duplicates = new Counter({
@@ -67,8 +85,8 @@ export function createPayhooksMetrics(registry: Registry, options: { store?: () 
   });
   const handlerFailures = new Counter({
     name: 'payhooks_handler_failures_total',
-    help: 'Handler and sink runs that failed, by name.',
-    labelNames: ['handler'],
+    help: 'Handler and sink runs that failed, by name and account.',
+    labelNames: ['handler', 'account'],
     registers,
   });
   // Without labels, so that it is 0 from the first scrape: increase() sees nothing of a series' first sample, and would
@@ -104,14 +122,17 @@ export function createPayhooksMetrics(registry: Registry, options: { store?: () 
     observe: {
       delivery(delivery) {
         const type = delivery.eventType ?? 'unknown';
-        deliveries.inc({ type, outcome: delivery.outcome });
+        // An unknown account's id comes from the request's path: never a label value of its own.
+        const account = delivery.account === null ? 'unknown' : accountLabel(delivery.account);
+        deliveries.inc({ type, outcome: delivery.outcome, account });
+        if (delivery.outcome === 'stored') lastStored.set({ account }, Date.now() / 1000);
         if (delivery.outcome === 'duplicate') duplicates.inc({ type });
         if (delivery.outcome === 'rejected') signatureFailures.inc({ reason: delivery.reason ?? 'unknown' });
         ack.observe({ outcome: delivery.outcome }, delivery.seconds);
       },
       handlerRun(run) {
         handlerDuration.observe({ handler: run.handler }, run.seconds);
-        if (run.failed) handlerFailures.inc({ handler: run.handler });
+        if (run.failed) handlerFailures.inc({ handler: run.handler, account: accountLabel(run.account ?? DEFAULT_ACCOUNT) });
       },
       eventDead() {
         deadEvents.inc();
@@ -124,6 +145,26 @@ export function createPayhooksMetrics(registry: Registry, options: { store?: () 
     rateLimitWait(seconds) {
       rateLimitWaits.observe(seconds);
     },
+  };
+}
+
+/** How many accounts get a label value of their own by default: enough for most platforms, few enough for Prometheus. */
+export const DEFAULT_ACCOUNT_LABELS = 100;
+
+/**
+ * A label value per account for the first `cap` accounts seen, `other` for the rest: the number of series stays
+ * bounded however many accounts a service has.
+ *
+ * @example
+ * const label = boundedLabels(1); label('a') // 'a'; label('b') // 'other'; label('a') // 'a'
+ */
+export function boundedLabels(cap: number): (value: string) => string {
+  const named = new Set<string>();
+  return (value) => {
+    if (named.has(value)) return value;
+    if (named.size >= cap) return 'other';
+    named.add(value);
+    return value;
   };
 }
 

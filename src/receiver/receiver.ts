@@ -180,7 +180,10 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     if (!note.unknownAccount) return refused;
     note.verified = false;
     // The id comes from the request's path: shown cut short, never trusted.
-    log?.warn({ account: request.account?.slice(0, 64) ?? DEFAULT_ACCOUNT }, 'a delivery for an account that is not configured; answered 404');
+    log?.warn(
+      { account: request.account?.slice(0, 64) ?? DEFAULT_ACCOUNT },
+      'a delivery for an account that is not configured; answered 404',
+    );
     if (refused === undefined || refused.status === 404) return errorResponse(404, NO_SUCH_ENDPOINT);
     return refused;
   }

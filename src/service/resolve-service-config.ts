@@ -102,7 +102,7 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
     const dir = resolve(cwd, sources.simulatorSession ?? DEFAULT_SESSION_DIR);
     env = await withSimulatorSession(env as ServiceEnv, sources.logger ?? createLogger({ level: 'silent' }), dir);
   }
-  const accounts = sync?.accounts ? accountsOf(sync.accounts, env, { source, cwd }, problems) : [];
+  const accounts = sync?.accounts ? accountsOf(sync.accounts, env, { source, cwd, receiving: role !== 'worker' }, problems) : [];
   ruleProblems(env, role, source, problems, accounts.length > 0);
 
   if (problems.length || !sync || !worker) return { config: undefined, problems, env: variables, sync };
@@ -120,6 +120,7 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
     worker,
     api: { key: env.PAYHOOKS_API_KEY, url: env.PAYHOOKS_API_URL },
     console: { adminToken: env.PAYHOOKS_ADMIN_TOKEN },
+    metrics: { accountLabels: sync.accountLabels },
     logLevel: env.PAYHOOKS_LOG_LEVEL,
     tracing: { exporters: tracingExporters(env, sync.tracing.exporter), trustIncomingContext: sync.tracing.trustIncomingContext },
     configFile: sync.path,
@@ -267,10 +268,10 @@ function ruleProblems(
 function accountsOf(
   entries: readonly AccountEntry[],
   env: Partial<ServiceEnv>,
-  where: { source: Readonly<Record<string, string | undefined>>; cwd: string },
+  where: { source: Readonly<Record<string, string | undefined>>; cwd: string; receiving: boolean },
   problems: ServiceConfigProblem[],
 ): ResolvedAccount[] {
-  const { accounts, problems: unread } = resolveAccounts(entries, { env: where.source, cwd: where.cwd });
+  const { accounts, problems: unread } = resolveAccounts(entries, { env: where.source, cwd: where.cwd, secrets: where.receiving });
   for (const message of unread) problems.push({ key: 'config', kind: 'file', message });
   for (const account of accounts) {
     if (account.secrets.length > 0) {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MAX_TIMER_MS } from '../internal/duration.js';
 import { LOGGER_DEFAULTS } from '../logger.js';
+import { DEFAULT_ACCOUNT_LABELS } from '../metrics/payhooks-metrics.js';
 import { DATABASE_DEFAULTS } from '../store/database.js';
 import { DEFAULT_APP_SCHEMA } from '../store/migrate.js';
 import type { SyncConfig } from '../sync/config.js';
@@ -79,7 +80,8 @@ export const serviceConfigSchema = z.object({
     .array(
       z.object({
         id: z.string().min(1),
-        secrets: z.array(z.string().min(1)).min(1),
+        /** Empty only in a process that receives nothing (`--role worker`). */
+        secrets: z.array(z.string().min(1)),
         apiKey: z.string().min(1).optional(),
         apiUrl: z.string().min(1).optional(),
         rateBudget: z
@@ -97,6 +99,8 @@ export const serviceConfigSchema = z.object({
     .object({
       /** Node's process metrics (CPU, heap, event loop) on /metrics beside payhooks' own. Default true. */
       processMetrics: z.boolean().default(true),
+      /** Accounts with a label value of their own on /metrics (the rest: `other`); the file's `metrics.accountLabels`. Default 100. */
+      accountLabels: z.number().int().min(1).max(10_000).default(DEFAULT_ACCOUNT_LABELS),
     })
     .prefault({}),
   /**

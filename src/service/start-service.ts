@@ -86,7 +86,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   const registry = new Registry();
   if (config.metrics.processMetrics) collectDefaultMetrics({ register: registry });
   // The inbox gauges are read at scrapes, which only come once the server listens, after `hooks` exists.
-  const metrics = createPayhooksMetrics(registry, { store: () => hooks.ready() });
+  const metrics = createPayhooksMetrics(registry, { store: () => hooks.ready(), accountLabels: config.metrics.accountLabels });
   // Every process on this database (serve, its worker child, backfill, reconcile) takes from one rate budget per account.
   const accounts = serviceAccounts(config, { logger, metrics });
   // The sweeper, reconcile, verify and the API probe read through the default account's client (or the first one's).

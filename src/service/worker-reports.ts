@@ -56,8 +56,8 @@ export function reportRunsToParent(events: WorkerEvents, send: (report: WorkerRe
     send(report);
   };
   const unsubscribe = [
-    events.on('run:ended', ({ handler, eventType, failed, seconds }) => {
-      runs.push({ handler, eventType, failed, seconds });
+    events.on('run:ended', ({ account, handler, eventType, failed, seconds }) => {
+      runs.push({ account, handler, eventType, failed, seconds });
     }),
     events.on('event:dead', ({ eventType }) => {
       dead.push(eventType);

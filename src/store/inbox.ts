@@ -468,14 +468,15 @@ export interface TypeStatusCount {
  * @example
  * await countEventsByTypeAndStatus(store) // [{ eventType: 'INVOICE_PAID', status: 'done', count: 40 }, …]
  */
-export async function countEventsByTypeAndStatus(store: PayhooksDatabase): Promise<TypeStatusCount[]> {
-  const rows = await store.db
+export async function countEventsByTypeAndStatus(store: PayhooksDatabase, account?: string): Promise<TypeStatusCount[]> {
+  let query = store.db
     .selectFrom('inbox_event_states')
     .select(['event_type', 'status', sql<number>`count(*)::int`.as('count')])
     .groupBy(['event_type', 'status'])
     .orderBy('event_type')
-    .orderBy('status')
-    .execute();
+    .orderBy('status');
+  if (account !== undefined) query = query.where('account', '=', account);
+  const rows = await query.execute();
   return rows.map((row) => ({ eventType: row.event_type, status: row.status, count: row.count }));
 }
 

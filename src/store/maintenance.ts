@@ -336,3 +336,57 @@ export async function pruneCutoff(store: PayhooksDatabase, olderThanMs: number):
 export async function vacuumQueue(store: PayhooksDatabase): Promise<void> {
   await sql`vacuum (analyze, skip_locked, truncate false) ${sql.id(store.schema, 'inbox_queue')}`.execute(store.db);
 }
+
+/**
+ * One account's finished events (`done`, `ignored`) received before `before`, counted: what {@link pruneAccount} would
+ * delete.
+ */
+export async function countPrunableOfAccount(store: PayhooksDatabase, account: string, before: Date): Promise<number> {
+  const row = await store.db
+    .selectFrom('inbox_events')
+    .select(sql<number>`count(*)::int`.as('n'))
+    .where('account', '=', account)
+    .where('received_at', '<', before)
+    .where('status', 'in', ['done', 'ignored'])
+    .executeTakeFirstOrThrow();
+  return row.n;
+}
+
+/**
+ * Deletes one account's finished events (`done`, `ignored`) received before `before`, with their outcomes, attempts and
+ * effect steps, `batch` events per transaction; resolves to how many went. Retention by the partition
+ * ({@link pruneEvents}) drops every account's history at once; one account's goes row by row, so its space comes back
+ * through vacuum, not at once. The ledger keeps their eventIds: a redelivery is still a duplicate.
+ *
+ * @example
+ * await pruneAccount(store, 'gym-north', await pruneCutoff(store, 30 * 86_400_000));
+ */
+export async function pruneAccount(store: PayhooksDatabase, account: string, before: Date, batch = 1000): Promise<number> {
+  let pruned = 0;
+  for (;;) {
+    const deleted = await store.db.transaction().execute(async (trx) => {
+      // Locked oldest first, as a replay locks them: a replay of one of them at the same moment waits, then finds it gone.
+      const rows = await trx
+        .selectFrom('inbox_events')
+        .select(['event_id', 'account', 'received_at'])
+        .where('account', '=', account)
+        .where('received_at', '<', before)
+        .where('status', 'in', ['done', 'ignored'])
+        .orderBy('seq')
+        .limit(batch)
+        .forUpdate()
+        .skipLocked()
+        .execute();
+      if (rows.length === 0) return 0;
+      const refs = rows.map((row) => ({ account: row.account, eventId: row.event_id }));
+      // History tables in the order a retention drop takes them (HISTORY_TABLES), the events last.
+      await trx.deleteFrom('handler_runs').where(ofEvents(refs)).execute();
+      await trx.deleteFrom('handler_attempts').where(ofEvents(refs)).execute();
+      await trx.deleteFrom('effect_steps').where(ofEvents(refs)).execute();
+      await trx.deleteFrom('inbox_events').where(ofEvents(refs)).where('status', 'in', ['done', 'ignored']).execute();
+      return rows.length;
+    });
+    pruned += deleted;
+    if (deleted < batch) return pruned;
+  }
+}

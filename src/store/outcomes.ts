@@ -54,12 +54,20 @@ function anyId(ids: readonly string[]) {
 
 /**
  * The rows of queue or history alias `alias` that are the events `refs`: found by their ids as above (an index
- * condition on the key's first column), then held to each one's account (an eventId may be another account's event too).
+ * condition on the key's first column), then held to each one's account (an eventId may be another account's event
+ * too). A batch of one account's events (the usual batch) is held to that account; a mixed batch to its (account,
+ * eventId) pairs, looked up in a jsonb object of them, a binary search per row. A semi-join with the pairs unnested
+ * instead was planned as a nested loop that compared every row with every pair: 125,000 comparisons and 150 ms for
+ * an outcome batch of 500 (EXPLAIN ANALYZE).
  */
 function isOneOf(alias: string, refs: readonly EventRef[]) {
   const row = sql.raw(alias);
-  return sql`${row}.event_id = ${anyId(refs.map((r) => r.eventId))}
-    and (${row}.event_id, ${row}.account) in (select * from unnest(${refs.map((r) => r.eventId)}::text[], ${refs.map((r) => r.account)}::text[]))`;
+  const accounts = new Set(refs.map((r) => r.account));
+  const ofAccount =
+    accounts.size === 1
+      ? sql`${row}.account = ${refs[0]!.account}`
+      : sql`${JSON.stringify(Object.fromEntries(refs.map((r) => [eventKey(r.account, r.eventId), 1])))}::jsonb ? (${row}.account || chr(10) || ${row}.event_id)`;
+  return sql`${row}.event_id = ${anyId(refs.map((r) => r.eventId))} and ${ofAccount}`;
 }
 
 /** A final state an event leaves the queue in. */

@@ -69,7 +69,12 @@ export interface ResolvedAccount {
  */
 export function resolveAccounts(
   entries: readonly AccountEntry[],
-  where: { env: Readonly<Record<string, string | undefined>>; cwd: string },
+  where: {
+    env: Readonly<Record<string, string | undefined>>;
+    cwd: string;
+    /** A process that receives nothing (`--role worker`) needs no secrets: they are not read. Default true. */
+    secrets?: boolean | undefined;
+  },
 ): { accounts: ResolvedAccount[]; problems: string[] } {
   const problems: string[] = [];
   const read = (ref: CredentialRef, what: string): string | undefined => {
@@ -89,7 +94,7 @@ export function resolveAccounts(
     }
   };
   const accounts = entries.map((entry): ResolvedAccount => {
-    const secretText = read(entry.secrets, `accounts ${entry.id} secrets`);
+    const secretText = where.secrets === false ? undefined : read(entry.secrets, `accounts ${entry.id} secrets`);
     const secrets = secretText === undefined ? [] : parseSecretList(secretText);
     if (secretText !== undefined && secrets.length === 0) problems.push(`accounts ${entry.id} secrets: holds only commas and spaces`);
     return {

@@ -62,6 +62,8 @@ export const syncConfigSchema = z.strictObject({
    * rateBudget?, workerShare? }`, credentials as `{ env }` or `{ file }` references. Unset: the one default account.
    */
   accounts: accountsFileSchema.optional(),
+  /** serve's /metrics: `accountLabels`, how many accounts get a label value of their own (the rest: `other`). */
+  metrics: z.strictObject({ accountLabels: z.number().int().min(1).max(10_000).optional() }).optional(),
   /** The Postgres mirror: `true`/`false`, or its options. Unset: on when serve has no --handlers. */
   mirror: mirrorConfigSchema.optional(),
   reconcile: reconcileSchema.optional(),
@@ -100,6 +102,8 @@ export interface SyncConfig {
   path: string | null;
   /** The file's accounts, their credentials not yet read (resolveAccounts); undefined: the one default account. */
   accounts: AccountEntry[] | undefined;
+  /** The file's `metrics.accountLabels`, undefined when it does not say. */
+  accountLabels: number | undefined;
   /** The mirror's settings; `enabled` undefined when the file does not say (the caller decides the default). */
   mirror: { enabled: boolean | undefined; schema: string; eventTypes: EventType[] | undefined };
   reconcile: { every: string | undefined; lookback: string; endpointId: string | undefined };
@@ -244,6 +248,7 @@ export async function loadSyncConfig(
   return {
     path,
     accounts: file.accounts,
+    accountLabels: file.metrics?.accountLabels,
     mirror: {
       enabled: mirror.enabled ?? (typeof file.mirror === 'object' ? true : undefined),
       schema: options.mirrorSchema ?? mirror.schema ?? MIRROR_DEFAULTS.schema,

@@ -217,6 +217,7 @@ export class AttemptRunner<Api> {
     const failed = error !== undefined;
     const seconds = (performance.now() - started) / 1000;
     events.emit('run:ended', {
+      account: event.account,
       eventId: event.eventId,
       eventType: event.eventType,
       attempt: event.attempt,

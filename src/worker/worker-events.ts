@@ -10,7 +10,16 @@ export interface WorkerEventMap {
   /** A handler starts its run for an attempt of an event. */
   'run:started': { eventId: string; eventType: string; attempt: number; handler: string };
   /** A handler's run ended: completed, or `failed` with its `error` (retried or given up: see the event's outcome). */
-  'run:ended': { eventId: string; eventType: string; attempt: number; handler: string; failed: boolean; seconds: number; error?: unknown };
+  'run:ended': {
+    account: string;
+    eventId: string;
+    eventType: string;
+    attempt: number;
+    handler: string;
+    failed: boolean;
+    seconds: number;
+    error?: unknown;
+  };
   /** The event goes back to waiting and runs again after `delayMs`, owing `handlers` (null: all of them). */
   'event:retry-scheduled': { eventId: string; eventType: string; attempt: number; delayMs: number; handlers: readonly string[] | null };
   /** Nothing failed, but `handlers` wait for an earlier event of the resource. */

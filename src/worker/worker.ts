@@ -20,6 +20,8 @@ import { type WorkerEventMap, WorkerEvents } from './worker-events.js';
 
 /** One run of one handler for one event, for metrics. */
 export interface HandlerRunObservation {
+  /** The event's account (`default` in a single-account installation); absent in a report of an older worker. */
+  account?: string | undefined;
   /** The handler's name: yours, or a sink's (`mirror`, `forward:<name>`, `broker:<name>`, `connector:<name>`). */
   handler: string;
   eventType: string;
