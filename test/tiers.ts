@@ -85,6 +85,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/service-start.test.ts',
     'test/client/rate-limit.test.ts',
     'test/console/admin-api.test.ts',
+    'test/console/issues-api.test.ts',
     'test/examples/crm-connector.test.ts',
     'test/handlers/direct-debit-races.test.ts',
     'test/handlers/direct-debit.test.ts',

@@ -119,7 +119,7 @@ export function issueRoutes(kit: RouteKit): IssueRoute[] {
       method: 'GET',
       pattern: /^\/admin\/api\/issues$/,
       commandLine: true,
-      async answer({ store, query, options }) {
+      async answer({ store, query, options, via }, logger) {
         const filter = kit.parse(listQuery, query, 'query');
         const issues = await listIssues(store, {
           state: filter.state,
@@ -128,7 +128,9 @@ export function issueRoutes(kit: RouteKit): IssueRoute[] {
           account: filter.account,
           limit: filter.limit,
         });
-        return kit.ok({ issues: issues.map((issue) => shown(issue, options)) });
+        const reveal = filter.reveal === 'true';
+        if (reveal && issues.length > 0) logger?.info({ count: issues.length, via }, 'console: personal data of issues revealed');
+        return kit.ok({ issues: issues.map((issue) => shown(issue, options, reveal)), masked: !reveal });
       },
     },
     {
