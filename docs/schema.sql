@@ -996,6 +996,18 @@ CREATE INDEX handler_attempts_event_idx ON ONLY payhooks.handler_attempts USING 
 CREATE INDEX handler_attempts_issue_idx ON ONLY payhooks.handler_attempts USING btree (issue_id, event_id) WHERE (issue_id IS NOT NULL);
 
 --
+-- Name: inbox_events_resource_seq_idx; Type: INDEX; Schema: payhooks; Owner: -
+--
+
+CREATE INDEX inbox_events_resource_seq_idx ON ONLY payhooks.inbox_events USING btree (resource_key, seq) WHERE (resource_key IS NOT NULL);
+
+--
+-- Name: inbox_events_sender_id_idx; Type: INDEX; Schema: payhooks; Owner: -
+--
+
+CREATE INDEX inbox_events_sender_id_idx ON ONLY payhooks.inbox_events USING btree (COALESCE((headers ->> 'x-webhook-event-id'::text), (headers ->> 'webhook-id'::text), (headers ->> 'svix-id'::text))) WHERE (COALESCE((headers ->> 'x-webhook-event-id'::text), (headers ->> 'webhook-id'::text), (headers ->> 'svix-id'::text)) IS NOT NULL);
+
+--
 -- Name: inbox_events_seq_idx; Type: INDEX; Schema: payhooks; Owner: -
 --
 

@@ -165,7 +165,11 @@ export interface Payhooks<Api = unknown> {
    * const admin = hooks.admin({ token: process.env.PAYHOOKS_ADMIN_TOKEN });
    * app.use('/admin/api', admin.express());
    */
-  admin(options: { token: string | undefined }): AdminHandlers;
+  admin(options: {
+    token: string | undefined;
+    /** The Postgres mirror's schema, whose rows a resource's story shows (`GET /admin/api/story`); unset: none. */
+    mirrorSchema?: string | undefined;
+  }): AdminHandlers;
   /**
    * Registers a handler for one or several event types; `event.data` is typed from the catalog.
    *
@@ -251,16 +255,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
   workerSettings({ ...options.worker, appSchema: options.appSchema });
   const history = historySettings(options.history);
   const accounts = accountsOf(options);
-  // Built on first use, so a worker-only process needs no secret; a receiver without one fails at mount time.
-  let schemes: Record<string, SignatureScheme> | undefined;
-  const signatureSchemes = (): Record<string, SignatureScheme> => {
-    schemes ??= Object.fromEntries(accounts.map((account) => [account.id, accountScheme(account)]));
-    return schemes;
-  };
-  // With several accounts, the adapters find each delivery's account in its path unless the app says otherwise.
-  const adapterOptions = (given: ReceiverAdapterOptions | undefined): ReceiverAdapterOptions =>
-    given ?? (options.accounts === undefined ? {} : { account: 'path' });
-  const apis = new Map(accounts.flatMap((account) => (account.api === undefined ? [] : [[account.id, account.api] as const])));
+  const { signatureSchemes, adapterOptions, apiForAccount } = accountParts(accounts, options.accounts !== undefined);
   const appSchema = options.appSchema ?? DEFAULT_APP_SCHEMA;
   assertSchemaName(appSchema);
   const appMigrations: MigrationFile[] | undefined = options.migrations === undefined ? undefined : readMigrations(options.migrations);
@@ -272,27 +267,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     history,
     logger,
   });
-  // The accounts table is put in step with this instance's accounts once, when the inbox is first opened: the
-  // database refuses the events of any account it does not hold (migrations/018).
-  let accountsSynced: Promise<void> | undefined;
-  const ready = async () => {
-    const store = await inbox.ready();
-    accountsSynced ??= ensureAccounts(store, accounts).then(
-      (sync) => {
-        if (sync.retained.length)
-          logger.warn(
-            { retained: sync.retained },
-            'accounts no longer configured still hold stored events: kept in the database; their deliveries are refused',
-          );
-      },
-      (err: unknown) => {
-        accountsSynced = undefined;
-        throw err;
-      },
-    );
-    await accountsSynced;
-    return store;
-  };
+  const ready = readyWithAccounts(() => inbox.ready(), accounts, logger);
 
   const registry = new HandlerRegistry<Api>();
   const events = new WorkerEvents(logger);
@@ -361,8 +336,8 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
       signatureSchemes();
       return fetchHandler(facade, adapterOptions(adapter));
     },
-    admin({ token }) {
-      const api = createAdminApi({ store: ready, token, logger: logger.child({ component: 'console' }) });
+    admin({ token, mirrorSchema }) {
+      const api = createAdminApi({ store: ready, token, mirrorSchema, logger: logger.child({ component: 'console' }) });
       // The same three adapters as the receiver's: one body reader, one way of answering.
       return { api, node: () => nodeAdapter(api), express: () => expressAdapter(api), fetch: () => fetchAdapter(api) };
     },
@@ -384,7 +359,7 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
         registry,
         logger,
         api: options.api,
-        apiForAccount: apis.size === 0 ? undefined : (account) => apis.get(account),
+        apiForAccount,
         appSchema,
         events,
       });
@@ -416,6 +391,54 @@ export function createPayhooks<Api = unknown>(options: PayhooksOptions<Api>): Pa
     events,
   };
   return hooks;
+}
+
+/**
+ * What the accounts give an instance: each account's signature scheme (built on first use, so that a worker-only
+ * process needs no secret; a receiver without one fails at mount time), the adapters' default (with `accounts`, each
+ * delivery's account is found in its path unless the app says otherwise), and each account's own `ctx.api`.
+ */
+function accountParts<Api>(accounts: readonly PayhooksAccount<Api>[], several: boolean) {
+  let schemes: Record<string, SignatureScheme> | undefined;
+  const apis = new Map(accounts.flatMap((account) => (account.api === undefined ? [] : [[account.id, account.api] as const])));
+  return {
+    signatureSchemes(): Record<string, SignatureScheme> {
+      schemes ??= Object.fromEntries(accounts.map((account) => [account.id, accountScheme(account)]));
+      return schemes;
+    },
+    adapterOptions: (given: ReceiverAdapterOptions | undefined): ReceiverAdapterOptions => given ?? (several ? { account: 'path' } : {}),
+    apiForAccount: apis.size === 0 ? undefined : (account: string) => apis.get(account),
+  };
+}
+
+/**
+ * The inbox, opened, with the accounts table put in step with `accounts` once, when it is first opened: the database
+ * refuses the events of any account it does not hold (migrations/018).
+ */
+function readyWithAccounts(
+  open: () => Promise<PayhooksDatabase>,
+  accounts: readonly PayhooksAccount<unknown>[],
+  logger: Logger,
+): () => Promise<PayhooksDatabase> {
+  let synced: Promise<void> | undefined;
+  return async () => {
+    const store = await open();
+    synced ??= ensureAccounts(store, accounts).then(
+      (sync) => {
+        if (sync.retained.length)
+          logger.warn(
+            { retained: sync.retained },
+            'accounts no longer configured still hold stored events: kept in the database; their deliveries are refused',
+          );
+      },
+      (err: unknown) => {
+        synced = undefined;
+        throw err;
+      },
+    );
+    await synced;
+    return store;
+  };
 }
 
 /**

@@ -21,7 +21,10 @@ const TIER_ORDER = ['db', 'e2e', 'unit', 'soak'];
  * under 8 KB and 8 s). Re-measure when a file's time changes by much: `npx vitest run --reporter=json`.
  */
 export const MEASURED_SECONDS: Readonly<Record<string, number>> = {
+  // Alone, 29 Nov 2026: the HA pair's start (about 40 s) and two loads of 12 s with their failovers and drains.
+  'test/store/ha-failover.test.ts': 115,
   'test/worker/effects-chaos.test.ts': 60,
+  'test/receiver/two-receivers.test.ts': 26,
   'test/cli/init.test.ts': 44,
   // Measured alone (29 Nov 2026): 35 s of deliveries and the drain after them.
   'test/store/partition-upkeep-beside-outcomes.test.ts': 38,

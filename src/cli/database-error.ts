@@ -1,5 +1,6 @@
 import { PayhooksError } from '../errors.js';
 import { describeDatabaseUrl } from '../internal/describe-url.js';
+import { connectionPassword, parseConnectionHosts } from '../store/connection-hosts.js';
 import { describeError, scrubbed } from './doctor-checks.js';
 
 /** Error codes of a server that cannot be reached, a database that does not exist and a refused login. */
@@ -38,18 +39,16 @@ export function explainedDatabaseError(url: string, err: unknown): unknown {
     err instanceof Error && /timeout exceeded when trying to connect|Connection terminated due to connection timeout/i.test(err.message);
   if (err instanceof PayhooksError || (!timedOut && (code === undefined || !(CONNECTION_CODES.has(code) || code.startsWith('08')))))
     return err;
-  let password: string | undefined;
-  let port = 5432;
+  const password = connectionPassword(url);
+  let ports = [5432];
   try {
-    const parsed = new URL(url);
-    password = decodeURIComponent(parsed.password) || undefined;
-    port = parsed.port ? Number(parsed.port) : port;
+    ports = parseConnectionHosts(url).hosts.map((host) => host.port);
   } catch {
-    password = undefined;
+    // not readable: the default port
   }
-  // A socket to another port (a broker, the API) is not the database's to explain.
+  // A socket to another port (a broker, the API) is not the database's to explain; any of its hosts' ports is.
   const failedPort = portOf(err);
-  if (failedPort !== undefined && failedPort !== port) return err;
+  if (failedPort !== undefined && !ports.includes(failedPort)) return err;
   const reason = scrubbed(describeError(err), [password, url]);
   return new PayhooksError(
     `cannot use the PostgreSQL database of DATABASE_URL (${describeDatabaseUrl(url)}): ${reason}. ` +

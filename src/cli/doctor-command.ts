@@ -16,6 +16,7 @@ import {
 import { DataDirInUseError } from '../store/data-dir-lock.js';
 import { realDataDir } from '../store/real-data-dir.js';
 import { describeDatabaseUrl } from '../internal/describe-url.js';
+import { connectionPassword } from '../store/connection-hosts.js';
 import { openDatabase, type PayhooksDatabase } from '../store/database.js';
 import { MIRROR_MIGRATIONS_DIR, type MigrationFile, readMigrations } from '../store/migrate.js';
 import { recordedMigrations, selectOne } from '../store/database-answers.js';
@@ -273,7 +274,7 @@ async function databaseChecks({ env, problems }: DoctorEnv, mirrorSchema: string
   if (env.DATABASE_URL !== undefined) {
     const url = env.DATABASE_URL;
     const label = describeDatabaseUrl(url);
-    const secrets = [passwordOf(url), url];
+    const secrets = [connectionPassword(url), url];
     let store: PayhooksDatabase | undefined;
     try {
       store = await openDatabase({
@@ -441,15 +442,6 @@ async function migrationChecks(
     }
   }
   return results;
-}
-
-function passwordOf(url: string): string | undefined {
-  try {
-    const password = new URL(url).password;
-    return password ? decodeURIComponent(password) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**

@@ -3,10 +3,11 @@ import type { OldestPending, StatusCounts, StoredEvent } from '../store/inbox.js
 import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
 import { UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
-import { formatAge, printableJson, table } from './format.js';
+import { formatAge, printable, printableJson, table } from './format.js';
+import { addHistoryCommand } from './history-command.js';
 import { accountOption, positiveInt } from './parse-options.js';
 import { DEFAULT_ACCOUNT } from '../store/accounts.js';
-import { quarantineTable } from './quarantine-command.js';
+import { quarantinedJson, quarantineTable } from './quarantine-command.js';
 import { withInbox } from './with-inbox.js';
 
 /** The options of `payhooks events list`. */
@@ -74,16 +75,13 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
     });
   events
     .command('show')
-    .description('show one stored event with its body and headers')
-    .argument('<eventId>')
+    .description("show one stored event with its body and headers, by its eventId, the sender's id of the delivery or a quarantine number")
+    .argument('<id>', "an eventId, the id the sender's headers gave the delivery (X-Webhook-Event-Id, webhook-id), or a quarantine number")
     .option('--account <id>', 'the account whose event it is; default: the first received of any account', accountOption)
     // show prints JSON either way; the flag is accepted so that scripts can pass --json to every events command.
     .option('--json', 'print the event as JSON (what show prints anyway)')
-    .action(async (eventId: string, opts: { account?: string }) => {
-      const event = await withInbox(ctx.env('events'), (inbox) => inbox.getEvent(eventId, opts.account));
-      if (!event) throw new UsageError(`No stored event with eventId ${eventId}${opts.account ? ` in account ${opts.account}` : ''}.`);
-      await ctx.out(printableJson(JSON.stringify(event, null, 2)));
-    });
+    .action((id: string, opts: { account?: string }) => showAnyId(ctx, id, opts.account));
+  addHistoryCommand(events, ctx);
   events
     .command('stats')
     .description('count stored events per state and per type, and tell the age of the oldest pending one')
@@ -96,6 +94,29 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
       await ctx.out(statsText(stats));
     });
   return events;
+}
+
+/**
+ * `events show ID`: the event of that eventId, else the event whose sender gave the delivery that id, else the
+ * quarantined delivery; what was found by another id than the eventId is said on stderr, so stdout stays the JSON.
+ */
+async function showAnyId(ctx: CommandContext, id: string, account: string | undefined): Promise<void> {
+  const shown = await withInbox(ctx.env('events'), async (inbox) => {
+    const event = await inbox.getEvent(id, account);
+    if (event) return { event };
+    const found = await inbox.findById(id, account);
+    if (found?.kind === 'sender-id')
+      return { event: await inbox.getEvent(found.eventId, found.account), note: `found by its sender's ${found.header}` };
+    if (found?.kind === 'quarantine')
+      return { held: await inbox.getQuarantined(found.quarantineId), note: `quarantined delivery #${found.quarantineId} (${found.state})` };
+    return {};
+  });
+  if (shown.note) await ctx.err(`${printable(id)}: ${shown.note}`);
+  if (shown.event) return ctx.out(printableJson(JSON.stringify(shown.event, null, 2)));
+  if (shown.held) return ctx.out(quarantinedJson(shown.held));
+  throw new UsageError(
+    `No stored event with eventId ${id}${account ? ` in account ${account}` : ''}, and nothing else is stored under it: no sender's id (X-Webhook-Event-Id, webhook-id, svix-id) and no quarantine number.`,
+  );
 }
 
 function sum(counts: StatusCounts): number {

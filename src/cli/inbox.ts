@@ -1,6 +1,8 @@
 import { type ResolveOutcome, resolveStep, type StepResolution } from '../store/effect-steps.js';
 import { discardQuarantined, type ReleaseOptions, type ReleaseOutcome, releaseQuarantined } from '../receiver/release-quarantined.js';
 import type { PayhooksDatabase } from '../store/database.js';
+import { type FoundId, findById } from '../store/find-by-id.js';
+import { type ResourceStory, resourceStory } from '../store/resource-story.js';
 import {
   getQuarantined,
   listQuarantined,
@@ -58,6 +60,16 @@ export interface Inbox {
     which: ReplaySelection,
     batch: { limit: number; after?: ArrivalPosition | undefined; through?: ArrivalPosition | undefined },
   ): Promise<ReplayBatch>;
+  /**
+   * A resource's story, personal data as stored. `mirrorSchema` is where a database this process opened keeps its
+   * mirror; beside serve, serve's own mirror is read.
+   */
+  resourceStory(
+    resource: string,
+    options: { limit?: number | undefined; mirrorSchema: string; account?: string | undefined },
+  ): Promise<ResourceStory>;
+  /** What an id names (an eventId, a sender's id, a quarantine number), in one account or any; undefined when nothing does. */
+  findById(id: string, account?: string): Promise<FoundId | undefined>;
 }
 
 /** The inbox of a database this process opened. */
@@ -75,5 +87,7 @@ export function localInbox(store: PayhooksDatabase): Inbox {
     discardQuarantined: (id) => discardQuarantined(store, id),
     resolveStep: (ref, resolution) => resolveStep(store, ref, resolution),
     replayBatch: (which, batch) => replayBatch(store, which, batch),
+    resourceStory: (resource, options) => resourceStory(store, resource, options),
+    findById: (id, account) => findById(store, id, account),
   };
 }

@@ -1,5 +1,5 @@
 import { type Command, Option } from 'commander';
-import type { QuarantinedDelivery } from '../store/quarantine.js';
+import type { QuarantinedDelivery, QuarantinedDetail } from '../store/quarantine.js';
 import { UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { printable, printableJson, table } from './format.js';
@@ -35,11 +35,7 @@ export function addQuarantineCommands(program: Command, ctx: CommandContext): vo
     .action(async (id: string) => {
       const held = await withInbox(ctx.env('events'), (inbox) => inbox.getQuarantined(id));
       if (!held) throw new UsageError(`No quarantined delivery #${id}.`);
-      const { rawBody, ...rest } = held;
-      const text = new TextDecoder().decode(rawBody);
-      await ctx.out(
-        printableJson(JSON.stringify({ ...rest, rawBody: text, rawBodyBase64: Buffer.from(rawBody).toString('base64') }, null, 2)),
-      );
+      await ctx.out(quarantinedJson(held));
     });
   quarantine
     .command('release')
@@ -63,6 +59,13 @@ export function addQuarantineCommands(program: Command, ctx: CommandContext): vo
       await withInbox(ctx.env('events'), (inbox) => inbox.discardQuarantined(id));
       await ctx.out(`discarded #${id}`);
     });
+}
+
+/** What `quarantine show` prints (and `events show` for a quarantined delivery): its body as text and base64. */
+export function quarantinedJson(held: QuarantinedDetail): string {
+  const { rawBody, ...rest } = held;
+  const text = new TextDecoder().decode(rawBody);
+  return printableJson(JSON.stringify({ ...rest, rawBody: text, rawBodyBase64: Buffer.from(rawBody).toString('base64') }, null, 2));
 }
 
 /** Quarantined deliveries in the columns of `events list`, with the quarantine number and reason. */

@@ -1,5 +1,6 @@
 import { type Command, Option } from 'commander';
-import type { ReplayableStatus, ReplayEffects, ReplaySelection } from '../store/maintenance.js';
+import { type ReplayableStatus, type ReplayEffects, type ReplaySelection, selectedStates } from '../store/maintenance.js';
+import { parseSince } from '../sync/backfill.js';
 import { addBulkOptions, BULK_DEFAULTS, type BulkOptions } from './bulk.js';
 import { SilentFailure, UsageError } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
@@ -17,6 +18,10 @@ export interface ReplayCommandOptions extends BulkOptions {
   status?: ReplayableStatus | undefined;
   account?: string | undefined;
   redoEffects?: boolean | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+  handler?: string | undefined;
+  type?: string | undefined;
 }
 
 /**
@@ -30,26 +35,58 @@ export function addReplayCommand(program: Command, ctx: CommandContext): void {
     .description('re-queue events by id, or every event in a state (handlers that completed are not run again, except for done events)')
     .argument('[eventIds...]', 'event ids to re-queue')
     .addOption(new Option('--status <status>', 're-queue every event in this state').choices(REPLAYABLE))
+    .option('--since <time>', 'with --until: events first received at or after this time (2026-11-29T02:10:00Z)')
+    .option(
+      '--until <time>',
+      'with --since: events first received before this time; without --status, those dead, invalid or in needs-review',
+    )
+    .option('--handler <name>', 'only events on which this handler failed (a failed run, or it gave up)')
+    .option('--type <type>', 'only events of this type, e.g. INVOICE_PAID')
     .option('--account <id>', "only this account's events (docs/accounts.md); default every account's", accountOption)
     .option(
       '--redo-effects',
       "call the events' effect steps (ctx.effect) again, completed ones and those held for review included (asks first)",
     );
   addBulkOptions(command).action(async (eventIds: string[], opts: ReplayCommandOptions) => {
-    if (eventIds.length === 0 && !opts.status)
-      throw new UsageError('Name event ids to replay, or pass --status dead|invalid|ignored|done.');
-    if (eventIds.length > 0 && opts.status) throw new UsageError('Give either event ids or --status, not both.');
-    await withInbox(ctx.env('replay'), (inbox) => {
-      const redoEffects = opts.redoEffects === true;
-      const how = { account: opts.account, redoEffects };
-      const which: ReplaySelection = opts.status ? { status: opts.status, ...how } : { eventIds: [...new Set(eventIds)], ...how };
-      return replay(ctx, inbox, which, opts);
-    });
+    const which = selectionOf(eventIds, opts);
+    await withInbox(ctx.env('replay'), (inbox) => replay(ctx, inbox, which, opts));
   });
 }
 
+/** The selection the arguments name, or a UsageError saying what is missing or does not go together. */
+export function selectionOf(eventIds: readonly string[], opts: ReplayCommandOptions): ReplaySelection {
+  const redoEffects = opts.redoEffects === true;
+  const filters = (['since', 'until', 'handler', 'type', 'account'] as const).filter((name) => opts[name] !== undefined);
+  if (eventIds.length > 0) {
+    if (opts.status) throw new UsageError('Give either event ids or --status, not both.');
+    if (filters.length > 0)
+      throw new UsageError(`Give either event ids or a selection (${filters.map((f) => `--${f}`).join(', ')}), not both.`);
+    return { eventIds: [...new Set(eventIds)], redoEffects };
+  }
+  if ((opts.since === undefined) !== (opts.until === undefined)) throw new UsageError('--since and --until go together: give both.');
+  const filter = { eventType: opts.type, handler: opts.handler, account: opts.account, redoEffects };
+  if (opts.since !== undefined && opts.until !== undefined) {
+    const since = moment('--since', opts.since);
+    const until = moment('--until', opts.until);
+    if (since.getTime() >= until.getTime()) throw new UsageError(`--until (${opts.until}) must be after --since (${opts.since}).`);
+    return { ...filter, status: opts.status, since, until };
+  }
+  if (!opts.status)
+    throw new UsageError('Name event ids to replay, or pass --status dead|invalid|ignored|done|needs-review, or --since and --until.');
+  return { ...filter, status: opts.status };
+}
+
+/** A time given to `flag`, read as --since of backfill reads it (a date, or an ISO 8601 time with a zone). */
+function moment(flag: string, text: string): Date {
+  try {
+    return parseSince(text);
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace('--since', flag));
+  }
+}
+
 async function replay(ctx: CommandContext, inbox: Inbox, which: ReplaySelection, opts: ReplayCommandOptions): Promise<void> {
-  const scope = 'eventIds' in which ? '' : ` in state ${which.status}`;
+  const scope = scopeOf(which);
   // Ids named on the command line that will not be re-queued: told at the end, and the exit code says so.
   const named = 'eventIds' in which ? which.eventIds : [];
   const reportMissing = async (requeued: ReadonlySet<string>) => {
@@ -99,8 +136,21 @@ async function replay(ctx: CommandContext, inbox: Inbox, which: ReplaySelection,
   } finally {
     progress.stop();
   }
-  await ctx.out(`re-queued ${countOf(replayed, 'event')}${opts.status ? ` from state ${opts.status}` : ''}`);
+  await ctx.out(`re-queued ${countOf(replayed, 'event')}${scope.replace(/^ in state/, ' from state')}`);
   await reportMissing(requeued);
+}
+
+/** The selection in words, for the lines replay prints: ` in state dead`, ` dead, invalid or needs-review received …`. */
+function scopeOf(which: ReplaySelection): string {
+  if ('eventIds' in which || 'events' in which) return which.account ? ` of account ${printable(which.account)}` : '';
+  const states = selectedStates(which)!;
+  const parts = [` in state ${states.length === 1 ? states[0] : `${states.slice(0, -1).join(', ')} or ${states.at(-1)}`}`];
+  if ('since' in which && which.since && which.until)
+    parts.push(`received from ${which.since.toISOString()} until ${which.until.toISOString()}`);
+  if (which.eventType) parts.push(`of type ${printable(which.eventType)}`);
+  if (which.handler) parts.push(`on which ${printable(which.handler)} failed`);
+  if (which.account) parts.push(`of account ${printable(which.account)}`);
+  return parts.join(' ');
 }
 
 /** What the replay does with the events' effect steps: which are skipped, which run again (docs/effects.md#replay). */

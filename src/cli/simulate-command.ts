@@ -20,6 +20,7 @@ import {
 } from '../service/simulator-session.js';
 import { createLogger } from '../logger.js';
 import type { CommandContext } from './command-context.js';
+import { headlessLine, keepState, loadState } from './simulate-headless.js';
 import { untilSignal } from './until-signal.js';
 
 /** The key `simulate --forward-to` registers with and writes to the session file (the simulator takes any sk_test_ key). */
@@ -30,6 +31,12 @@ export type SimulateCommandOptions = Pick<
   ResolvedSimulatorOptions,
   'port' | 'host' | 'timeScale' | 'duplicateRate' | 'reorder' | 'failRate'
 > & {
+  /** `manual`: time stands still until `payhooks clock advance`. Default `real`. */
+  clock?: 'real' | 'manual' | undefined;
+  /** Print one JSON line (address, endpoint, secret, accounts) instead of the how-to, and no log lines. */
+  json?: boolean | undefined;
+  /** Keep the state in this file across restarts (read at start, written as it changes and at stop). */
+  state?: string | undefined;
   /** Register an endpoint at this URL and write the session file. */
   forwardTo?: string | undefined;
   /** The types that endpoint receives. Default: all 19. */
@@ -73,6 +80,12 @@ export const simulateOptionParsers = {
     }
     return [...new Set(names)] as EventType[];
   },
+  clock(value: string): 'real' | 'manual' {
+    if (value !== 'real' && value !== 'manual') {
+      throw new Error(`--clock takes real or manual (time moves only with payhooks clock advance), not ${JSON.stringify(value)}.`);
+    }
+    return value;
+  },
   rate(flag: string) {
     return (value: string): number => {
       const n = Number(value);
@@ -89,6 +102,7 @@ function chaosLine(options: SimulateCommandOptions): string {
     options.duplicateRate > 0 ? `duplicate rate ${options.duplicateRate}` : '',
     options.reorder ? 'reordering' : '',
     options.failRate > 0 ? `REST fail rate ${options.failRate}` : '',
+    options.clock === 'manual' ? 'manual clock (it moves with payhooks clock advance 1d)' : '',
   ].filter(Boolean);
   return chaos.length ? `Chaos: ${chaos.join(', ')}.\n` : '';
 }
@@ -150,11 +164,17 @@ ${nextSteps(new URL(session.forwardTo))}
 async function forward(simulator: Simulator, forwardTo: string, events: readonly EventType[], dir: string): Promise<SimulatorSession> {
   // Retried more than usual: with --fail-rate the simulator fails these calls on purpose, and the session depends on them.
   const client = createClient({ apiKey: SIMULATOR_API_KEY, environment: simulator.url, maxRetries: 10 });
-  const endpoint = await client.webhooks.create({
-    url: forwardTo,
-    description: 'payhooks simulate --forward-to',
-    enabledEvents: [...events],
-  });
+  // A state kept with --state may hold the endpoint already: reuse it, so that its id and secret stay as they were.
+  const kept = (await client.webhooks.list({ take: 100 })).data.find(
+    (endpoint) => endpoint.url === forwardTo && sameEvents(endpoint.enabledEvents, events),
+  );
+  const endpoint =
+    kept ??
+    (await client.webhooks.create({
+      url: forwardTo,
+      description: 'payhooks simulate --forward-to',
+      enabledEvents: [...events],
+    }));
   const { secret } = await client.webhooks.getSecret(endpoint.id);
   const session: SimulatorSession = {
     version: 1,
@@ -171,6 +191,10 @@ async function forward(simulator: Simulator, forwardTo: string, events: readonly
   return session;
 }
 
+function sameEvents(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((type) => b.includes(type));
+}
+
 /**
  * Runs the simulator until SIGINT or SIGTERM, then stops it (every timer and connection) and resolves. With
  * `forwardTo`, it first registers an endpoint there for `events` (default: all 19 types) and writes the session
@@ -183,7 +207,9 @@ export async function runSimulate(
   sessionDir: string = DEFAULT_SESSION_DIR,
 ): Promise<void> {
   if (options.events && !options.forwardTo) throw new Error('--events chooses what --forward-to receives: give --forward-to URL too.');
-  const simulatorOptions: SimulatorOptions = { ...options, logger };
+  const restore = options.state ? loadState(options.state) : undefined;
+  const { json: _json, state: _state, forwardTo: _forwardTo, events: _events, ...rest } = options;
+  const simulatorOptions: SimulatorOptions = { ...rest, logger, restore };
   const simulator = await startSimulator(simulatorOptions).catch((err: unknown) => {
     if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
     const where = `${options.host ?? SIMULATOR_DEFAULTS.host}:${options.port ?? SIMULATOR_DEFAULTS.port}`;
@@ -198,11 +224,16 @@ export async function runSimulate(
     await simulator.close();
     throw err;
   }
-  await out(
-    session ? forwardingHowTo(simulator.url, options, session, displayPath(sessionFilePath(sessionDir))) : howTo(simulator.url, options),
-  );
+  const kept = options.state ? keepState(simulator, options.state, logger) : undefined;
+  if (options.json) await out(headlessLine(simulator, session, SIMULATOR_API_KEY, options.state));
+  else {
+    await out(
+      session ? forwardingHowTo(simulator.url, options, session, displayPath(sessionFilePath(sessionDir))) : howTo(simulator.url, options),
+    );
+  }
   await untilSignal(logger, async () => {
     if (session) await removeSimulatorSession(sessionDir, session.endpointId);
+    await kept?.stop();
     await simulator.close();
   });
 }
@@ -238,7 +269,18 @@ export function addSimulateCommand(program: Command, ctx: CommandContext): void 
       simulateOptionParsers.rate('--fail-rate'),
       0,
     )
+    .option(
+      '--clock <mode>',
+      'real, or manual: time stands still until payhooks clock advance 1d (retries and collections then play in order)',
+      simulateOptionParsers.clock,
+      'real',
+    )
+    .option('--json', 'print one JSON line (url, endpointId, secret, accounts) instead of the how-to, then run quietly (no log lines)')
+    .option(
+      '--state <file>',
+      "keep the simulator's state (customers, endpoints and their secrets, invoices, …) in this file across restarts",
+    )
     .action(async (opts: SimulateCommandOptions) => {
-      await runSimulate(opts, createLogger(), ctx.out);
+      await runSimulate(opts, createLogger(opts.json ? { level: 'silent' } : {}), ctx.out);
     });
 }

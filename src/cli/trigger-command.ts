@@ -7,14 +7,9 @@ import { flowFor, isFlowName } from '../simulator/flows.js';
 import { FLOW_DESCRIPTIONS, FLOW_NAMES, FlowError, runFlow, triggerEvent, type FlowName, type FlowResult } from '../simulator/index.js';
 import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
-import { SIMULATOR_API_KEY } from './simulate-command.js';
-import {
-  DEFAULT_SESSION_DIR,
-  displayPath,
-  readSimulatorSession,
-  sessionFilePath,
-  type SimulatorSession,
-} from '../service/simulator-session.js';
+import { checkUrl, findSimulatorTarget, type SimulatorTarget } from './simulator-target.js';
+import { DEFAULT_SESSION_DIR, readSimulatorSession } from '../service/simulator-session.js';
+import { type FlowOverrides, overridePaths, parsePairs } from '../simulator/flow-overrides.js';
 import { type EnvOf, readEnv } from '../service/environment.js';
 
 /** What `payhooks trigger` prints, whether every step was accepted, and the error to print on stderr if not. */
@@ -33,6 +28,19 @@ export interface TriggerCommandOptions {
   secret?: string | undefined;
   /** The simulator a flow runs against. Default: PAYHOOKS_API_URL, then the session file's. */
   simulator?: string | undefined;
+  /** `PATH=VALUE` values for the objects the flow creates, e.g. `invoice.amount=5000` (repeatable). */
+  override?: string[] | undefined;
+  /** `PATH=VALUE` metadata pairs to add, e.g. `invoice.metadata.plan=gold`. */
+  add?: string[] | undefined;
+  /** Metadata keys to remove from what the flow sets, e.g. `customer.metadata.source`. */
+  remove?: string[] | undefined;
+}
+
+/** The overrides of the command line, or undefined when none was given. */
+function overridesOf(options: TriggerCommandOptions): FlowOverrides | undefined {
+  const { override = [], add = [], remove = [] } = options;
+  if (override.length + add.length + remove.length === 0) return undefined;
+  return { set: parsePairs('--override', override), add: parsePairs('--add', add), remove };
 }
 
 /** The `--help` text that lists the flows, one line each. */
@@ -46,22 +54,30 @@ ${FLOW_DESCRIPTIONS.map((flow) => `  ${flow.name.padEnd(width)}  ${flow.summary}
 The simulator is found through --simulator URL, else PAYHOOKS_API_URL (key: PAYHOOKS_API_KEY, default
 sk_test_local), else ./.payhooks/simulator.json (written by payhooks simulate --forward-to URL; key: its own).
 
+Overrides change the objects the flow creates, through the same REST calls (the events carry the values):
+  --override PATH=VALUE   paths: ${overridePaths(['customer', 'invoice'])
+    .filter((path) => !path.includes('.metadata.'))
+    .join(', ')}
+                          (subscription-cycle: subscription.amount, .currency, .description, .numberOfPayments, .firstCollectionDate)
+  --add PATH=VALUE        a metadata pair, e.g. invoice.metadata.plan=gold or customer.metadata.tier=vip
+  --remove PATH           a metadata pair the flow sets: customer.metadata.source, invoice.metadata.flow
+
 An event type (e.g. PAYMENT_REFUNDED) runs the first flow that causes it. With --to URL, the catalog's example
 of that type is signed (--secret, else PAYHOOKS_WEBHOOK_SECRET, else the session's secret) and sent straight to
 the receiver, outside the simulator's state.
 
 Examples:
   payhooks trigger cash-payment
+  payhooks trigger cash-payment --override invoice.amount=5000 --override customer.email=ada@example.com
   payhooks trigger refund --simulator http://127.0.0.1:4010
   payhooks trigger CUSTOMER_UPDATED --to http://127.0.0.1:8787/webhooks`;
 }
 
-interface Target {
-  url: string;
-  apiKey: string;
-  /** Where the URL came from, for the output. */
-  source: string;
-  session: SimulatorSession | undefined;
+type Target = SimulatorTarget;
+
+async function findSimulator(options: TriggerCommandOptions, env: EnvOf<'trigger'>, sessionDir: string, name: string): Promise<Target> {
+  const hint = isEventType(name) ? ` To send the catalog's example of ${name} to a receiver instead, pass --to URL.` : '';
+  return findSimulatorTarget(options.simulator, env, sessionDir, `run ${name} in`, hint);
 }
 
 /**
@@ -75,13 +91,19 @@ export async function runTrigger(
   env: EnvOf<'trigger'> = readEnv('trigger'),
   sessionDir: string = DEFAULT_SESSION_DIR,
 ): Promise<TriggerCommandResult> {
+  const overrides = overridesOf(options);
+  if (overrides && options.to !== undefined) {
+    throw new Error(
+      '--override, --add and --remove change the objects a flow creates in the simulator; --to sends a catalog example. Leave out one or the other.',
+    );
+  }
   if (isFlowName(name)) {
     if (options.to !== undefined) {
       throw new Error(
         `--to sends one catalog event to a receiver; the flow ${name} runs in the simulator, which delivers to its own endpoints. Leave out --to.`,
       );
     }
-    return flowCommand(name, await findSimulator(options, env, sessionDir, name), []);
+    return flowCommand(name, await findSimulator(options, env, sessionDir, name), [], overrides);
   }
   if (!isEventType(name)) {
     throw new Error(
@@ -100,42 +122,33 @@ export async function runTrigger(
       `No flow causes ${name}: the simulator has no call that does. Send the catalog's example straight to the receiver instead: payhooks trigger ${name} --to ${to}`,
     );
   }
-  return flowCommand(flow, target, [`${name} comes from the flow ${flow}; running it.`]);
+  return flowCommand(flow, target, [`${name} comes from the flow ${flow}; running it.`], overrides);
 }
 
-async function findSimulator(options: TriggerCommandOptions, env: EnvOf<'trigger'>, sessionDir: string, name: string): Promise<Target> {
-  const envKey = env.PAYHOOKS_API_KEY;
-  if (options.simulator !== undefined) {
-    return {
-      url: checkUrl(options.simulator, '--simulator'),
-      apiKey: envKey ?? SIMULATOR_API_KEY,
-      source: '--simulator',
-      session: undefined,
-    };
-  }
-  const envUrl = env.PAYHOOKS_API_URL;
-  if (envUrl)
-    return {
-      url: checkUrl(envUrl, 'PAYHOOKS_API_URL'),
-      apiKey: envKey ?? SIMULATOR_API_KEY,
-      source: 'PAYHOOKS_API_URL',
-      session: undefined,
-    };
-  const session = await readSimulatorSession(sessionDir);
-  if (session) {
-    return { url: session.url, apiKey: session.apiKey, source: displayPath(sessionFilePath(sessionDir)), session };
-  }
-  throw new Error(
-    `No simulator to run ${name} in: start one with payhooks simulate --forward-to http://127.0.0.1:8787/webhooks in this folder (it writes ${displayPath(sessionFilePath(sessionDir))}), or pass --simulator URL.${isEventType(name) ? ` To send the catalog's example of ${name} to a receiver instead, pass --to URL.` : ''}`,
-  );
-}
-
-async function flowCommand(flow: FlowName, target: Target, preface: string[]): Promise<TriggerCommandResult> {
+async function flowCommand(
+  flow: FlowName,
+  target: Target,
+  preface: string[],
+  overrides: FlowOverrides | undefined,
+): Promise<TriggerCommandResult> {
   const description = FLOW_DESCRIPTIONS.find((f) => f.name === flow)!;
-  const header = [...preface, `flow ${flow}: ${description.summary}`, `simulator: ${target.url} (from ${target.source})`, ''];
+  const changes = overrides
+    ? [
+        ...Object.entries(overrides.set ?? {}).map(([path, value]) => `${path}=${value}`),
+        ...Object.entries(overrides.add ?? {}).map(([path, value]) => `+${path}=${value}`),
+        ...(overrides.remove ?? []).map((path) => `-${path}`),
+      ]
+    : [];
+  const header = [
+    ...preface,
+    `flow ${flow}: ${description.summary}`,
+    `simulator: ${target.url} (from ${target.source})`,
+    ...(changes.length > 0 ? [`overrides: ${changes.join(', ')}`] : []),
+    '',
+  ];
   let result: FlowResult;
   try {
-    result = await runFlow(flow, { baseUrl: target.url, apiKey: target.apiKey });
+    result = await runFlow(flow, { baseUrl: target.url, apiKey: target.apiKey, overrides });
   } catch (err) {
     if (!(err instanceof FlowError)) throw err;
     return {
@@ -205,22 +218,14 @@ async function sendExample(
   };
 }
 
-function checkUrl(value: string, what: string, expected = 'an http or https URL, e.g. http://127.0.0.1:4010'): string {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new Error(`${what} takes ${expected}, not ${JSON.stringify(value)}.`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new Error(`${what} must be an http or https URL, not ${JSON.stringify(value)}.`);
-  return value.replace(/\/+$/, '');
-}
-
 /** `: did you mean X?` for a type name close to a known one, as on() says it; empty otherwise. */
 function didYouMean(name: string): string {
   const close = closestEventTypes(name);
   return close.length > 0 ? `: did you mean ${close.join(' or ')}?` : '';
+}
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
 }
 
 /** `payhooks trigger`: a flow through the simulator, or one event type straight to a receiver. */
@@ -235,6 +240,13 @@ export function addTriggerCommand(program: Command, ctx: CommandContext): void {
     .option('--simulator <url>', 'the simulator to run the flow in (default: PAYHOOKS_API_URL, then ./.payhooks/simulator.json)')
     .option('--to <url>', "with an event type: send the catalog's example straight to this receiver, e.g. http://127.0.0.1:8787/webhooks")
     .option('--secret <secret>', 'with --to: the secret to sign with (default: PAYHOOKS_WEBHOOK_SECRET, then the session file)')
+    .option(
+      '--override <path=value>',
+      'a value for an object the flow creates, e.g. invoice.amount=5000 or customer.email=a@example.com (repeatable)',
+      collect,
+    )
+    .option('--add <path=value>', 'a metadata pair to add, e.g. invoice.metadata.plan=gold (repeatable)', collect)
+    .option('--remove <path>', "a metadata key of the flow's to leave out, e.g. customer.metadata.source (repeatable)", collect)
     .addHelpText('after', flowsHelp())
     .action(async (name: string, opts: TriggerCommandOptions) => {
       const result = await runTrigger(name, opts);

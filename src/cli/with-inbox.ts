@@ -96,5 +96,7 @@ function serveInbox(session: ServeSession, inUse: DataDirInUseError): Inbox {
     discardQuarantined: (id) => asked((api) => api.discardQuarantined(id)),
     resolveStep: (ref, resolution) => asked((api) => api.resolveStep(ref, resolution)),
     replayBatch: (which, batch) => asked((api) => api.replayBatch(which, batch)),
+    resourceStory: (resource, { limit, account }) => asked((api) => api.story(resource, { limit, account })),
+    findById: (id, account) => asked((api) => api.find(id, account)),
   };
 }

@@ -7,6 +7,8 @@ import { errorResponse, JSON_CONTENT_TYPE } from '../internal/error-response.js'
 import { BodyBudget } from '../internal/limited-body.js';
 import { sleep } from '../internal/sleep.js';
 import { activityByMinute, MAX_EVENT_PAGE, pageEvents } from '../store/console-queries.js';
+import { findById } from '../store/find-by-id.js';
+import { DEFAULT_STORY_EVENTS, type ResourceStory, resourceStory } from '../store/resource-story.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { countEventsByTypeAndStatus, getEvent, oldestPendingEvent, type StoredEvent } from '../store/inbox.js';
 import { countReplayable, previewReplay, type ReplaySelection, replayBatch, replayEvents } from '../store/maintenance.js';
@@ -69,6 +71,12 @@ export interface AdminApiOptions {
    * the service gives the sink registry's. Unset: every name is a handler's.
    */
   handlerSource?: ((handler: string) => HandlerSource) | undefined;
+  /**
+   * The Postgres mirror's schema, for the mirror rows of `GET /admin/api/story` (`startService` gives its configured
+   * one, whichever process writes the mirror: it is read only where its tables exist); unset: stories have no mirror
+   * rows (`mirror: null`).
+   */
+  mirrorSchema?: string | undefined;
 }
 
 /** The console's JSON API, framework-free: the adapters of `adapters/` (node:http, Express, Fetch) serve it. */
@@ -117,6 +125,13 @@ const listQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(MAX_EVENT_PAGE).optional(),
   reveal: revealFlag.optional(),
 });
+const storyQuery = z.strictObject({
+  resource: filterText,
+  limit: z.coerce.number().int().min(1).max(5000).default(DEFAULT_STORY_EVENTS),
+  reveal: revealFlag.optional(),
+  account: accountId.optional(),
+});
+const findQuery = z.strictObject({ id: identifierText, account: accountId.optional() });
 const statsQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(168).default(3), account: accountId.optional() });
 const eventQuery = z.strictObject({ reveal: revealFlag.optional(), account: accountId.optional() });
 
@@ -142,6 +157,9 @@ const replayBody = z
   .strictObject({
     status: z.enum(REPLAYABLE).optional(),
     type: identifierText.optional(),
+    since: isoDate.optional(),
+    until: isoDate.optional(),
+    handler: identifierText.optional(),
     eventIds: z.array(identifierText).min(1).max(MAX_REPLAY_IDS).optional(),
     events: z
       .array(z.strictObject({ account: accountId, eventId: identifierText }))
@@ -158,11 +176,15 @@ const replayBody = z
   })
   .superRefine((body, ctx) => {
     const problem = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
-    if (body.eventIds === undefined && body.events === undefined && body.status === undefined)
-      problem('status', 'give a status, or eventIds');
+    const windowed = body.since !== undefined || body.until !== undefined;
+    const named = body.eventIds !== undefined || body.events !== undefined;
+    if (!named && body.status === undefined && !windowed) problem('status', 'give a status, a time window (since and until), or eventIds');
     if (body.eventIds !== undefined && body.events !== undefined) problem('events', 'give eventIds or events, not both');
-    if ((body.eventIds !== undefined || body.events !== undefined) && body.type !== undefined)
-      problem('type', 'selects by type within a status; leave it out with eventIds');
+    if (windowed && (body.since === undefined || body.until === undefined))
+      problem(body.since ? 'until' : 'since', 'give both since and until');
+    if (body.since && body.until && body.since.getTime() >= body.until.getTime()) problem('until', 'must be after since');
+    for (const filter of ['type', 'since', 'until', 'handler'] as const)
+      if (named && body[filter] !== undefined) problem(filter, 'selects among events by state or time; leave it out with eventIds');
     if (body.dryRun && body.limit !== undefined) problem('limit', 'is for a batch of a replay, not for a dry run');
     if (body.sample !== undefined && !body.dryRun) problem('sample', 'is for a dry run only');
     for (const bound of ['after', 'through'] as const)
@@ -342,13 +364,17 @@ const ROUTES: readonly AdminRoute[] = [
     commandLine: true,
     async answer({ request, store, via }, logger) {
       const body = parse(replayBody, jsonBody(await bodyText(request)), 'body');
-      const how = { account: body.account, redoEffects: body.redoEffects };
-      const which: ReplaySelection = body.eventIds
-        ? { eventIds: [...new Set(body.eventIds)], status: body.status, ...how }
-        : body.events
-          ? { events: body.events, status: body.status, ...how }
-          : { status: body.status!, eventType: body.type, ...how };
-      const described = { account: body.account, status: body.status, eventType: body.type, named: body.eventIds?.length, via };
+      const which = selectionOf(body);
+      const described = {
+        account: body.account,
+        status: body.status,
+        eventType: body.type,
+        since: body.since,
+        until: body.until,
+        handler: body.handler,
+        named: body.eventIds?.length ?? body.events?.length,
+        via,
+      };
       if (body.dryRun) return ok(await previewReplay(store, which, body.sample ?? 10));
       if (body.limit !== undefined) {
         const batch = await replayBatch(store, which, { limit: body.limit, after: body.after, through: body.through });
@@ -458,6 +484,34 @@ const ROUTES: readonly AdminRoute[] = [
   },
   {
     method: 'GET',
+    pattern: /^\/admin\/api\/story$/,
+    commandLine: true,
+    async answer({ store, query, options, via }, logger) {
+      const { resource, limit, reveal, account } = parse(storyQuery, query, 'query');
+      let story: ResourceStory;
+      try {
+        story = await resourceStory(store, resource, { mirrorSchema: options.mirrorSchema, limit, account });
+      } catch (err) {
+        if (err instanceof RangeError) throw new BadRequest(400, err.message);
+        throw err;
+      }
+      if (reveal && story.events.length > 0) logger?.info({ resource: story.resource, via }, 'console: personal data of a story revealed');
+      return ok({ ...(reveal ? story : maskStory(story)), masked: reveal !== true });
+    },
+  },
+  {
+    method: 'GET',
+    pattern: /^\/admin\/api\/find$/,
+    commandLine: true,
+    async answer({ store, query }) {
+      const { id, account } = parse(findQuery, query, 'query');
+      const found = await findById(store, id, account);
+      if (!found) throw new BadRequest(404, `Nothing is stored under ${JSON.stringify(id)}: no eventId, sender's id or quarantine number.`);
+      return ok(found);
+    },
+  },
+  {
+    method: 'GET',
     pattern: /^\/admin\/api\/stats$/,
     commandLine: true,
     async answer({ store, query }) {
@@ -550,6 +604,31 @@ export function createAdminApi(options: AdminApiOptions): AdminApi {
         return errorResponse(500, 'Internal error.');
       }
     },
+  };
+}
+
+/** The store's selection for a replay request's body. */
+function selectionOf(body: z.infer<typeof replayBody>): ReplaySelection {
+  const how = { account: body.account, redoEffects: body.redoEffects };
+  if (body.eventIds) return { eventIds: [...new Set(body.eventIds)], status: body.status, ...how };
+  if (body.events) return { events: body.events, status: body.status, ...how };
+  const filter = { eventType: body.type, handler: body.handler, ...how };
+  if (body.since && body.until) return { ...filter, status: body.status, since: body.since, until: body.until };
+  return { ...filter, status: body.status! };
+}
+
+/** A story with personal data masked: errors, effect results, and the mirror's rows (emails, phone numbers). */
+function maskStory(story: ResourceStory): ResourceStory {
+  const masked = (text: string | null) => (text === null ? null : maskPersonalData(text));
+  return {
+    ...story,
+    events: story.events.map((event) => ({
+      ...event,
+      lastError: masked(event.lastError),
+      handlerAttempts: event.handlerAttempts.map((a) => ({ ...a, error: masked(a.error) })),
+      effectSteps: event.effectSteps.map((x) => ({ ...x, result: masked(x.result), error: masked(x.error) })),
+    })),
+    mirror: story.mirror?.map((record) => ({ ...record, row: JSON.parse(maskPersonalData(JSON.stringify(record.row))) })) ?? null,
   };
 }
 

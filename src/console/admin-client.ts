@@ -9,6 +9,8 @@ import type { EventPage } from '../store/console-queries.js';
 import type { OldestPending, StoredEventDetail, TypeStatusCount } from '../store/inbox.js';
 import type { ReplayBatch, ReplayPreview, ReplaySelection } from '../store/maintenance.js';
 import type { ResolveOutcome, StepResolution } from '../store/effect-steps.js';
+import type { FoundId } from '../store/find-by-id.js';
+import type { ResourceStory } from '../store/resource-story.js';
 import { EVENT_STATUSES, type EventStatus } from '../store/schema.js';
 import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 
@@ -42,47 +44,67 @@ const storedEvent = z.object({
   processedAt: date.nullable(),
 });
 const eventPage = z.object({ events: z.array(storedEvent), nextCursor: z.string().nullable() });
+const handlerAttempt = z.object({
+  handler: z.string(),
+  attempt: z.number().nullable(),
+  startedAt: date.nullable(),
+  endedAt: date,
+  durationMs: z.number().nullable(),
+  outcome: z.enum(['completed', 'failed']),
+  error: z.string().nullable(),
+});
+const effectStep = z.object({
+  account,
+  eventId: z.string(),
+  receivedAt: date,
+  handler: z.string(),
+  step: z.string(),
+  idempotencyKey: z.string(),
+  idempotent: z.boolean(),
+  state: z.enum(['started', 'completed', 'failed', 'needs-review', 'redo']),
+  attempt: z.number(),
+  calls: z.number(),
+  result: z.string().nullable(),
+  error: z.string().nullable(),
+  startedAt: date,
+  endedAt: date.nullable(),
+  resolution: z.enum(['done', 'redo']).nullable(),
+  resolvedAt: date.nullable(),
+});
 const eventDetail = storedEvent.extend({
   rawBody: z.string(),
   headers: z.record(z.string(), z.string()),
   completedHandlers: z.array(z.string()),
   givenUpHandlers: z.array(z.string()),
-  handlerAttempts: z
-    .array(
-      z.object({
-        handler: z.string(),
-        attempt: z.number().nullable(),
-        startedAt: date.nullable(),
-        endedAt: date,
-        durationMs: z.number().nullable(),
-        outcome: z.enum(['completed', 'failed']),
-        error: z.string().nullable(),
-      }),
-    )
-    .default([]),
-  effectSteps: z
-    .array(
-      z.object({
-        account,
-        eventId: z.string(),
-        receivedAt: date,
-        handler: z.string(),
-        step: z.string(),
-        idempotencyKey: z.string(),
-        idempotent: z.boolean(),
-        state: z.enum(['started', 'completed', 'failed', 'needs-review', 'redo']),
-        attempt: z.number(),
-        calls: z.number(),
-        result: z.string().nullable(),
-        error: z.string().nullable(),
-        startedAt: date,
-        endedAt: date.nullable(),
-        resolution: z.enum(['done', 'redo']).nullable(),
-        resolvedAt: date.nullable(),
-      }),
-    )
-    .default([]),
+  handlerAttempts: z.array(handlerAttempt).default([]),
+  effectSteps: z.array(effectStep).default([]),
 });
+// In the order of store/resource-story.ts's objects, so that `events history --json` prints the same either way.
+const story = z.object({
+  resource: z.string(),
+  keys: z.array(z.string()),
+  events: z.array(
+    storedEvent.extend({
+      handlerAttempts: z.array(handlerAttempt),
+      completedHandlers: z.array(z.string()),
+      givenUpHandlers: z.array(z.string()),
+      effectSteps: z.array(effectStep),
+    }),
+  ),
+  truncated: z.boolean(),
+  mirror: z.array(z.object({ table: z.string(), id: z.string(), row: z.record(z.string(), z.unknown()) })).nullable(),
+});
+const found = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('event'), account, eventId: z.string() }),
+  z.object({ kind: z.literal('sender-id'), account, eventId: z.string(), header: z.string() }),
+  z.object({
+    kind: z.literal('quarantine'),
+    account,
+    quarantineId: z.string(),
+    eventId: z.string().nullable(),
+    state: z.enum(['held', 'released', 'discarded']),
+  }),
+]);
 const resolved = z.discriminatedUnion('resolved', [
   z.object({ resolved: z.literal(true), account, handler: z.string(), step: z.string(), remaining: z.number(), requeued: z.boolean() }),
   z.object({
@@ -189,6 +211,10 @@ export interface AdminClient {
   discardQuarantined(id: string): Promise<void>;
   /** `POST /admin/api/events/{id}/effects/resolve`: an operator's answer to a step held for review. */
   resolveStep(ref: { eventId: string; step: string; handler?: string | undefined }, resolution: StepResolution): Promise<ResolveOutcome>;
+  /** `GET /admin/api/story?reveal=true`: a resource's story, personal data as stored. */
+  story(resource: string, options: { limit?: number | undefined; account?: string | undefined }): Promise<ResourceStory>;
+  /** `GET /admin/api/find`: what an id names (in one account, or any); undefined when nothing does (404). */
+  find(id: string, account?: string): Promise<FoundId | undefined>;
   /** `POST /admin/api/replay` with `dryRun`: how many events a replay would re-queue, a sample, and its bound. */
   previewReplay(which: ReplaySelection, sampleSize: number): Promise<ReplayPreview>;
   /** `POST /admin/api/replay` with `limit`: one batch of a replay in order of arrival. */
@@ -253,7 +279,13 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       ? { eventIds: which.eventIds, status: which.status }
       : 'events' in which
         ? { events: which.events, status: which.status }
-        : { status: which.status, type: which.eventType }),
+        : {
+            status: which.status,
+            type: which.eventType,
+            since: 'since' in which ? which.since?.toISOString() : undefined,
+            until: 'until' in which ? which.until?.toISOString() : undefined,
+            handler: which.handler,
+          }),
     ...(which.account !== undefined ? { account: which.account } : {}),
     ...(which.redoEffects ? { redoEffects: true } : {}),
   });
@@ -293,6 +325,17 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     },
     resolveStep: ({ eventId, step, handler }, resolution) =>
       call(resolved, 'POST', `/events/${encodeURIComponent(eventId)}/effects/resolve`, { step, handler, resolution }),
+    story(resource, { limit, account }) {
+      const query = new URLSearchParams({ resource, reveal: 'true' });
+      if (limit !== undefined) query.set('limit', String(limit));
+      if (account !== undefined) query.set('account', account);
+      return call(story, 'GET', `/story?${query}`);
+    },
+    async find(id, account) {
+      const path = `/find?${new URLSearchParams({ id, ...(account === undefined ? {} : { account }) })}`;
+      const answer = await send('GET', path);
+      return answer.status === 404 ? undefined : decode(found, 'GET', path, answer);
+    },
     previewReplay: (which, sampleSize) => call(preview, 'POST', '/replay', { ...selection(which), dryRun: true, sample: sampleSize }),
     replayBatch: (which, page) => call(batch, 'POST', '/replay', { ...selection(which), ...page }),
   };

@@ -19,6 +19,6 @@ export {
   type Infer,
   type Known,
 } from './primitives.js';
-export { resourceKeyOf } from './resource-key.js';
+export { RESOURCE_KINDS, type ResourceKind, resourceKeyOf } from './resource-key.js';
 export * from './resources.js';
 export * from './rest-contract.js';

@@ -9,7 +9,14 @@ function field(value: unknown, ...path: string[]): string | undefined {
   return typeof current === 'string' && current.length > 0 ? current : undefined;
 }
 
-const prefixed = (kind: string, id: string | undefined) => (id ? `${kind}:${id}` : null);
+const prefixed = (kind: ResourceKind, id: string | undefined) => (id ? `${kind}:${id}` : null);
+
+/**
+ * The kinds of resource an event's key names (`invoice:inv_1`, `customer:cus_1` …): the prefixes the key functions
+ * below write, and what a resource's story (`payhooks events history`) accepts before the colon.
+ */
+export const RESOURCE_KINDS = ['invoice', 'customer', 'payment', 'dispute', 'subscription'] as const;
+export type ResourceKind = (typeof RESOURCE_KINDS)[number];
 
 /** Reads an event's ordering key from its (unvalidated) data; null when the data does not name the resource. */
 export type ResourceKeyFunction = (data: unknown) => string | null;

@@ -52,11 +52,19 @@ export const webhookUrlSchema = z.url().refine((value) => {
 // ---- request inputs (what goes inside `{ "input": … }`) ----
 
 /** `POST /v1/customers`. Only `username` is required here (the spec does not say which fields are). */
+/** Metadata pairs a write may set (assumed: the resources carry `metadata`, the spec's bodies do not show it). */
+export const metadataInputSchema = z
+  .array(z.object({ key: z.string().min(1).max(100), value: z.string().max(500) }))
+  .max(50)
+  .refine((pairs) => new Set(pairs.map((pair) => pair.key)).size === pairs.length, 'each metadata key at most once');
+
 export const createCustomerInputSchema = z.object({
   username: z.string().min(1),
   name: z.string().min(1).optional(),
   email: z.email().optional(),
   phoneNumber: e164PhoneNumber.optional(),
+  /** Assumed field (see {@link metadataInputSchema}). */
+  metadata: metadataInputSchema.optional(),
 });
 export type CreateCustomerInput = z.input<typeof createCustomerInputSchema>;
 
@@ -78,6 +86,9 @@ export const createInvoiceInputSchema = z.object({
   dueDate: dateTime,
   collectionMethod: z.string().min(1).optional(),
   items: z.array(createInvoiceItemSchema).min(1, 'an invoice needs at least one item'),
+  /** Assumed fields: the invoice resource has them, the spec's body does not show them. */
+  description: z.string().min(1).optional(),
+  metadata: metadataInputSchema.optional(),
 });
 export type CreateInvoiceInput = z.input<typeof createInvoiceInputSchema>;
 

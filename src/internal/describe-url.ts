@@ -22,6 +22,12 @@ export function describeUrl(url: string): string {
  * describeDatabaseUrl('postgres://app:hunter2@db:5432/billing?sslmode=require') // 'postgres://app@db:5432/billing'
  */
 export function describeDatabaseUrl(url: string): string {
+  // Several hosts (libpq's `postgres://u@h1:5432,h2:5432/db`), which the URL parser refuses: the list as it is.
+  const multiHost = /^(postgres(?:ql)?:\/\/)(?:([^:@/?#]*)(?::[^@/?#]*)?@)?([^@/?#]*,[^@/?#]*)(?=[/?#]|$)(\/[^?#]*)?/i.exec(url);
+  if (multiHost) {
+    const [, scheme, user, hosts, path] = multiHost;
+    return `${scheme}${user ? `${decodeURIComponent(user)}@` : ''}${hosts}${path && path !== '/' ? path : ''}`;
+  }
   let parsed: URL;
   try {
     parsed = new URL(url);

@@ -1,3 +1,4 @@
+import { SENDER_ID_HEADERS } from '../store/find-by-id.js';
 import type { Logger } from 'pino';
 import { within } from '../internal/within.js';
 import { errorResponse } from '../internal/error-response.js';
@@ -133,8 +134,11 @@ const RECEIVE_SPAN: InSpanOptions = { kind: SPAN_KIND.server, parent: 'linked' }
 const TRUSTED_RECEIVE_SPAN: InSpanOptions = { kind: SPAN_KIND.server, parent: 'headers' };
 const GROUP_COMMIT_SPAN: InSpanOptions = { attributes: { 'db.system.name': 'postgresql', 'db.operation.name': 'INSERT' } };
 
-/** Header names kept with each event besides the signature scheme's own. */
-const KEPT_HEADERS = ['content-type', 'user-agent'];
+/**
+ * Header names kept with each event besides the signature scheme's own: the sender's ids of the delivery too, by which
+ * an operator finds it (`payhooks events show`, the console's search; store/find-by-id.ts).
+ */
+const KEPT_HEADERS = ['content-type', 'user-agent', ...SENDER_ID_HEADERS];
 
 /**
  * Builds the receiver: verify the signature on the raw bytes, check the envelope, store once, acknowledge.
@@ -158,35 +162,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const keptHeaders = [...new Set([...[...schemes.values()].flatMap((scheme) => scheme.headerNames), ...KEPT_HEADERS])];
 
   const trusting = options.trustIncomingTraceContext === true;
-  // What a delivery to an unknown account is checked with before it is answered 404: a configured scheme, so that the
-  // work done (and so the time taken) is the same as for a known account whose signature does not hold.
-  const decoy = schemes.values().next().value as SignatureScheme;
+  const refusal = routeRefusal(schemes, maxBodyBytes, log);
   const keeping = { store: options.store, ackBudgetMs, maxQuarantined, log };
-
-  /** The checks of a request's route, and its account noted; the route of an unknown account gets the decoy's. */
-  function checksOf(request: ReceiveRequest, note: DeliveryNote): RefusalChecks {
-    const accountRoute = request.account !== undefined;
-    const account = request.account ?? DEFAULT_ACCOUNT;
-    note.account = account;
-    const scheme = schemes.get(account);
-    if (scheme === undefined) note.unknownAccount = true;
-    // The decoy's verdict is not this delivery's: it logs nothing of it (refusal() says what happened).
-    return { maxBodyBytes, scheme: scheme ?? decoy, log: scheme ? log : undefined, accountRoute: accountRoute || scheme === undefined };
-  }
-
-  /** {@link refusalOf} for the request's route: an unknown account's delivery is refused whatever its signature. */
-  function refusal(request: ReceiveRequest, note: DeliveryNote): ReceiveResponse | undefined {
-    const refused = refusalOf(request, note, checksOf(request, note));
-    if (!note.unknownAccount) return refused;
-    note.verified = false;
-    // The id comes from the request's path: shown cut short, never trusted.
-    log?.warn(
-      { account: request.account?.slice(0, 64) ?? DEFAULT_ACCOUNT },
-      'a delivery for an account that is not configured; answered 404',
-    );
-    if (refused === undefined || refused.status === 404) return errorResponse(404, NO_SUCH_ENDPOINT);
-    return refused;
-  }
 
   /**
    * One delivery in its `webhook.receive` span (docs/tracing.md): a server span of a trace of its own, linked to the
@@ -327,6 +304,39 @@ export function receiverLimits(options: Pick<ReceiverOptions, 'maxBodyBytes' | '
     throw new RangeError(`maxQuarantined must be a whole number of at least 0, not ${String(maxQuarantined)}.`);
   }
   return { maxBodyBytes, ackBudgetMs, maxQuarantined };
+}
+
+/**
+ * {@link refusalOf} for a request's route, its account noted: the route of an unknown account is checked with a
+ * configured scheme (the decoy), so that the work done, and so the time taken, is that of a known account whose
+ * signature does not hold, and is then refused whatever the signature.
+ */
+function routeRefusal(
+  schemes: ReadonlyMap<string, SignatureScheme>,
+  maxBodyBytes: number,
+  log: Logger | undefined,
+): (request: ReceiveRequest, note: DeliveryNote) => ReceiveResponse | undefined {
+  const decoy = schemes.values().next().value as SignatureScheme;
+  const checksOf = (request: ReceiveRequest, note: DeliveryNote): RefusalChecks => {
+    const account = request.account ?? DEFAULT_ACCOUNT;
+    note.account = account;
+    const scheme = schemes.get(account);
+    if (scheme === undefined) note.unknownAccount = true;
+    // The decoy's verdict is not this delivery's: it logs nothing of it (the caller says what happened).
+    return { maxBodyBytes, scheme: scheme ?? decoy, log: scheme ? log : undefined, accountRoute: request.account !== undefined || !scheme };
+  };
+  return (request, note) => {
+    const refused = refusalOf(request, note, checksOf(request, note));
+    if (!note.unknownAccount) return refused;
+    note.verified = false;
+    // The id comes from the request's path: shown cut short, never trusted.
+    log?.warn(
+      { account: request.account?.slice(0, 64) ?? DEFAULT_ACCOUNT },
+      'a delivery for an account that is not configured; answered 404',
+    );
+    if (refused === undefined || refused.status === 404) return errorResponse(404, NO_SUCH_ENDPOINT);
+    return refused;
+  };
 }
 
 /**

@@ -20,6 +20,9 @@ export const ENV_COMMANDS = [
   'verify',
   'simulate',
   'trigger',
+  'send',
+  'deliveries',
+  'clock',
 ] as const;
 export type EnvCommand = (typeof ENV_COMMANDS)[number];
 
@@ -85,7 +88,7 @@ function workerNumber(option: 'concurrency' | 'maxAttempts' | 'handlerTimeoutMs'
  */
 const VARIABLES = {
   PAYHOOKS_WEBHOOK_SECRET: variable(blankIsUnset(z.string().transform(parseSecretList).optional()), {
-    readBy: ['serve', 'trigger'],
+    readBy: ['serve', 'trigger', 'send'],
     description:
       "endpoint signing secret, comma-separated during a rotation (the first signs trigger's events; serve --role worker needs none)",
     secret: true,
@@ -126,7 +129,7 @@ const VARIABLES = {
     { readBy: ['serve', 'migrate'], description: "Postgres schema of the app's own tables (its migrations and ctx.transaction)" },
   ),
   PAYHOOKS_API_KEY: variable(blankIsUnset(z.string().trim().optional()), {
-    readBy: [...SYNC_COMMANDS, 'trigger'],
+    readBy: [...SYNC_COMMANDS, 'trigger', 'deliveries', 'clock'],
     description:
       "sk_… key for current-state reads (trigger: the key for --simulator); unset: handlers and the mirror use the events' own snapshots, and backfill and reconcile refuse to run",
     secret: true,
@@ -142,7 +145,7 @@ const VARIABLES = {
         .optional(),
     ),
     {
-      readBy: [...SYNC_COMMANDS, 'trigger'],
+      readBy: [...SYNC_COMMANDS, 'trigger', 'deliveries', 'clock'],
       description: "base URL of the service's API (with PAYHOOKS_API_KEY; trigger: the simulator to run flows in)",
     },
   ),
@@ -251,6 +254,19 @@ const VARIABLES = {
         .optional(),
     ),
     { readBy: ['serve'], description: 'true: tracing off, whatever else says' },
+  ),
+  PAYHOOKS_TEST_SIMULATED_CLOCK: variable(
+    blankIsUnset(
+      z
+        .string()
+        .transform((text) => ['true', '1'].includes(text.trim().toLowerCase()))
+        .optional(),
+    ),
+    {
+      readBy: ['serve'],
+      description:
+        "TEST ONLY. true: measure the signature's timestamp tolerance against the x-payhooks-simulated-time header of a simulator on a manual clock (anyone can send it: never in production)",
+    },
   ),
   PAYHOOKS_LOG_LEVEL: variable(
     blankIsUnset(z.enum(LOG_LEVELS, { error: refusing(`must be one of ${LOG_LEVELS.join(', ')}`) }).default(LOGGER_DEFAULTS.level)),

@@ -108,7 +108,12 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
   if (problems.length || !sync || !worker) return { config: undefined, problems, env: variables, sync };
   const parsed = serviceConfigSchema.safeParse({
     role,
-    receiver: { host: env.HOST, port: env.PORT, secrets: env.PAYHOOKS_WEBHOOK_SECRET },
+    receiver: {
+      host: env.HOST,
+      port: env.PORT,
+      secrets: env.PAYHOOKS_WEBHOOK_SECRET,
+      trustSimulatedClock: env.PAYHOOKS_TEST_SIMULATED_CLOCK ?? false,
+    },
     accounts,
     database: {
       url: env.DATABASE_URL,

@@ -45,6 +45,11 @@ export const serviceConfigSchema = z.object({
        * session's; required unless the role is `worker`.
        */
       secrets: z.array(z.string().min(1)).optional(),
+      /**
+       * TEST ONLY: measure the signature tolerance against a manual-clock simulator's `x-payhooks-simulated-time`
+       * header (`withSimulatedClock`). `PAYHOOKS_TEST_SIMULATED_CLOCK`, default false.
+       */
+      trustSimulatedClock: z.boolean().default(false),
       /** A client has this long to send its headers. Default 10,000 ms. */
       headersTimeoutMs: z.number().int().positive().default(SERVICE_DEFAULTS.headersTimeoutMs),
       /** And this long for the whole request. Default 15,000 ms. */

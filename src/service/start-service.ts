@@ -5,16 +5,17 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import { nodeAdapter } from '../adapters/node-http.js';
 import type { ApiClient } from '../client/index.js';
 import { DeliveryWatch } from '../alarms/delivery-watch.js';
-import { type AdminApiOptions, createAdminApi } from '../console/admin-api.js';
+import { createAdminApi } from '../console/admin-api.js';
 import { handlerSource } from '../sync/sink-registry.js';
 import { issueNotifierFor } from './issue-notifier.js';
 import { PayhooksError } from '../errors.js';
 import { parseDuration } from '../internal/duration.js';
 import { createLogger } from '../logger.js';
+import { createDefaultScheme, parseSecretList, withSimulatedClock } from '../signature/index.js';
 import { registerHealthMetrics } from '../metrics/health-metrics.js';
 import { createPayhooksMetrics, type PayhooksMetrics } from '../metrics/payhooks-metrics.js';
 import type { WorkerEvents } from '../worker/worker-events.js';
-import { createPayhooks, type Payhooks, type RegisterHandlers } from '../payhooks.js';
+import { createPayhooks, type Payhooks, type PayhooksAccount, type RegisterHandlers } from '../payhooks.js';
 import { registerMirror } from '../sync/mirror/mirror-sink.js';
 import { type GapSweeper, startGapSweeper } from '../sync/gap-sweep.js';
 import { type PeriodicReconcile, startPeriodicReconcile } from '../sync/periodic-reconcile.js';
@@ -99,7 +100,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   // The receiver's answers, for the silence and signature alarms.
   const watch = new DeliveryWatch();
   const hooks = createPayhooks<ApiClient>({
-    accounts: payhooksAccounts(accounts),
+    accounts: trustingSimulatedClock(payhooksAccounts(accounts), config.receiver.trustSimulatedClock, logger),
     database: { url: config.database.url, dataDir: config.database.dataDir, schema: config.database.schema },
     migrations: config.database.appMigrations,
     appSchema: config.database.appSchema,
@@ -161,20 +162,19 @@ export async function startService(config: ServiceConfig, options: StartServiceO
 
   // On the embedded database, this process is the only way in: the command line gets a token of its own.
   const localToken = store.kind === 'pglite' ? newLocalToken() : undefined;
-  const adminToken = config.console.adminToken;
+  const consoleParts = { store, token: config.console.adminToken, localToken, verify, mirrorSchema: config.mirror.schema, handlerSource };
   const routes: ServiceRoute[] = [
     webhookRoute(receiving ? hooks.node({ account: webhookAccount }) : undefined, registry),
-    ...(adminToken !== undefined || localToken !== undefined
+    ...(consoleParts.token !== undefined || localToken !== undefined
       ? [
           adminRoute(
-            serviceAdminApi({
-              store,
-              token: adminToken,
-              localToken,
-              logger: logger.child({ component: 'console' }),
-              health: () => monitor.health(),
-              verify,
-            }),
+            nodeAdapter(
+              createAdminApi({
+                ...consoleParts,
+                logger: logger.child({ component: 'console' }),
+                health: () => monitor.health(),
+              }),
+            ),
           ),
         ]
       : []),
@@ -298,7 +298,18 @@ async function listen(server: Server, host: string, port: number): Promise<void>
   }
 }
 
-/** The console's API as serve mounts it: the options given, and where failures come from (the sink registry's names). */
-function serviceAdminApi(options: Omit<AdminApiOptions, 'handlerSource'>) {
-  return nodeAdapter(createAdminApi({ ...options, handlerSource }));
+/**
+ * The accounts as they are, or (test only, `PAYHOOKS_TEST_SIMULATED_CLOCK`) each with the default scheme over its
+ * secrets measuring signature age against a manual-clock simulator's time, with a warning that says so.
+ */
+function trustingSimulatedClock(accounts: PayhooksAccount<ApiClient>[], trust: boolean, logger: Logger): PayhooksAccount<ApiClient>[] {
+  if (!trust) return accounts;
+  logger.warn(
+    'PAYHOOKS_TEST_SIMULATED_CLOCK is on: signature timestamps are checked against the x-payhooks-simulated-time header, which anyone can send. For tests with a manual-clock simulator only, never in production.',
+  );
+  return accounts.map((account) => {
+    const secrets = account.secret === undefined ? [] : parseSecretList(account.secret);
+    if (secrets.length === 0 || account.scheme !== undefined) return account;
+    return { ...account, secret: undefined, scheme: withSimulatedClock(createDefaultScheme({ secrets })) };
+  });
 }

@@ -1,4 +1,5 @@
 import type { EventType } from '../events/index.js';
+import type { SimulatorClock } from './clock.js';
 import type { DeliveryQueue } from './deliveries.js';
 import type { ResolvedSimulatorOptions } from './options.js';
 import type { SimulatorState } from './state.js';
@@ -15,6 +16,8 @@ export interface SimulatorContext {
   state: SimulatorState;
   deliveries: DeliveryQueue;
   options: ResolvedSimulatorOptions;
+  /** The simulator's time (real or manual): every date it writes and every retry it schedules reads it. */
+  clock: SimulatorClock;
   /** Sends an event to every endpoint subscribed to its type; resolves nothing, deliveries go on in the background. */
   emit(eventType: EventType, data: unknown): EmittedEvent;
   /** Every event emitted so far, oldest first. */

@@ -23,15 +23,15 @@ export function customerRoutes(ctx: SimulatorContext): Route[] {
       response: apiCustomerSchema,
       errors: [400, 409],
       handle({ input }) {
-        const now = new Date().toISOString();
+        const now = ctx.clock.iso();
         const customer: SimCustomer = {
           id: newId('cus'),
           name: input.name ?? null,
           email: input.email ?? null,
           phoneNumber: input.phoneNumber ?? null,
           username: input.username,
-          metadata: [],
-          meta: {},
+          metadata: input.metadata ?? [],
+          meta: Object.fromEntries((input.metadata ?? []).map((pair) => [pair.key, pair.value])),
           createdAt: now,
           updatedAt: now,
           archivedAt: null,

@@ -3,10 +3,11 @@ import http from 'node:http';
 import https from 'node:https';
 import PQueue from 'p-queue';
 import type { Logger } from 'pino';
+import type { ClockTimer, SimulatorClock } from './clock.js';
 import { newId } from './ids.js';
 import { REORDER_WINDOW_MS, RETRY_DELAYS_MS, type RandomSource } from './options.js';
 import { postDelivery } from './post-delivery.js';
-import { signDelivery } from './sign-delivery.js';
+import { SIMULATED_TIME_HEADER, signDelivery } from './sign-delivery.js';
 import type { SimWebhookEndpoint } from './state.js';
 
 /** One try to deliver a webhook event record (webhookDeliveryAttemptSchema). */
@@ -66,6 +67,8 @@ export interface DeliveryQueueOptions {
   concurrency: number;
   random: RandomSource;
   logger: Logger | undefined;
+  /** The simulator's time: retries wait on it, attempts are dated and signed with it. */
+  clock: SimulatorClock;
   /** The endpoint as it is now (its secrets may have rotated since the event was created). */
   endpoint: (id: string) => SimWebhookEndpoint | undefined;
 }
@@ -89,7 +92,7 @@ export class DeliveryQueue {
   readonly #records = new Map<string, RecordEntry>();
   readonly #posts: DeliveryPost[] = [];
   readonly #queue: PQueue;
-  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #timers = new Set<ClockTimer>();
   readonly #abort = new AbortController();
   readonly #agents: { http: http.Agent; https: https.Agent };
   #reorderBuffer: (() => Promise<void>)[] = [];
@@ -118,8 +121,8 @@ export class DeliveryQueue {
         url: endpoint.url,
         status: 'pending',
         attempts: [],
-        createdAt: new Date().toISOString(),
-        nextAttemptAt: new Date().toISOString(),
+        createdAt: this.#options.clock.iso(),
+        nextAttemptAt: this.#options.clock.iso(),
         body,
         scheduledAttempts: 0,
       };
@@ -176,7 +179,7 @@ export class DeliveryQueue {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const timer of this.#timers) clearTimeout(timer);
+    for (const timer of this.#timers) timer.cancel();
     this.#timers.clear();
     if (this.#reorderTimer) clearTimeout(this.#reorderTimer);
     this.#reorderBuffer = [];
@@ -222,13 +225,19 @@ export class DeliveryQueue {
     if (this.#closed || (kind === 'scheduled' && record.status !== 'pending')) return;
     const endpoint = this.#options.endpoint(record.endpointId);
     if (!endpoint) return;
-    const sentAt = new Date().toISOString();
+    const { clock } = this.#options;
+    const now = clock.now();
+    const sentAt = new Date(now).toISOString();
     const outcome = await postDelivery({
       url: endpoint.url,
       headers: {
         'content-type': 'application/json',
         'user-agent': 'payhooks-simulator/1.0',
-        ...signDelivery(record.body, secretsOf(endpoint)),
+        // The webhook event record's id, the same on every retry: what the service's dashboard and API list.
+        'x-webhook-event-id': record.id,
+        ...signDelivery(record.body, secretsOf(endpoint, now), Math.floor(now / 1000)),
+        // Only a manual clock differs from the receiver's: say so, for a receiver in the test-only mode that trusts it.
+        ...(clock.mode === 'manual' ? { [SIMULATED_TIME_HEADER]: String(now) } : {}),
       },
       body: record.body,
       timeoutMs: this.#options.deliveryTimeoutMs,
@@ -290,22 +299,21 @@ export class DeliveryQueue {
       record.nextAttemptAt = null;
       return;
     }
-    const scaled = delay / this.#options.timeScale;
-    record.nextAttemptAt = new Date(Date.now() + scaled).toISOString();
-    const timer = setTimeout(() => {
+    const { clock } = this.#options;
+    const dueAt = clock.dueIn(delay);
+    record.nextAttemptAt = new Date(dueAt).toISOString();
+    const timer = clock.at(dueAt, () => {
       this.#timers.delete(timer);
       if (record.status === 'pending') this.#dispatch(record);
-    }, scaled);
-    // The server keeps a running simulator alive; a pending 3-day retry alone should not.
-    timer.unref();
+    });
     this.#timers.add(timer);
   }
 }
 
 /** The secrets that sign now: the current one, and the previous one during its grace period. */
-function secretsOf(endpoint: SimWebhookEndpoint): string[] {
+function secretsOf(endpoint: SimWebhookEndpoint, now: number): string[] {
   const previous = endpoint.previousSecret;
-  return previous && previous.expiresAt > Date.now() ? [endpoint.secret, previous.secret] : [endpoint.secret];
+  return previous && previous.expiresAt > now ? [endpoint.secret, previous.secret] : [endpoint.secret];
 }
 
 function view(record: RecordEntry): DeliveryRecord {

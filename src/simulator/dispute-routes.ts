@@ -43,7 +43,7 @@ export function disputeRoutes(ctx: SimulatorContext): Route[] {
             throw conflict(`Payment ${payment.id} already has an open dispute, ${other.id}.`);
           }
         }
-        const now = Date.now();
+        const now = ctx.clock.now();
         const dispute: SimDispute = {
           id: newId('dsp'),
           status: 'NEEDS_RESPONSE',
@@ -77,7 +77,7 @@ export function disputeRoutes(ctx: SimulatorContext): Route[] {
         if (dispute.status !== 'NEEDS_RESPONSE') {
           throw conflict(`Dispute ${dispute.id} is ${dispute.status}; only a dispute in NEEDS_RESPONSE takes a response.`);
         }
-        dispute.response = { id: newId('dspr'), createdAt: new Date().toISOString() };
+        dispute.response = { id: newId('dspr'), createdAt: ctx.clock.iso() };
         dispute.status = 'UNDER_REVIEW';
         ctx.emit('DISPUTE_RESPONSE_CREATED', disputeEventData(state, dispute));
         return { status: 200, body: dispute };
@@ -98,7 +98,7 @@ export function disputeRoutes(ctx: SimulatorContext): Route[] {
         const dispute = state.dispute(params.disputeId!);
         if (isResolved(dispute)) throw conflict(`Dispute ${dispute.id} is already resolved (${dispute.status}).`);
         dispute.status = input.outcome;
-        dispute.resolvedAt = new Date().toISOString();
+        dispute.resolvedAt = ctx.clock.iso();
         dispute.lostReason =
           input.outcome === 'LOST' ? (input.lostReason ?? (dispute.response ? 'INSUFFICIENT_EVIDENCE' : 'NO_RESPONSE')) : null;
         ctx.emit('DISPUTE_RESOLVED', disputeEventData(state, dispute));

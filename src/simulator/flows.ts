@@ -4,6 +4,7 @@ import { ApiInputError } from '../client/errors.js';
 import type { ApiCustomer, ApiInvoice } from '../events/rest-contract.js';
 import type { EventType } from '../events/index.js';
 import { PayhooksError } from '../errors.js';
+import { type FlowOverrides, type OverridableResource, type ResolvedOverrides, resolveOverrides } from './flow-overrides.js';
 import { createSandboxClient, type SandboxClient } from './sandbox-client.js';
 
 /** The flows `payhooks trigger` runs, in the order `--help` lists them. */
@@ -27,6 +28,8 @@ export interface FlowDescription {
   /** One line for `--help`. */
   summary: string;
   events: readonly EventType[];
+  /** The resources it creates, whose fields `overrides` may set (`overridePaths` lists the paths). */
+  creates: readonly OverridableResource[];
 }
 
 /** One call a flow made and what came of it. */
@@ -60,9 +63,17 @@ export interface RunFlowOptions {
   baseUrl: string;
   /** A staging key. Default `sk_test_local`. Production keys (`sk_live_…`) are refused: flows make test data. */
   apiKey?: string | undefined;
+  /**
+   * Values for the objects the flow creates, e.g. `{ set: { 'invoice.amount': '777' }, add: { 'customer.metadata.plan': 'gold' } }`.
+   * A path the flow does not create throws a `FlowOverrideError` listing the paths it does, before any call.
+   */
+  overrides?: FlowOverrides | undefined;
 }
 
 interface FlowRun {
+  overrides: ResolvedOverrides;
+  /** The simulator's time when the flow started (its clock may be manual), ms since the epoch. */
+  now: number;
   api: ApiClient;
   sandbox: SandboxClient;
   tag: string;
@@ -78,18 +89,21 @@ const PAID_BY_SERVICE: readonly EventType[] = ['PAYMENT_ATTEMPT_SUCCEEDED', 'INV
 const FLOWS: Record<FlowName, Flow> = {
   'cash-payment': {
     name: 'cash-payment',
+    creates: ['customer', 'invoice'],
     summary: 'customer → invoice → CASH payment → sandbox completion: the invoice is paid',
     events: ['CUSTOMER_CREATED', 'INVOICE_CREATED', ...PAID_BY_SERVICE],
     run: async (run) => void (await paidInvoice(run, 'CASH')),
   },
   'transfer-payment': {
     name: 'transfer-payment',
+    creates: ['customer', 'invoice'],
     summary: 'customer → invoice → TRANSFER payment → sandbox completion: the invoice is paid',
     events: ['CUSTOMER_CREATED', 'INVOICE_CREATED', ...PAID_BY_SERVICE],
     run: async (run) => void (await paidInvoice(run, 'TRANSFER')),
   },
   'mark-paid': {
     name: 'mark-paid',
+    creates: ['customer', 'invoice'],
     summary: 'customer → invoice → marked paid outside the service (an OTHER payment)',
     events: ['CUSTOMER_CREATED', 'INVOICE_CREATED', 'INVOICE_PAID_OTHER', 'PAYMENT_COMPLETED'],
     async run(run) {
@@ -103,6 +117,7 @@ const FLOWS: Record<FlowName, Flow> = {
   },
   'failed-attempt': {
     name: 'failed-attempt',
+    creates: ['customer', 'invoice'],
     summary: 'customer → invoice → TRANSFER payment → a failed sandbox attempt: the payment stays pending',
     events: ['CUSTOMER_CREATED', 'INVOICE_CREATED', 'PAYMENT_ATTEMPT_FAILED'],
     async run(run) {
@@ -117,6 +132,7 @@ const FLOWS: Record<FlowName, Flow> = {
   },
   refund: {
     name: 'refund',
+    creates: ['customer', 'invoice'],
     summary: 'a CASH payment completed, then refunded in full',
     events: ['CUSTOMER_CREATED', 'INVOICE_CREATED', ...PAID_BY_SERVICE, 'PAYMENT_REFUNDED'],
     async run(run) {
@@ -130,6 +146,7 @@ const FLOWS: Record<FlowName, Flow> = {
   },
   dispute: {
     name: 'dispute',
+    creates: ['customer', 'invoice'],
     summary: 'a TRANSFER payment completed, then disputed, answered and resolved as WON',
     events: ['CUSTOMER_CREATED', 'INVOICE_CREATED', ...PAID_BY_SERVICE, 'DISPUTE_CREATED', 'DISPUTE_RESPONSE_CREATED', 'DISPUTE_RESOLVED'],
     async run(run) {
@@ -144,6 +161,7 @@ const FLOWS: Record<FlowName, Flow> = {
   },
   'subscription-cycle': {
     name: 'subscription-cycle',
+    creates: ['customer', 'subscription'],
     summary: "subscription → one monthly cycle's invoice, paid by TRANSFER → subscription canceled",
     events: [
       'CUSTOMER_CREATED',
@@ -155,10 +173,12 @@ const FLOWS: Record<FlowName, Flow> = {
     ],
     async run(run) {
       const customer = await newCustomer(run);
+      const { amount = 49_900, currency = 'MXN', ...rest } = run.overrides.subscription.fields;
       const subscription = await run.sandbox.createSubscription({
         customerId: customer.id,
         description: 'Monthly membership (simulated)',
-        items: [{ quantity: 1, concept: { displayName: 'Membership', amount: 49_900, currency: 'MXN' } }],
+        items: [{ quantity: 1, concept: { displayName: 'Membership', amount: Number(amount), currency: String(currency) } }],
+        ...rest,
       });
       run.step('POST /v1/sandbox/subscriptions', `subscription ${subscription.id} ${subscription.status}, monthly`, {
         kind: 'subscription',
@@ -177,6 +197,7 @@ const FLOWS: Record<FlowName, Flow> = {
   },
   'direct-debit': {
     name: 'direct-debit',
+    creates: ['customer', 'invoice'],
     summary: 'customer → card saved for direct debit → invoice → TRANSFER payment → a failed attempt, then a successful one',
     events: ['CUSTOMER_CREATED', 'PAYMENT_METHOD_CREATED', 'INVOICE_CREATED', 'PAYMENT_ATTEMPT_FAILED', ...PAID_BY_SERVICE],
     async run(run) {
@@ -235,6 +256,10 @@ export function flowFor(eventType: string): FlowName | undefined {
  */
 export async function runFlow(name: FlowName, options: RunFlowOptions): Promise<FlowResult> {
   if (!isFlowName(name)) throw new TypeError(`Unknown flow ${JSON.stringify(name)}. Flows: ${FLOW_NAMES.join(', ')}.`);
+  const overrides = resolveOverrides(name, FLOWS[name].creates, options.overrides, {
+    customer: [{ key: 'source', value: 'payhooks trigger' }],
+    invoice: [{ key: 'flow', value: name }],
+  });
   const apiKey = options.apiKey ?? 'sk_test_local';
   if (apiKey.startsWith('sk_live_')) {
     throw new ApiInputError('Flows create test data and use the sandbox: give a staging key (sk_test_…), not a production key (sk_live_…)');
@@ -245,7 +270,11 @@ export async function runFlow(name: FlowName, options: RunFlowOptions): Promise<
   const resources: Record<string, string[]> = {};
   try {
     const before = (await sandbox.listEvents({ take: 1 })).total ?? 0;
+    // Dates the flow gives (an invoice due in a week) count from the simulator's time, which may be manual.
+    const now = Date.parse((await sandbox.clock()).now);
     await FLOWS[name].run({
+      overrides,
+      now,
       api,
       sandbox,
       tag: `${name}-${randomBytes(4).toString('hex')}`,
@@ -290,16 +319,27 @@ async function eventsOf(sandbox: SandboxClient, before: number, customerId: stri
 }
 
 async function newCustomer(run: FlowRun): Promise<ApiCustomer> {
-  const customer = await run.api.customers.create({ username: run.tag, name: 'Ada Lovelace (simulated)', email: `${run.tag}@example.com` });
+  const { fields, metadata } = run.overrides.customer;
+  const customer = await run.api.customers.create({
+    username: run.tag,
+    name: 'Ada Lovelace (simulated)',
+    email: `${run.tag}@example.com`,
+    ...fields,
+    ...(metadata.length > 0 ? { metadata } : {}),
+  });
   run.step('POST /v1/customers', `customer ${customer.id} (username ${customer.username})`, { kind: 'customer', id: customer.id });
   return customer;
 }
 
 async function newInvoice(run: FlowRun, customer: ApiCustomer): Promise<ApiInvoice> {
+  const { fields, metadata } = run.overrides.invoice;
+  const { amount = 250_000, currency = 'MXN', ...rest } = fields;
   const invoice = await run.api.invoices.create({
     customerId: customer.id,
-    dueDate: new Date(Date.now() + 7 * 24 * 60 * 60 * 1000).toISOString(),
-    items: [{ quantity: 1, concept: { displayName: 'Tuition (simulated)', amount: 250_000, currency: 'MXN' } }],
+    dueDate: new Date(run.now + 7 * 24 * 60 * 60 * 1000).toISOString(),
+    items: [{ quantity: 1, concept: { displayName: 'Tuition (simulated)', amount: Number(amount), currency: String(currency) } }],
+    ...rest,
+    ...(metadata.length > 0 ? { metadata } : {}),
   });
   run.step('POST /v1/invoices', `invoice ${invoice.id} ${invoice.amount} ${invoice.currency}, unpaid`, { kind: 'invoice', id: invoice.id });
   return invoice;

@@ -15,6 +15,11 @@ export {
 export type { DeliveryAttempt, DeliveryPost, DeliveryStatus, DeliveryRecordFilter, DeliveryRecord } from './deliveries.js';
 export type { EmittedEvent } from './context.js';
 export { signDelivery } from './sign-delivery.js';
+export type { ClockAdvance, ClockMode, SimulatorClockControl } from './clock.js';
+export type { SandboxAdvance, SandboxAdvanceInput, SandboxClock } from './clock-routes.js';
+export { FlowOverrideError, type FlowOverrides } from './flow-overrides.js';
+export { sendSigned, signBody, type SendScheme, type SendSignedOptions, type SendSignedResult } from './send-signed.js';
+export type { SimulatorSnapshot } from './state-file.js';
 export { triggerEvent, type TriggerOptions, type TriggerResult } from './trigger.js';
 export { buildOpenApiDocument, openApiYaml, type OpenApiDocument } from './openapi.js';
 export type { Route } from './route.js';

@@ -40,6 +40,8 @@ export function invoiceRoutes(ctx: SimulatorContext): Route[] {
           dueDate: input.dueDate,
           collectionMethod: input.collectionMethod,
           items,
+          description: input.description,
+          metadata: input.metadata,
         });
         return { status: 200, body: invoice };
       },
@@ -78,7 +80,7 @@ export function invoiceRoutes(ctx: SimulatorContext): Route[] {
       handle({ params, input }) {
         const invoice = state.invoice(params.invoiceId!);
         assertPayable(invoice);
-        const now = new Date().toISOString();
+        const now = ctx.clock.iso();
         const payment: SimPayment = {
           id: newId('pay'),
           amount: invoice.amount,

@@ -27,7 +27,7 @@ export function billItems(
   items: readonly ItemToBill[],
   options: { oneOff: boolean; what: 'an invoice' | 'a subscription' },
 ): SimInvoiceItem[] {
-  const now = new Date().toISOString();
+  const now = ctx.clock.iso();
   const resolved = items.map((item) => ({
     quantity: item.quantity,
     existing: item.conceptId === undefined ? undefined : ctx.state.concept(item.conceptId),
@@ -53,10 +53,17 @@ export function billItems(
  */
 export function issueInvoice(
   ctx: SimulatorContext,
-  input: { customerId: string; dueDate: string; collectionMethod?: string | undefined; items: readonly SimInvoiceItem[] },
+  input: {
+    customerId: string;
+    dueDate: string;
+    collectionMethod?: string | undefined;
+    items: readonly SimInvoiceItem[];
+    description?: string | undefined;
+    metadata?: readonly { key: string; value: string }[] | undefined;
+  },
 ): SimInvoice {
   const customer = ctx.state.customer(input.customerId);
-  const now = new Date().toISOString();
+  const now = ctx.clock.iso();
   const items = structuredClone([...input.items]);
   const invoice: SimInvoice = {
     id: newId('inv'),
@@ -65,10 +72,10 @@ export function issueInvoice(
     dueDate: input.dueDate,
     expireDate: null,
     items,
-    metadata: [],
-    meta: {},
+    metadata: (input.metadata ?? []).map((pair) => ({ ...pair })),
+    meta: Object.fromEntries((input.metadata ?? []).map((pair) => [pair.key, pair.value])),
     customerId: customer.id,
-    description: null,
+    description: input.description ?? null,
     collectionMethod: input.collectionMethod ?? 'AUTOMATIC',
     isPaid: false,
     paidAt: null,

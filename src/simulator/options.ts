@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
 import { API_RATE_LIMIT_PER_MINUTE } from '../events/rest-contract.js';
+import type { ClockMode } from './clock.js';
+import type { SimulatorSnapshot } from './state-file.js';
 
 /** A source of uniform numbers in [0, 1), like `Math.random`. */
 export type RandomSource = () => number;
@@ -37,6 +39,19 @@ export interface SimulatorOptions {
   random?: RandomSource | number | undefined;
   /** Where to log requests and deliveries (never secrets or bodies). Default: no logging. */
   logger?: Logger | undefined;
+  /**
+   * `real`: the simulator's time is the machine's. `manual`: time stands still until `simulator.clock.advance()`
+   * (or `payhooks clock advance`); retries and subscription collections then play at their simulated times, in
+   * order, and `timeScale` does not apply. Default `real`.
+   */
+  clock?: ClockMode | undefined;
+  /** A manual clock's first reading (a Date, an ISO 8601 string or ms since the epoch). Default: the machine's time. */
+  startAt?: Date | string | number | undefined;
+  /**
+   * Start from a snapshot (`simulator.snapshot()`, or what `payhooks simulate --state FILE` wrote): its customers,
+   * endpoints and the rest, and a manual clock at the snapshot's time unless `startAt` is given.
+   */
+  restore?: SimulatorSnapshot | undefined;
 }
 
 /** The defaults of {@link SimulatorOptions}, in one place (the CLI overrides only `port`). */
@@ -51,6 +66,7 @@ export const SIMULATOR_DEFAULTS = {
   deliveryTimeoutMs: 10_000,
   rotationGraceMs: 24 * 60 * 60 * 1000,
   deliveryConcurrency: 16,
+  clock: 'real',
 } as const;
 
 /** The spec's retry delays after a failed delivery, before division by the time scale. */
@@ -82,6 +98,9 @@ export interface ResolvedSimulatorOptions {
   deliveryConcurrency: number;
   random: RandomSource;
   logger: Logger | undefined;
+  clock: ClockMode;
+  /** The manual clock's first reading, ms since the epoch; undefined: the machine's time at start. */
+  startAt: number | undefined;
 }
 
 /** A simulator option out of range; the message names the option and what it takes. */
@@ -120,6 +139,9 @@ export function resolveSimulatorOptions(options: SimulatorOptions = {}): Resolve
     Number.isInteger(o.deliveryConcurrency) && o.deliveryConcurrency > 0,
     `deliveryConcurrency must be a positive whole number, not ${o.deliveryConcurrency}.`,
   );
+  check(o.clock === 'real' || o.clock === 'manual', `clock must be 'real' or 'manual', not ${JSON.stringify(o.clock)}.`);
+  const startAt = options.startAt === undefined ? undefined : new Date(options.startAt).getTime();
+  check(startAt === undefined || Number.isFinite(startAt), `startAt must be a date, not ${JSON.stringify(options.startAt)}.`);
   const random = options.random;
   check(
     random === undefined || typeof random === 'function' || Number.isFinite(random),
@@ -138,6 +160,8 @@ export function resolveSimulatorOptions(options: SimulatorOptions = {}): Resolve
     deliveryConcurrency: o.deliveryConcurrency,
     random: typeof random === 'function' ? random : typeof random === 'number' ? seededRandom(random) : Math.random,
     logger: options.logger,
+    clock: o.clock,
+    startAt,
   };
 }
 

@@ -43,7 +43,7 @@ export function paymentMethodRoutes(ctx: SimulatorContext): Route[] {
                   last4: input.last4 ?? '4242',
                   brand: input.brand ?? 'VISA',
                   expiryMonth: input.expiryMonth ?? 12,
-                  expiryYear: input.expiryYear ?? new Date().getUTCFullYear() + 3,
+                  expiryYear: input.expiryYear ?? new Date(ctx.clock.now()).getUTCFullYear() + 3,
                   funding: 'DEBIT',
                   issuer: null,
                   country: 'MX',
@@ -61,7 +61,7 @@ export function paymentMethodRoutes(ctx: SimulatorContext): Route[] {
                 }
               : null,
           customerId: customer.id,
-          createdAt: new Date().toISOString(),
+          createdAt: ctx.clock.iso(),
         };
         state.paymentMethods.set(method.id, method);
         const { customerId: _customerId, createdAt: _createdAt, ...paymentMethod } = method;

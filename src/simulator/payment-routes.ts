@@ -48,7 +48,7 @@ export function paymentRoutes(ctx: SimulatorContext): Route[] {
           metadata: [],
           meta: {},
           invoiceId: invoice.id,
-          createdAt: new Date().toISOString(),
+          createdAt: ctx.clock.iso(),
         };
         state.payments.set(payment.id, payment);
         return { status: 200, body: { payment, instructions: instructionsFor(ctx, payment, invoice) } };
@@ -85,7 +85,7 @@ export function paymentRoutes(ctx: SimulatorContext): Route[] {
         const invoice = state.invoice(payment.invoiceId);
         if (invoice.isPaid) throw conflict(`Invoice ${invoice.id} was already paid by another payment.`);
         const succeeded = input.outcome === 'SUCCEEDED';
-        const now = new Date().toISOString();
+        const now = ctx.clock.iso();
         const previous = state.attempts.get(payment.id) ?? [];
         const attempt: SimPaymentAttempt = {
           id: newId('att'),

@@ -16,7 +16,8 @@ export interface PostOutcome {
 export interface PostRequest {
   url: string;
   headers: Record<string, string>;
-  body: string;
+  /** Sent byte for byte (a string as UTF-8). */
+  body: string | Uint8Array;
   timeoutMs: number;
   /** Aborts the request (the simulator is closing). */
   signal: AbortSignal;

@@ -37,7 +37,7 @@ export function refundRoutes(ctx: SimulatorContext): Route[] {
             `amount ${amount} is more than what is left to refund of payment ${payment.id} (${remaining} ${payment.currency}).`,
           );
         }
-        const now = new Date().toISOString();
+        const now = ctx.clock.iso();
         const refund: SimRefund = {
           id: newId('ref'),
           amount,

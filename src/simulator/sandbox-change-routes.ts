@@ -28,7 +28,7 @@ export function sandboxChangeRoutes(ctx: SimulatorContext): Route[] {
         const customer = state.customer(params.customerId!);
         if (input.name !== undefined) customer.name = input.name;
         if (input.email !== undefined) customer.email = input.email;
-        customer.updatedAt = new Date().toISOString();
+        customer.updatedAt = ctx.clock.iso();
         ctx.emit('CUSTOMER_UPDATED', customerEventData(customer));
         return { status: 200, body: customer };
       },
@@ -47,7 +47,7 @@ export function sandboxChangeRoutes(ctx: SimulatorContext): Route[] {
         const invoice = state.invoice(params.invoiceId!);
         if (invoice.isPaid) throw conflict(`Invoice ${invoice.id} is paid and cannot be canceled.`);
         if (invoice.canceledAt !== null) throw conflict(`Invoice ${invoice.id} is already canceled.`);
-        invoice.canceledAt = new Date().toISOString();
+        invoice.canceledAt = ctx.clock.iso();
         ctx.emit('INVOICE_CANCELED', invoiceEventData(state, 'INVOICE_CANCELED', invoice));
         return { status: 200, body: invoice };
       },

@@ -14,6 +14,14 @@ import { ApiInputError } from '../client/errors.js';
 import { HttpTransport, type RequestOptions } from '../client/http-transport.js';
 import { unlimited } from '../client/rate-limiter.js';
 import {
+  sandboxAdvanceInputSchema,
+  sandboxAdvanceSchema,
+  sandboxClockSchema,
+  type SandboxAdvance,
+  type SandboxAdvanceInput,
+  type SandboxClock,
+} from './clock-routes.js';
+import {
   sandboxCompleteInputSchema,
   sandboxCreateSubscriptionInputSchema,
   sandboxCycleResponseSchema,
@@ -86,6 +94,13 @@ export interface SandboxClient {
   savePaymentMethod(customerId: string, input: SandboxSavePaymentMethodInput, options?: RequestOptions): Promise<SandboxPaymentMethod>;
   /** One page of the events the simulator emitted, oldest first. */
   listEvents(query?: PageQuery, options?: RequestOptions): Promise<ListPage<SandboxEvent>>;
+  /** The simulator's time (real or manual) and when each pending retry or collection is due. */
+  clock(options?: RequestOptions): Promise<SandboxClock>;
+  /**
+   * Moves a manual clock `by` a duration (`1d`, `2h30m`) or `to` a time; resolves once what came due on the way has
+   * run and been delivered. A 409 (`ConflictError`) on the real clock.
+   */
+  advanceClock(input: SandboxAdvanceInput, options?: RequestOptions): Promise<SandboxAdvance>;
 }
 
 /**
@@ -174,6 +189,9 @@ export function createSandboxClient(options: SandboxClientOptions): SandboxClien
       transport.post(at('invoices', invoiceId, 'cancel'), undefined, apiInvoiceSchema, requestOptions),
     cancelSubscription: (subscriptionId, requestOptions) =>
       transport.post(at('subscriptions', subscriptionId, 'cancel'), undefined, sandboxSubscriptionSchema, requestOptions),
+    clock: (requestOptions) => transport.get(at('clock'), sandboxClockSchema, requestOptions),
+    advanceClock: (input, requestOptions) =>
+      transport.post(at('clock', 'advance'), body(sandboxAdvanceInputSchema, input), sandboxAdvanceSchema, requestOptions),
     listEvents: (query = {}, requestOptions) =>
       transport.list(at('events'), sandboxEventSchema, { schema: pageQuerySchema, value: query }, requestOptions) as Promise<
         ListPage<SandboxEvent>

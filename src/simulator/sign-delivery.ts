@@ -1,5 +1,7 @@
 import { createDefaultScheme } from '../signature/index.js';
 
+export { SIMULATED_TIME_HEADER } from '../signature/index.js';
+
 /**
  * The headers of one delivery signed with the default scheme: `X-Webhook-Timestamp` and one `v1=<hex>` per
  * secret in `X-Webhook-Signature`, space-separated, the newest secret first. During a rotation's grace period

@@ -1,6 +1,9 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exampleEvent, isEventType, type EventMap, type EventType, type WebhookEvent } from '../events/index.js';
+import { clockControl, SimulatorClock, type SimulatorClockControl } from './clock.js';
+import { clockRoutes } from './clock-routes.js';
+import { scheduleCollection } from './collections.js';
 import type { EmittedEvent, SimulatorContext } from './context.js';
 import { customerRoutes } from './customer-routes.js';
 import { DeliveryQueue, type DeliveryPost, type DeliveryRecordFilter, type DeliveryRecord } from './deliveries.js';
@@ -18,6 +21,7 @@ import type { Route } from './route.js';
 import { sandboxChangeRoutes } from './sandbox-change-routes.js';
 import { sandboxEventRoutes } from './sandbox-event-routes.js';
 import { SimulatorState, type SimulatorRecords } from './state.js';
+import { restoreState, snapshotState, type SimulatorSnapshot } from './state-file.js';
 import { subscriptionRoutes } from './subscription-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
 
@@ -30,6 +34,10 @@ export interface Simulator {
   readonly options: Readonly<Omit<ResolvedSimulatorOptions, 'random' | 'logger'>>;
   /** Every operation it serves (what `/openapi.json` describes). */
   readonly routes: readonly Route[];
+  /** Its time: real, or manual and moved by `clock.advance('1d')` (the `clock` option). */
+  readonly clock: SimulatorClockControl;
+  /** A copy of its state, to start another simulator from (`restore`) or to write to a file. */
+  snapshot(): SimulatorSnapshot;
   /**
    * Sends a realistic event of any type (the catalog's example, with a fresh eventId and `data` fields
    * overridden) to every endpoint subscribed to it, as if the service had emitted it. Returns at once; the
@@ -77,7 +85,16 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const resolved = resolveSimulatorOptions(options);
   const state = new SimulatorState();
   const emitted: EmittedEvent[] = [];
+  const restore = options.restore;
+  if (restore) restoreState(state, emitted, restore);
+  const clock = new SimulatorClock({
+    mode: resolved.clock,
+    timeScale: resolved.timeScale,
+    startAt: resolved.startAt ?? (restore?.clock.mode === 'manual' ? Date.parse(restore.clock.now) : undefined),
+    settle: () => deliveries.idle(),
+  });
   const deliveries = new DeliveryQueue({
+    clock,
     timeScale: resolved.timeScale,
     duplicateRate: resolved.duplicateRate,
     reorder: resolved.reorder,
@@ -92,6 +109,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     state,
     deliveries,
     options: resolved,
+    clock,
     emit(eventType, data) {
       const event: EmittedEvent = { eventId: newId('evt'), eventType, data };
       emitted.push(event);
@@ -115,7 +133,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     ...subscriptionRoutes(ctx),
     ...sandboxEventRoutes(ctx),
     ...sandboxChangeRoutes(ctx),
+    ...clockRoutes(ctx),
   ];
+  for (const subscription of state.subscriptions.values()) scheduleCollection(ctx, subscription);
   routes.push(...documentRoutes(() => routes));
 
   let url = '';
@@ -141,6 +161,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     port,
     options: publicOptions,
     routes,
+    clock: clockControl(clock),
+    snapshot: () => snapshotState(state, emitted, { mode: clock.mode, now: clock.now() }),
     emit(eventType, data) {
       if (!isEventType(eventType)) throw new TypeError(`Unknown event type ${JSON.stringify(eventType)}.`);
       const example = exampleEvent(eventType, data === undefined ? {} : { data });
@@ -153,6 +175,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     idle: () => deliveries.idle(),
     close() {
       closing ??= (async () => {
+        clock.close();
         await deliveries.close();
         await new Promise<void>((resolve) => {
           server.closeAllConnections();

@@ -1,7 +1,8 @@
 import type { SimulatorContext } from './context.js';
 import { subscriptionEventData } from './event-payloads.js';
 import { newId } from './ids.js';
-import { billItems, issueInvoice } from './issue-invoice.js';
+import { addMonths, cycleSubscription, scheduleCollection } from './collections.js';
+import { billItems } from './issue-invoice.js';
 import { conflict } from './route-error.js';
 import { defineRoute, type Route } from './route.js';
 import { sandboxCreateSubscriptionInputSchema, sandboxCycleResponseSchema, sandboxSubscriptionSchema } from './sandbox-contract.js';
@@ -31,7 +32,7 @@ export function subscriptionRoutes(ctx: SimulatorContext): Route[] {
       handle({ input }) {
         const customer = state.customer(input.customerId);
         const items = billItems(ctx, input.items, { oneOff: false, what: 'a subscription' });
-        const now = new Date().toISOString();
+        const now = ctx.clock.iso();
         const first = input.firstCollectionDate ?? now;
         const subscription: SimSubscription = {
           id: newId('sub'),
@@ -55,6 +56,7 @@ export function subscriptionRoutes(ctx: SimulatorContext): Route[] {
         };
         state.subscriptions.set(subscription.id, subscription);
         ctx.emit('SUBSCRIPTION_CREATED', subscriptionEventData(state, subscription));
+        scheduleCollection(ctx, subscription);
         return { status: 200, body: subscription };
       },
     }),
@@ -70,24 +72,7 @@ export function subscriptionRoutes(ctx: SimulatorContext): Route[] {
       errors: [403, 404, 409],
       handle({ params }) {
         const subscription = state.subscription(params.subscriptionId!);
-        if (!subscription.isActive || subscription.nextCollectionDate === null) {
-          throw conflict(`Subscription ${subscription.id} is ${subscription.status}; only an active subscription has a next collection.`);
-        }
-        const collectionDate = subscription.nextCollectionDate;
-        const invoice = issueInvoice(ctx, {
-          customerId: subscription.customerId,
-          dueDate: collectionDate,
-          collectionMethod: subscription.collectionMethod,
-          items: subscription.items,
-        });
-        subscription.invoiceIds.push(invoice.id);
-        subscription.lastCollectionDate = collectionDate;
-        if (subscription.numberOfPayments !== null && subscription.invoiceIds.length >= subscription.numberOfPayments) {
-          Object.assign(subscription, { status: 'COMPLETED', isActive: false, isCompleted: true, nextCollectionDate: null } as const);
-        } else {
-          subscription.nextCollectionDate = addMonths(subscription.firstCollectionDate, subscription.invoiceIds.length);
-        }
-        ctx.emit('SUBSCRIPTION_UPDATED', subscriptionEventData(state, subscription));
+        const invoice = cycleSubscription(ctx, subscription);
         return { status: 200, body: { subscription, invoice } };
       },
     }),
@@ -108,7 +93,7 @@ export function subscriptionRoutes(ctx: SimulatorContext): Route[] {
           status: 'CANCELED',
           isActive: false,
           nextCollectionDate: null,
-          canceledAt: new Date().toISOString(),
+          canceledAt: ctx.clock.iso(),
         } satisfies Partial<SimSubscription>);
         ctx.emit('SUBSCRIPTION_CANCELED', subscriptionEventData(state, subscription));
         return { status: 200, body: subscription };
@@ -117,15 +102,5 @@ export function subscriptionRoutes(ctx: SimulatorContext): Route[] {
   ];
 }
 
-/**
- * `months` calendar months after `start` (UTC), on the same day, or the month's last day when it is shorter:
- * counted from the first date each time, so a subscription from January 31 collects on February 28, then March 31.
- */
-export function addMonths(start: string, months: number): string {
-  const date = new Date(start);
-  const day = date.getUTCDate();
-  const target = new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + months, 1, 0, 0, 0, 0));
-  const lastDay = new Date(Date.UTC(target.getUTCFullYear(), target.getUTCMonth() + 1, 0)).getUTCDate();
-  date.setUTCFullYear(target.getUTCFullYear(), target.getUTCMonth(), Math.min(day, lastDay));
-  return date.toISOString();
-}
+/** Kept here for the callers that import it from this module. */
+export { addMonths };

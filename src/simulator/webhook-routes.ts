@@ -37,7 +37,7 @@ export function webhookRoutes(ctx: SimulatorContext): Route[] {
           url: input.url,
           description: input.description,
           enabledEvents: [...new Set(input.enabledEvents)],
-          createdAt: new Date().toISOString(),
+          createdAt: ctx.clock.iso(),
           secret: newSecret(),
           previousSecret: null,
         };
@@ -76,8 +76,9 @@ export function webhookRoutes(ctx: SimulatorContext): Route[] {
       errors: [404],
       handle({ params }) {
         const endpoint = state.endpoint(params.id!);
-        const graceMs = options.rotationGraceMs / options.timeScale;
-        endpoint.previousSecret = graceMs > 0 ? { secret: endpoint.secret, expiresAt: Date.now() + graceMs } : null;
+        // A manual clock plays the real durations; only the real clock is sped up by timeScale.
+        const graceMs = ctx.clock.mode === 'manual' ? options.rotationGraceMs : options.rotationGraceMs / options.timeScale;
+        endpoint.previousSecret = graceMs > 0 ? { secret: endpoint.secret, expiresAt: ctx.clock.now() + graceMs } : null;
         endpoint.secret = newSecret();
         const expiresAt = endpoint.previousSecret ? new Date(endpoint.previousSecret.expiresAt).toISOString() : null;
         return { status: 200, body: { secret: endpoint.secret, previousSecretExpiresAt: expiresAt } };

@@ -5,7 +5,9 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { lockDataDir, type ReleaseLock } from './data-dir-lock.js';
+import { parseConnectionHosts } from './connection-hosts.js';
 import { EvictingPool } from './evicting-pool.js';
+import { failoverClient, HostRotation } from './failover-client.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import { quoteIdent } from './quote-ident.js';
 import { realDataDir } from './real-data-dir.js';
@@ -13,7 +15,12 @@ import type { PayhooksTables } from './schema.js';
 
 /** Options of {@link openDatabase}. Defaults are {@link DATABASE_DEFAULTS}, which the standalone service uses too. */
 export interface DatabaseOptions {
-  /** A PostgreSQL connection string. Unset: the embedded PGlite database under `dataDir`. */
+  /**
+   * A PostgreSQL connection string. Unset: the embedded PGlite database under `dataDir`. Several hosts may be listed
+   * as libpq lists them (`postgres://u@db1:5432,db2:5432/payhooks?target_session_attrs=read-write`, or the keyword
+   * form `host=db1,db2 dbname=payhooks`): connections go to the one that accepts writes, and after a failover to the
+   * new primary (see docs/deployment.md).
+   */
   url?: string | undefined;
   /**
    * Where PGlite keeps its files; `memory://` keeps nothing. Default `./.payhooks/pgdata`. Locked by its real path,
@@ -125,8 +132,13 @@ function serverStatementTimeout(queryTimeoutMs: number): number {
 function openPostgres(url: string, schema: string, options: DatabaseOptions): PayhooksDatabase {
   const connectionTimeoutMillis = options.connectionTimeoutMs ?? DATABASE_DEFAULTS.connectionTimeoutMs;
   const queryTimeoutMs = options.queryTimeoutMs ?? DATABASE_DEFAULTS.queryTimeoutMs;
+  const { hosts, targetSessionAttrs, connectionString } = parseConnectionHosts(url);
+  // One host taking any session is what node-postgres does by itself; otherwise connections follow the primary.
+  const rotation = hosts.length > 1 || targetSessionAttrs === 'read-write' ? new HostRotation(hosts) : undefined;
+  const Client = rotation ? failoverClient(rotation, targetSessionAttrs) : pg.Client;
   const pool = new pg.Pool({
-    connectionString: url,
+    connectionString,
+    Client,
     max: options.poolSize ?? DATABASE_DEFAULTS.poolSize,
     connectionTimeoutMillis,
     query_timeout: queryTimeoutMs,
@@ -157,7 +169,10 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
       .catch(() => undefined);
   });
   pool.on('remove', (client) => clients.delete(client));
-  const evicting = new EvictingPool(pool);
+  const evicting = new EvictingPool(pool, {
+    connectAttempts: hosts.length,
+    onConnectionFailure: (client) => rotation?.failed(client),
+  });
   const base = new Kysely<PayhooksTables>({ dialect: new PostgresDialect({ pool: evicting }) });
   const listeners = new Set<pg.Client>();
   const handle: PayhooksDatabase = {
@@ -170,15 +185,13 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
       return { ...handle, db: bounded.withSchema(schema), close: async () => undefined };
     },
     async listen(channel, onNotify) {
-      // A dedicated connection: LISTEN belongs to a session, and pooled clients change hands.
-      const client = new pg.Client({
-        connectionString: url,
-        connectionTimeoutMillis,
-        keepAlive: true,
-        keepAliveInitialDelayMillis: 10_000,
+      // A dedicated connection: LISTEN belongs to a session, and pooled clients change hands. With several hosts it
+      // goes to the primary (NOTIFY is not sent on standbys), trying each host once.
+      const client = await connectListener(hosts.length, () => {
+        const made = new Client({ connectionString, connectionTimeoutMillis, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
+        made.on('error', (error) => options.onIdleError?.(error));
+        return made;
       });
-      client.on('error', (error) => options.onIdleError?.(error));
-      await client.connect();
       listeners.add(client);
       client.on('notification', (message) => {
         if (message.channel === channel) onNotify(message.payload ?? '');
@@ -197,6 +210,19 @@ function openPostgres(url: string, schema: string, options: DatabaseOptions): Pa
     },
   };
   return handle;
+}
+
+/** Connects a new client, trying again on a failure up to `attempts` times in all (the next host each time). */
+async function connectListener(attempts: number, make: () => pg.Client): Promise<pg.Client> {
+  for (let attempt = 1; ; attempt += 1) {
+    const client = make();
+    try {
+      await client.connect();
+      return client;
+    } catch (error) {
+      if (attempt >= attempts) throw error;
+    }
+  }
 }
 
 /**

@@ -25,6 +25,12 @@ export class DeadlineExceededError extends Error {
  *
  * It also sends the statements marked `PREPARED` as named prepared statements, and sends them unprepared from the first
  * one a pooler in between made fail (which it sends again, unprepared: it had not run).
+ *
+ * With several hosts (a primary and its standbys), a connection that cannot be made is tried again, up to
+ * `connectAttempts` times in all, each on the next host (the pool's `Client` picks it: see failover-client.ts), and a
+ * statement refused because the server no longer takes writes (SQLSTATE 25006, a demoted primary) condemns the
+ * connections as a connection failure does; `onConnectionFailure` hears of each such connection, so that the next ones
+ * go elsewhere.
  */
 export class EvictingPool implements PostgresPool {
   readonly #pool: pg.Pool;
@@ -37,8 +43,13 @@ export class EvictingPool implements PostgresPool {
    */
   #preparing = true;
 
-  constructor(pool: pg.Pool) {
+  readonly #connectAttempts: number;
+  readonly #onConnectionFailure: (client: pg.PoolClient) => void;
+
+  constructor(pool: pg.Pool, options: EvictingPoolOptions = {}) {
     this.#pool = pool;
+    this.#connectAttempts = Math.max(1, options.connectAttempts ?? 1);
+    this.#onConnectionFailure = options.onConnectionFailure ?? (() => undefined);
     pool.on('connect', (client) => this.#bornAt.set(client, performance.now()));
   }
 
@@ -70,8 +81,16 @@ export class EvictingPool implements PostgresPool {
   }
 
   async #connect(deadline: number | undefined): Promise<PostgresPoolClient> {
-    for (;;) {
-      const client = deadline === undefined ? await this.#pool.connect() : await this.#connectBefore(deadline);
+    for (let attempt = 1; ; ) {
+      let client: pg.PoolClient;
+      try {
+        client = deadline === undefined ? await this.#pool.connect() : await this.#connectBefore(deadline);
+      } catch (error) {
+        // Another host may be the primary now: the failed connection moved the rotation on.
+        if (attempt >= this.#connectAttempts || error instanceof DeadlineExceededError) throw error;
+        attempt += 1;
+        continue;
+      }
       if ((this.#bornAt.get(client) ?? Number.NEGATIVE_INFINITY) >= this.#condemnedBefore) return this.#wrap(client, deadline);
       client.release(new Error('discarded: opened before the database stopped answering'));
     }
@@ -98,9 +117,10 @@ export class EvictingPool implements PostgresPool {
   #wrap(client: pg.PoolClient, deadline: number | undefined): PostgresPoolClient {
     let broken = false;
     const fail = (sentAt: number) => (error: unknown) => {
-      if (isConnectionFailure(error)) {
+      if (isConnectionFailure(error) || isReadOnlyRefusal(error)) {
         broken = true;
         this.#condemnedBefore = Math.max(this.#condemnedBefore, sentAt);
+        this.#onConnectionFailure(client);
       }
       throw error;
     };
@@ -136,6 +156,22 @@ export class EvictingPool implements PostgresPool {
     };
     return wrapped as PostgresPoolClient;
   }
+}
+
+/** Options of {@link EvictingPool}. */
+export interface EvictingPoolOptions {
+  /** How many times in all a connection is tried before the failure is passed on: the number of hosts. Default 1. */
+  connectAttempts?: number | undefined;
+  /** Told of each connection whose statement failed at the connection level or was refused as a write on a read-only server. */
+  onConnectionFailure?: ((client: pg.PoolClient) => void) | undefined;
+}
+
+/**
+ * A write refused by a server that does not take writes (SQLSTATE 25006 read_only_sql_transaction): a primary demoted
+ * under the connection (a switchover), or a standby. Its connections are no use for writing again.
+ */
+function isReadOnlyRefusal(error: unknown): boolean {
+  return (error as { code?: unknown } | undefined)?.code === '25006';
 }
 
 /**

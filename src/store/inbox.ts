@@ -6,6 +6,7 @@ import { DEFAULT_ACCOUNT, eventKey } from './accounts.js';
 import type { PayhooksDatabase } from './database.js';
 import { PREPARED } from './prepared-statements.js';
 import { ensureHistoryPartitions } from './history-partitions.js';
+import { type HandlerAttempt, handlerTimelines } from './handler-timeline.js';
 import type { EventStatus } from './schema.js';
 
 /** What the receiver stores for one delivery. */
@@ -254,19 +255,7 @@ export interface StoredEventDetail extends StoredEvent {
   effectSteps: EffectStep[];
 }
 
-/** One run of a handler for an event (a `handler_attempts` row). */
-export interface HandlerAttempt {
-  handler: string;
-  /** The event's attempt it ran in (1, 2, …; a replay starts again at 1); null when carried over by migration 008. */
-  attempt: number | null;
-  /** Null when carried over by migration 008 (the start was not recorded), as is `durationMs`. */
-  startedAt: Date | null;
-  endedAt: Date;
-  durationMs: number | null;
-  outcome: 'completed' | 'failed';
-  /** Why it failed (capped at 8 KB); null when it completed. */
-  error: string | null;
-}
+export type { HandlerAttempt } from './handler-timeline.js';
 
 /** Which events {@link countEventsByStatus} counts: all, or those of a state and/or a type. */
 export interface EventsFilter {
@@ -356,64 +345,18 @@ export async function getEvent(store: PayhooksDatabase, eventId: string, account
   if (account !== undefined) query = query.where('account', '=', account);
   const row = await query.executeTakeFirst();
   if (!row) return undefined;
-  const runs = await store.db
-    .selectFrom('handler_runs')
-    .select(['handler', 'outcome', 'attempt', 'started_at', 'completed_at'])
-    .where('event_id', '=', eventId)
-    .where('account', '=', row.account)
-    .orderBy('completed_at')
-    .orderBy('handler')
-    .execute();
-  const attempts = await store.db
-    .selectFrom('handler_attempts')
-    .select(['handler', 'attempt', 'started_at', 'ended_at', 'outcome', 'error', 'id'])
-    .where('event_id', '=', eventId)
-    .where('account', '=', row.account)
-    .execute();
-  // The timeline: failed runs (and completions marked in a handler's own transaction) are handler_attempts rows; a
-  // completion the worker recorded is its handler_runs row, which carries its start (migrations/009).
-  const handlerAttempts = [
-    ...attempts.map((a) => ({ ...a, order: Number(a.id) })),
-    ...runs.flatMap((r) =>
-      r.outcome === 'done' && r.started_at
-        ? [
-            {
-              handler: r.handler,
-              attempt: r.attempt,
-              started_at: r.started_at,
-              ended_at: r.completed_at,
-              outcome: 'completed' as const,
-              error: null,
-              order: Number.MAX_SAFE_INTEGER,
-            },
-          ]
-        : [],
-    ),
-  ]
-    // In the order they ran; rows carried over by migration 008 (no start) by when they ended.
-    .sort((a, b) => (a.started_at ?? a.ended_at).getTime() - (b.started_at ?? b.ended_at).getTime() || a.order - b.order)
-    .map(
-      (a): HandlerAttempt => ({
-        handler: a.handler,
-        attempt: a.attempt,
-        startedAt: a.started_at,
-        endedAt: a.ended_at,
-        durationMs: a.started_at ? a.ended_at.getTime() - a.started_at.getTime() : null,
-        outcome: a.outcome,
-        error: a.error,
-      }),
-    );
+  const ref = { account: row.account, eventId };
+  const timeline = (await handlerTimelines(store, [ref])).get(eventKey(row.account, eventId))!;
   const rawBody =
     store.kind === 'pglite' && row.raw_body.startsWith('{') ? await exactRawBody(store, row.account, eventId, row.raw_body) : row.raw_body;
-  const handlers = (outcome: string) => runs.filter((run) => run.outcome === outcome).map((run) => run.handler);
   return {
     ...toStoredEvent(row),
     rawBody,
     headers: row.headers,
-    completedHandlers: handlers('done'),
-    givenUpHandlers: handlers('dead'),
-    handlerAttempts,
-    effectSteps: await listSteps(store, [{ account: row.account, eventId }]),
+    completedHandlers: timeline.completed,
+    givenUpHandlers: timeline.givenUp,
+    handlerAttempts: timeline.attempts,
+    effectSteps: await listSteps(store, [ref]),
   };
 }
 

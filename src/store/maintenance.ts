@@ -10,13 +10,36 @@ import { type EventRef, ofEvents } from './event-refs.js';
 export type ReplayableStatus = Exclude<EventStatus, 'processing' | 'pending'>;
 
 /**
- * The events a replay targets: given ids (optionally only while they are still in `status`), or every
- * event in a state.
+ * The states a replay by time selects when no state is given: the failed ones (docs/cli.md#replay). `done` and
+ * `ignored` events are replayed only when asked for by name.
+ */
+export const FAILED_STATES = ['dead', 'invalid', 'needs-review'] as const satisfies readonly ReplayableStatus[];
+
+/**
+ * A replay's selection beyond a state (issue 50): events of a type, first received in a time window, on which a handler
+ * failed (the selection's `account` narrows it further). Every filter given must hold.
+ */
+export interface ReplayFilter {
+  /** Of this event type only. */
+  eventType?: string | undefined;
+  /** First received at or after this moment. */
+  since?: Date | undefined;
+  /** First received before this moment (exclusive). */
+  until?: Date | undefined;
+  /** Events on which this handler failed at least once (a failed run, or it gave up). */
+  handler?: string | undefined;
+}
+
+/**
+ * The events a replay targets: given ids (optionally only while they are still in `status`, or in one of several
+ * states), every event in a state (narrowed by the filters), or every event of a time window (`since` and `until`,
+ * narrowed likewise; without a state, those in a failed state, {@link FAILED_STATES}).
  */
 export type ReplaySelection = (
-  | { eventIds: readonly string[]; status?: ReplayableStatus | undefined }
-  | { events: readonly EventRef[]; status?: ReplayableStatus | undefined }
-  | { status: ReplayableStatus; eventType?: string | undefined }
+  | { eventIds: readonly string[]; status?: ReplayableStatus | readonly ReplayableStatus[] | undefined }
+  | { events: readonly EventRef[]; status?: ReplayableStatus | readonly ReplayableStatus[] | undefined }
+  | ({ status: ReplayableStatus } & ReplayFilter)
+  | ({ status?: ReplayableStatus | undefined; since: Date; until: Date } & ReplayFilter)
 ) & {
   /** Only this account's events; default every account's (an eventId given alone is replayed in each account that has it). */
   account?: string | undefined;
@@ -28,12 +51,19 @@ export type ReplaySelection = (
   redoEffects?: boolean | undefined;
 };
 
+/** The states a selection takes events in; undefined: any but `processing` (named ids without a state). */
+export function selectedStates(which: ReplaySelection): readonly ReplayableStatus[] | undefined {
+  if (which.status !== undefined) return typeof which.status === 'string' ? [which.status] : which.status;
+  return 'eventIds' in which || 'events' in which ? undefined : FAILED_STATES;
+}
+
 /**
  * The condition of a selection, over `inbox_events`; events being processed (a queue row with a lease) are never
  * part of a replay.
  */
 function replayable(store: PayhooksDatabase, which: ReplaySelection) {
-  const byStatus = which.status === undefined ? sql<boolean>`true` : sql<boolean>`inbox_events.status = ${which.status}`;
+  const states = selectedStates(which);
+  const byStatus = states === undefined ? sql<boolean>`true` : sql<boolean>`inbox_events.status in (${sql.join([...states])})`;
   const byId =
     'eventIds' in which
       ? sql<boolean>`inbox_events.event_id in (${sql.join([...which.eventIds])})`
@@ -41,10 +71,27 @@ function replayable(store: PayhooksDatabase, which: ReplaySelection) {
         ? ofEvents(which.events, 'inbox_events')
         : sql<boolean>`true`;
   const byAccount = which.account === undefined ? sql<boolean>`true` : sql<boolean>`inbox_events.account = ${which.account}`;
-  const byType = 'eventType' in which && which.eventType ? sql<boolean>`inbox_events.event_type = ${which.eventType}` : sql<boolean>`true`;
   const leased = sql<boolean>`exists (select 1 from ${sql.id(store.schema, 'inbox_queue')} q
     where q.event_id = inbox_events.event_id and q.account = inbox_events.account and q.lease_owner is not null)`;
-  return sql<boolean>`(inbox_events.status <> 'processing' and ${byStatus} and ${byId} and ${byAccount} and ${byType} and not ${leased})`;
+  const filters = 'eventIds' in which || 'events' in which ? [sql<boolean>`true`] : filterConditions(store, which);
+  return sql<boolean>`(inbox_events.status <> 'processing' and ${byStatus} and ${byId} and ${byAccount} and ${sql.join(filters, sql` and `)} and not ${leased})`;
+}
+
+/** The conditions of a {@link ReplayFilter}; `true` when it has none. */
+function filterConditions(store: PayhooksDatabase, filter: ReplayFilter) {
+  const conditions = [sql<boolean>`true`];
+  if (filter.eventType) conditions.push(sql<boolean>`inbox_events.event_type = ${filter.eventType}`);
+  // The partition key: a window reads only the partitions it overlaps.
+  if (filter.since) conditions.push(sql<boolean>`inbox_events.received_at >= ${filter.since}`);
+  if (filter.until) conditions.push(sql<boolean>`inbox_events.received_at < ${filter.until}`);
+  if (filter.handler !== undefined)
+    conditions.push(sql<boolean>`(exists (select 1 from ${sql.id(store.schema, 'handler_attempts')} a
+        where a.event_id = inbox_events.event_id and a.account = inbox_events.account and a.received_at = inbox_events.received_at
+          and a.handler = ${filter.handler} and a.outcome = 'failed')
+      or exists (select 1 from ${sql.id(store.schema, 'handler_runs')} r
+        where r.event_id = inbox_events.event_id and r.account = inbox_events.account and r.received_at = inbox_events.received_at
+          and r.handler = ${filter.handler} and r.outcome = 'dead'))`);
+  return conditions;
 }
 
 function isEmpty(which: ReplaySelection): boolean {
@@ -268,7 +315,7 @@ export async function replayBatch(
   if (page.length === 0) return { visited: 0, eventIds: [], last: null };
   const eventIds = await replayEvents(store, {
     events: page,
-    status: which.status,
+    status: selectedStates(which),
     redoEffects: which.redoEffects,
   });
   return { visited: page.length, eventIds, last: page.at(-1)!.position };

@@ -70,6 +70,23 @@ function isOneOf(alias: string, refs: readonly EventRef[]) {
   return sql`${row}.event_id = ${anyId(refs.map((r) => r.eventId))} and ${ofAccount}`;
 }
 
+/** The tables an outcome batch writes, in `schema`. */
+function outcomeTables(schema: string) {
+  const table = (name: string) => sql.id(schema, name);
+  return {
+    attemptsTable: table('handler_attempts'),
+    queue: table('inbox_queue'),
+    events: table('inbox_events'),
+    runs: table('handler_runs'),
+    ledger: table('event_ledger'),
+  };
+}
+
+/** A text[] parameter. */
+const texts = (values: (string | null)[]) => sql`${values}::text[]`;
+/** A timestamptz[] parameter; undefined is null. */
+const times = (values: (Date | undefined)[]) => sql`${values.map((value) => value?.toISOString() ?? null)}::timestamptz[]`;
+
 /** A final state an event leaves the queue in. */
 export type FinalStatus = 'done' | 'ignored' | 'invalid' | 'dead' | 'needs-review';
 
@@ -143,12 +160,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
   const finished = outcomes.filter((o) => o.kind === 'finished');
   const requeues = outcomes.filter((o) => o.kind === 'retry' || o.kind === 'park');
   const attempts = outcomes.filter((o) => o.kind === 'attempt');
-  const times = (values: (Date | undefined)[]) => sql`${values.map((value) => value?.toISOString() ?? null)}::timestamptz[]`;
-  const queue = sql.id(store.schema, 'inbox_queue');
-  const events = sql.id(store.schema, 'inbox_events');
-  const runs = sql.id(store.schema, 'handler_runs');
-  const ledger = sql.id(store.schema, 'event_ledger');
-  const texts = (values: (string | null)[]) => sql`${values}::text[]`;
+  const { queue, events, runs, ledger } = outcomeTables(store.schema);
   // One statement whatever the mix, with its rows passed as arrays: the cost per event is a few rows, not a round trip.
   // A requeue's owed set travels as a JSON array (arrays of arrays must be rectangular).
   const { rows } = await sql<{ event_id: string; account: string; kind: 'finished' | 'requeued' }>`${PREPARED}
@@ -287,15 +299,14 @@ type AttemptOutcome = Extract<Outcome, { kind: 'attempt' }>;
  * from the ledger, one probe of its primary key each; a failure carries the id of the issue `seen` counted it into.
  */
 function attemptsTried(store: PayhooksDatabase, attempts: readonly AttemptOutcome[]) {
-  const texts = (values: (string | null)[]) => sql`${values}::text[]`;
-  const times = (values: Date[]) => sql`${values.map((value) => value.toISOString())}::timestamptz[]`;
+  const { attemptsTable, ledger } = outcomeTables(store.schema);
   const failed = <T>(a: AttemptOutcome, value: T) => (a.error === null ? null : (value ?? null));
   return sql`tried as (
-      insert into ${sql.id(store.schema, 'handler_attempts')}
+      insert into ${attemptsTable}
              (event_id, account, received_at, handler, attempt, started_at, ended_at, outcome, error, issue_id)
       select a.event_id, a.account, a.received_at, a.handler, a.attempt, a.started_at, a.ended_at,
              case when a.error is null then 'completed' else 'failed' end, a.error, s.id
-        from (select a.*, (select l.first_received_at from ${sql.id(store.schema, 'event_ledger')} l
+        from (select a.*, (select l.first_received_at from ${ledger} l
                             where l.event_id = a.event_id and l.account = a.account) as received_at
                 from unnest(${texts(attempts.map((a) => a.eventId))}, ${texts(attempts.map((a) => a.account))},
                             ${texts(attempts.map((a) => a.handler))},
@@ -318,13 +329,13 @@ function attemptsTried(store: PayhooksDatabase, attempts: readonly AttemptOutcom
 function issuesSeen(store: PayhooksDatabase, attempts: readonly AttemptOutcome[]) {
   const failures = attempts.filter((a) => a.error !== null && a.errorClass !== undefined && a.eventType !== undefined);
   const issues = sql.id(store.schema, 'issues');
-  const texts = (values: (string | null | undefined)[]) => sql`${values.map((v) => v ?? null)}::text[]`;
+  const textsOf = (values: (string | undefined)[]) => texts(values.map((v) => v ?? null));
   return sql`seen as (
       insert into ${issues} as i (handler, error_class, event_type, first_seen_at, last_seen_at, failures, last_error, opened_at, state_at)
       select f.handler, f.error_class, f.event_type, min(f.ended_at), max(f.ended_at), count(*),
              (array_agg(f.error order by f.ended_at desc))[1], now(), now()
-        from unnest(${texts(failures.map((f) => f.handler))}, ${texts(failures.map((f) => f.errorClass))},
-                    ${texts(failures.map((f) => f.eventType))},
+        from unnest(${texts(failures.map((f) => f.handler))}, ${textsOf(failures.map((f) => f.errorClass))},
+                    ${textsOf(failures.map((f) => f.eventType))},
                     ${sql`${failures.map((f) => f.endedAt.toISOString())}::timestamptz[]`}, ${texts(failures.map((f) => f.error))})
              as f(handler, error_class, event_type, ended_at, error)
        group by f.handler, f.error_class, f.event_type

@@ -3,3 +3,5 @@
 
 export { EDGE_CASE_EVENTS, EXAMPLE_EVENTS, exampleEvent } from '../events/index.js';
 export { signedRequest, type SignedRequest, type SignedRequestOptions } from './signed-request.js';
+export { SIMULATED_TIME_HEADER, withSimulatedClock } from '../signature/index.js';
+export { startTestSimulator, type TestSimulator, type TestSimulatorOptions } from './test-simulator.js';

@@ -72,7 +72,7 @@ describe('the environment reader', () => {
     const database = ['DATABASE_URL', 'PAYHOOKS_DATA_DIR', 'PAYHOOKS_SCHEMA'];
     const app = ['PAYHOOKS_APP_MIGRATIONS', 'PAYHOOKS_APP_SCHEMA'];
     const sync = ['PAYHOOKS_API_KEY', 'PAYHOOKS_API_URL', 'PAYHOOKS_CONFIG', 'PAYHOOKS_MIRROR_SCHEMA'];
-    expect(variablesOf('serve')).toHaveLength(24);
+    expect(variablesOf('serve')).toHaveLength(25);
     expect(variablesOf('migrate')).toEqual([...database, ...app]);
     for (const command of ['backfill', 'reconcile'] as const)
       expect(variablesOf(command)).toEqual([...database, ...sync, 'PAYHOOKS_LOG_LEVEL']);
@@ -115,7 +115,7 @@ describe('help and version', () => {
     const { text } = await output(['--help']);
     for (const command of ENV_COMMANDS) expect(text).toContain(command);
     expect(text).toMatch(/PORT +port serve listens on.*\(default 8787\) \[serve\]/);
-    expect(text).toMatch(/PAYHOOKS_WEBHOOK_SECRET .*\[serve, trigger\]/);
+    expect(text).toMatch(/PAYHOOKS_WEBHOOK_SECRET .*\[serve, trigger, send\]/);
   });
 
   it('--version prints the version in package.json', async () => {

@@ -15,6 +15,7 @@ import {
   webhookEventRecordSchema,
   webhookSecretSchema,
 } from '../../src/events/rest-contract.js';
+import { sandboxAdvanceSchema, sandboxClockSchema } from '../../src/simulator/clock-routes.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import {
   sandboxCycleResponseSchema,
@@ -497,6 +498,24 @@ describe('every operation', () => {
         listPageSchema(sandboxEventSchema),
         api(simulator.url, 'sk_live_prod').get('/v1/sandbox/events'),
       );
+      await expectShape(
+        'getSandboxClock',
+        client.get('/v1/sandbox/clock'),
+        sandboxClockSchema,
+        api(simulator.url, 'sk_live_prod').get('/v1/sandbox/clock'),
+      );
+      // Only a manual clock moves; this file's simulator runs on the real one, which answers 409.
+      const manual = await startSimulator({ clock: 'manual' });
+      try {
+        await expectShape(
+          'advanceSandboxClock',
+          api(manual.url).post('/v1/sandbox/clock/advance', { by: '1h' }),
+          sandboxAdvanceSchema,
+          client.post('/v1/sandbox/clock/advance', { by: '1h' }),
+        );
+      } finally {
+        await manual.close();
+      }
       await expectShape(
         'createCustomerPortalSession',
         client.post('/v1/customer-portal-session', { destination: 'home', customerId: customer.id }),

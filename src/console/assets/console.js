@@ -5,7 +5,7 @@ const TOKEN_KEY = 'payhooks-console-token';
 const POLL_MS = 5000;
 const $ = (id) => document.getElementById(id);
 
-const state = { filters: {}, selected: null, timer: null };
+const state = { filters: {}, selected: null, story: null, timer: null, bulk: null };
 
 function token() {
   return sessionStorage.getItem(TOKEN_KEY);
@@ -39,6 +39,7 @@ function el(tag, attrs = {}, ...children) {
 function showLogin(message) {
   clearInterval(state.timer);
   $('main').hidden = true;
+  $('search').hidden = true;
   $('login').hidden = false;
   $('login-message').textContent = message || '';
   $('token').focus();
@@ -47,6 +48,7 @@ function showLogin(message) {
 function start() {
   $('login').hidden = true;
   $('main').hidden = false;
+  $('search').hidden = false;
   refresh();
   clearInterval(state.timer);
   state.timer = setInterval(() => {
@@ -58,6 +60,7 @@ async function refresh() {
   try {
     await Promise.all([loadEvents(), loadStats(), loadHealth()]);
     if (state.selected) await showEvent(state.selected, false);
+    if (state.story) await showStory(state.story, false);
     $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (err) {
     if (err.message !== 'unauthorized') $('updated').textContent = `could not update: ${err.message}`;
@@ -71,13 +74,17 @@ async function loadEvents() {
     el(
       'tr',
       { 'data-event-id': event.eventId, 'data-status': event.status },
-      el('td', {}, el('button', { type: 'button', class: 'link', onclick: () => showEvent(event.eventId, true) }, event.eventId)),
+      el(
+        'td',
+        {},
+        el('button', { type: 'button', class: 'link', onclick: () => showEvent(event.eventId, true, false, event.account) }, event.eventId),
+      ),
       el('td', {}, event.eventType),
       el('td', {}, el('span', { class: `status status-${event.status}` }, event.status)),
-      el('td', { class: 'num' }, event.attempts),
-      el('td', { class: 'num' }, event.deliveries),
+      el('td', { class: 'num wide' }, event.attempts),
+      el('td', { class: 'num wide' }, event.deliveries),
       el('td', {}, new Date(event.receivedAt).toLocaleString()),
-      el('td', { class: 'error' }, event.lastError || ''),
+      el('td', { class: 'error wide' }, event.lastError || ''),
     ),
   );
   $('events').replaceChildren(...rows);
@@ -85,7 +92,7 @@ async function loadEvents() {
 }
 
 async function loadStats() {
-  const stats = await api('/stats?hours=3');
+  const stats = await api(`/stats?${new URLSearchParams({ hours: '3', ...byAccount() })}`);
   $('counts').replaceChildren(
     ...Object.entries(stats.byStatus).map(([status, count]) =>
       el('li', {}, el('span', { class: `status status-${status}` }, status), ` ${count}`),
@@ -165,37 +172,76 @@ async function runVerify(event) {
   await refresh();
 }
 
-// Deliveries (bars) and failures (red bars) per minute over the last three hours, in inline SVG.
+// Deliveries (bars) and events with a failure (red bars) per minute over the last three hours, in inline SVG, with
+// labelled axes: time of day on x (local time, a tick every 30 minutes), deliveries per minute on y.
+const CHART = { width: 760, height: 200, left: 56, right: 12, top: 12, bottom: 44, hours: 3 };
+
 function drawChart(activity) {
-  const svg = $('chart');
-  const width = 720;
-  const height = 120;
-  const now = Date.now();
-  const start = now - 3 * 3600_000;
-  const max = Math.max(1, ...activity.map((m) => m.deliveries));
-  const bar = width / 180;
-  const shapes = [];
-  for (const minute of activity) {
-    const x = ((new Date(minute.minute).getTime() - start) / (3 * 3600_000)) * width;
-    const h = (minute.deliveries / max) * (height - 10);
-    const f = (minute.failures / max) * (height - 10);
-    shapes.push(
-      `<rect x="${x.toFixed(1)}" y="${(height - h).toFixed(1)}" width="${bar.toFixed(1)}" height="${h.toFixed(1)}" class="bar"/>`,
-    );
-    if (f > 0)
-      shapes.push(
-        `<rect x="${x.toFixed(1)}" y="${(height - f).toFixed(1)}" width="${bar.toFixed(1)}" height="${f.toFixed(1)}" class="fail"/>`,
-      );
+  const { width, height, left, right, top, bottom, hours } = CHART;
+  const plotW = width - left - right;
+  const plotH = height - top - bottom;
+  const end = Date.now();
+  const start = end - hours * 3600_000;
+  const max = niceMax(Math.max(1, ...activity.map((m) => m.deliveries)));
+  const x = (t) => left + ((t - start) / (end - start)) * plotW;
+  const y = (v) => top + plotH - (v / max) * plotH;
+  const bar = Math.max(1, plotW / (hours * 60) - 0.5);
+  const parts = [`<title id="chart-title">Deliveries and failing events per minute, last ${hours} hours</title>`];
+  // y axis: 0, half and the top, with grid lines.
+  for (const v of [0, max / 2, max]) {
+    parts.push(`<line class="grid" x1="${left}" x2="${width - right}" y1="${y(v)}" y2="${y(v)}"/>`);
+    parts.push(`<text class="tick" x="${left - 6}" y="${y(v) + 4}" text-anchor="end">${v}</text>`);
   }
-  svg.innerHTML = `<title>Deliveries and failing events per minute</title>${shapes.join('')}`;
+  parts.push(
+    `<text class="axis-label" transform="translate(14 ${top + plotH / 2}) rotate(-90)" text-anchor="middle">deliveries / minute</text>`,
+  );
+  // x axis: a tick every 30 minutes, on the half hour.
+  const step = 30 * 60_000;
+  for (let t = Math.ceil(start / step) * step; t <= end; t += step) {
+    const label = new Date(t).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+    parts.push(`<line class="axis" x1="${x(t)}" x2="${x(t)}" y1="${top + plotH}" y2="${top + plotH + 5}"/>`);
+    parts.push(`<text class="tick" x="${x(t)}" y="${top + plotH + 18}" text-anchor="middle">${label}</text>`);
+  }
+  parts.push(`<line class="axis" x1="${left}" x2="${width - right}" y1="${top + plotH}" y2="${top + plotH}"/>`);
+  parts.push(`<line class="axis" x1="${left}" x2="${left}" y1="${top}" y2="${top + plotH}"/>`);
+  parts.push(
+    `<text class="axis-label" x="${left + plotW / 2}" y="${height - 6}" text-anchor="middle">time received (local, minute by minute)</text>`,
+  );
+  for (const minute of activity) {
+    const at = x(new Date(minute.minute).getTime());
+    parts.push(rect('bar', at, y(minute.deliveries), bar, (minute.deliveries / max) * plotH));
+    if (minute.failures > 0) parts.push(rect('fail', at, y(minute.failures), bar, (minute.failures / max) * plotH));
+  }
+  $('chart').innerHTML = parts.join('');
   const total = activity.reduce((sum, m) => sum + m.deliveries, 0);
   const failed = activity.reduce((sum, m) => sum + m.failures, 0);
-  $('chart-summary').textContent = `last 3 hours: ${total} deliveries, ${failed} events with failures (peak ${max} a minute)`;
+  const peak = Math.max(0, ...activity.map((m) => m.deliveries));
+  $('chart-summary').textContent =
+    `Last ${hours} hours: ${total} deliveries, ${failed} events with failures (peak ${peak} deliveries a minute).`;
 }
 
-async function showEvent(eventId, focus, reveal = false) {
+function rect(kind, x, y, width, height) {
+  return `<rect class="${kind}" x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${width.toFixed(1)}" height="${height.toFixed(1)}"/>`;
+}
+
+// A round top for the y axis (1, 2, 5 × 10^n), so that its ticks read as whole numbers.
+function niceMax(value) {
+  const power = 10 ** Math.floor(Math.log10(value));
+  for (const m of [1, 2, 5, 10]) if (m * power >= value) return Math.max(2, m * power);
+  return value;
+}
+
+// The account filter as query parameters: every view is held to it when one is given.
+function byAccount() {
+  return state.filters.account ? { account: state.filters.account } : {};
+}
+
+// One event, of `account` when it is known (an eventId is unique only within its account).
+async function showEvent(eventId, focus, reveal = false, account = state.selectedAccount) {
   state.selected = eventId;
-  const event = await api(`/events/${encodeURIComponent(eventId)}${reveal ? '?reveal=true' : ''}`);
+  state.selectedAccount = account;
+  const query = new URLSearchParams({ ...(reveal ? { reveal: 'true' } : {}), ...(account ? { account } : {}) });
+  const event = await api(`/events/${encodeURIComponent(eventId)}?${query}`);
   let body = event.rawBody;
   try {
     body = JSON.stringify(JSON.parse(event.rawBody), null, 2);
@@ -204,9 +250,13 @@ async function showEvent(eventId, focus, reveal = false) {
   }
   const detail = $('detail');
   detail.hidden = false;
+  $('workspace').classList.add('has-detail');
+  state.selectedResource = event.resourceKey;
+  $('story-open').disabled = !event.resourceKey;
   $('detail-title').textContent = `${event.eventType} ${event.eventId}`;
   $('detail-facts').replaceChildren(
     ...[
+      ['account', event.account || 'default'],
       ['state', event.status],
       ['attempts', event.attempts],
       ['deliveries', event.deliveries],
@@ -316,6 +366,163 @@ async function replayFiltered() {
   await refresh();
 }
 
+// The filters as the API takes them: the local times of the range as ISO 8601 instants.
+function readFilters() {
+  const form = new FormData($('filters'));
+  const filters = Object.fromEntries([...form.entries()].map(([k, v]) => [k, String(v).trim()]));
+  for (const bound of ['from', 'to']) if (filters[bound]) filters[bound] = new Date(filters[bound]).toISOString();
+  return filters;
+}
+
+function closeDetail() {
+  state.selected = null;
+  $('detail').hidden = true;
+  $('workspace').classList.remove('has-detail');
+  $('events-title').focus();
+}
+
+// The search box: a resource (kind:id) opens its story; anything else is looked up as an eventId, a sender's id or a
+// quarantine number; a bare id that names none of those is tried as a resource of any kind.
+async function search(text) {
+  if (!text) return;
+  $('search-result').textContent = '';
+  try {
+    if (/^(invoice|customer|payment|dispute|subscription):./.test(text)) return await showStory(text, true);
+    const found = await api(`/find?${new URLSearchParams({ id: text, ...byAccount() })}`).catch((err) => {
+      if (err.message === 'unauthorized') throw err;
+      return null;
+    });
+    if (found && found.kind !== 'quarantine') {
+      $('search-result').textContent =
+        found.kind === 'event' ? `${text} is an eventId` : `${text} is the sender's ${found.header} of event ${found.eventId}`;
+      return await showEvent(found.eventId, true, false, found.account);
+    }
+    if (found) {
+      $('search-result').textContent =
+        `${text} is quarantined delivery #${found.quarantineId} (${found.state}${found.eventId ? `, eventId ${found.eventId}` : ''}): payhooks quarantine show ${found.quarantineId}`;
+      return;
+    }
+    const story = await api(`/story?${new URLSearchParams({ resource: text, ...byAccount() })}`);
+    if (story.events.length > 0 || (story.mirror && story.mirror.length > 0)) return await showStory(text, true);
+    $('search-result').textContent = `Nothing is stored under ${text}: no eventId, sender's id, quarantine number or resource.`;
+  } catch (err) {
+    if (err.message !== 'unauthorized') $('search-result').textContent = `not found: ${err.message}`;
+  }
+}
+
+// A resource's story: its events oldest first, each with every handler run and effect step, and its mirror row now.
+async function showStory(resource, focus, reveal = false) {
+  const story = await api(`/story?${new URLSearchParams({ resource, ...byAccount(), ...(reveal ? { reveal: 'true' } : {}) })}`);
+  state.story = resource;
+  $('story').hidden = false;
+  $('story-title').textContent = `Story of ${story.resource}`;
+  $('story-reveal').hidden = !story.masked;
+  $('story-summary').textContent =
+    `${story.events.length} event${story.events.length === 1 ? '' : 's'}, oldest first` +
+    (story.truncated ? ' (older ones left out)' : '') +
+    (story.keys.length > 1 ? `; looked up as ${story.keys.join(', ')}` : '');
+  $('story-events').replaceChildren(...story.events.map(storyItem));
+  if (story.mirror === null) {
+    $('story-mirror-note').textContent = 'No mirror is in use here.';
+    $('story-mirror').parentElement.hidden = true;
+  } else {
+    $('story-mirror-note').textContent = story.mirror.length
+      ? `${story.mirror.map((r) => `${r.table} ${r.id}`).join(', ')}:`
+      : 'No mirror row.';
+    $('story-mirror').parentElement.hidden = story.mirror.length === 0;
+    $('story-mirror').textContent = story.mirror.map((r) => JSON.stringify(r.row, null, 2)).join('\n');
+  }
+  if (focus) $('story-title').focus();
+}
+
+function storyItem(event) {
+  const runs = event.handlerAttempts.map((a) =>
+    el(
+      'li',
+      { 'data-outcome': a.outcome },
+      `run ${a.attempt ?? '—'} of ${a.handler}: ${a.outcome}${a.durationMs === null ? '' : ` in ${a.durationMs} ms`}`,
+      a.error ? ` — ${a.error}` : '',
+    ),
+  );
+  const steps = event.effectSteps.map((x) =>
+    el('li', { 'data-state': x.state }, `effect ${x.handler} “${x.step}”: ${x.state}, ${x.calls} call(s)`),
+  );
+  return el(
+    'li',
+    { 'data-event-id': event.eventId, 'data-status': event.status },
+    el(
+      'p',
+      { class: 'event' },
+      el('time', { datetime: event.receivedAt }, new Date(event.receivedAt).toLocaleString()),
+      ' ',
+      el('button', { type: 'button', class: 'link', onclick: () => showEvent(event.eventId, true, false, event.account) }, event.eventId),
+      ` ${event.eventType} `,
+      el('span', { class: `status status-${event.status}` }, event.status),
+      ` · ${event.attempts} attempt(s), ${event.deliveries} deliver${event.deliveries === 1 ? 'y' : 'ies'}`,
+    ),
+    runs.length || steps.length ? el('ul', {}, ...runs, ...steps) : el('p', { class: 'hint' }, 'no handler has run for it'),
+  );
+}
+
+// Replay by selection: the filters' state, type and time range, and a handler; counted first (a dry run), then run.
+function selectionBody() {
+  const { status, type, from, to } = state.filters;
+  const handler = $('bulk-handler').value.trim();
+  if (!from || !to) return { error: 'Set both ends of the time range above (and Apply), then count.' };
+  if (status && !['dead', 'invalid', 'ignored', 'done', 'needs-review'].includes(status))
+    return { error: `A replay takes finished or failed events, not ${status} ones: choose another state or any.` };
+  return {
+    since: from,
+    until: to,
+    status: status || undefined,
+    type: type || undefined,
+    handler: handler || undefined,
+    account: state.filters.account || undefined,
+  };
+}
+
+function resetBulk() {
+  state.bulk = null;
+  $('bulk-run').disabled = true;
+  $('bulk-run').textContent = 'Replay the selection';
+}
+
+async function countSelection() {
+  resetBulk();
+  const body = selectionBody();
+  if (body.error) {
+    $('bulk-result').textContent = body.error;
+    return;
+  }
+  try {
+    const preview = await api('/replay', { method: 'POST', body: JSON.stringify({ ...body, dryRun: true }) });
+    $('bulk-result').textContent =
+      preview.count === 0
+        ? 'No event matches the selection.'
+        : `${preview.count} event${preview.count === 1 ? '' : 's'} would be re-queued, first: ${preview.sample.join(', ')}`;
+    if (preview.count > 0) {
+      state.bulk = { body, count: preview.count };
+      $('bulk-run').disabled = false;
+      $('bulk-run').textContent = `Replay ${preview.count} event${preview.count === 1 ? '' : 's'}…`;
+    }
+  } catch (err) {
+    if (err.message !== 'unauthorized') $('bulk-result').textContent = `not counted: ${err.message}`;
+  }
+}
+
+async function runSelection() {
+  const bulk = state.bulk;
+  if (!bulk || !confirm(`Replay the ${bulk.count} selected events? Handlers that did not complete run again.`)) return;
+  try {
+    const result = await api('/replay', { method: 'POST', body: JSON.stringify(bulk.body) });
+    $('bulk-result').textContent = `${result.replayed} event${result.replayed === 1 ? '' : 's'} re-queued`;
+  } catch (err) {
+    if (err.message !== 'unauthorized') $('bulk-result').textContent = `not replayed: ${err.message}`;
+  }
+  resetBulk();
+  await refresh();
+}
+
 document.addEventListener('DOMContentLoaded', () => {
   $('login-form').addEventListener('submit', (event) => {
     event.preventDefault();
@@ -325,8 +532,8 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   $('filters').addEventListener('submit', (event) => {
     event.preventDefault();
-    const form = new FormData($('filters'));
-    state.filters = Object.fromEntries([...form.entries()].map(([k, v]) => [k, String(v).trim()]));
+    state.filters = readFilters();
+    resetBulk();
     refresh();
   });
   $('replay').addEventListener('click', replaySelected);
@@ -336,9 +543,28 @@ document.addEventListener('DOMContentLoaded', () => {
     if (confirm('Show this event with its emails and phone numbers? The console logs that you did.'))
       showEvent(state.selected, false, true);
   });
-  $('close-detail').addEventListener('click', () => {
-    state.selected = null;
-    $('detail').hidden = true;
+  $('close-detail').addEventListener('click', closeDetail);
+  $('story-open').addEventListener('click', () => state.selectedResource && showStory(state.selectedResource, true));
+  $('close-story').addEventListener('click', () => {
+    state.story = null;
+    $('story').hidden = true;
+    $('search-id').focus();
+  });
+  $('story-reveal').addEventListener('click', () => {
+    if (state.story && confirm('Show this story with its emails and phone numbers? The console logs that you did.'))
+      showStory(state.story, true, true);
+  });
+  $('search-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    search($('search-id').value.trim());
+  });
+  $('bulk-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    countSelection();
+  });
+  $('bulk-run').addEventListener('click', runSelection);
+  document.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape' && !$('detail').hidden && $('detail').contains(document.activeElement)) closeDetail();
   });
   $('sign-out').addEventListener('click', () => {
     sessionStorage.removeItem(TOKEN_KEY);

@@ -1,0 +1,67 @@
+import { sql } from 'kysely';
+import type { PayhooksDatabase } from './database.js';
+
+/**
+ * Headers in which a sender names a delivery, kept with each event (the receiver keeps them, receiver.ts): the
+ * webhook event record's id of the Payment Collection Service (`X-Webhook-Event-Id`, sent by the simulator; the
+ * spec lists and retries webhook event records by this id), Standard Webhooks' `webhook-id` and Svix's `svix-id`.
+ * Each is the same on every retry of one delivery. The order is the one of migrations/021's index expression.
+ */
+export const SENDER_ID_HEADERS = ['x-webhook-event-id', 'webhook-id', 'svix-id'] as const;
+
+/** What an id an operator pasted names: see {@link findById}. */
+export type FoundId =
+  | { kind: 'event'; account: string; eventId: string }
+  | { kind: 'sender-id'; account: string; eventId: string; header: string }
+  | { kind: 'quarantine'; account: string; quarantineId: string; eventId: string | null; state: 'held' | 'released' | 'discarded' };
+
+const QUARANTINE_NUMBER = /^#?(\d{1,18})$/;
+
+/**
+ * What `id` names, whichever id an operator has at hand: an eventId, the id a sender gave the delivery in its headers
+ * ({@link SENDER_ID_HEADERS}; the first delivery's headers are the ones kept), or a quarantined delivery (its number,
+ * `#12` or `12`, or the eventId it carries). An event is preferred to a quarantine row; undefined when nothing
+ * matches. With `account`, only that account's; otherwise the first to arrive of any account. Each lookup reads one
+ * index (the history's key, migrations/021's sender-id index, the quarantine's key).
+ *
+ * @example
+ * await findById(store, 'whevt_3kd9') // { kind: 'sender-id', eventId: 'evt_81', header: 'x-webhook-event-id' }
+ */
+export async function findById(store: PayhooksDatabase, id: string, account?: string): Promise<FoundId | undefined> {
+  let byEventId = store.db.selectFrom('inbox_events').select(['event_id', 'account']).where('event_id', '=', id).orderBy('seq').limit(1);
+  if (account !== undefined) byEventId = byEventId.where('account', '=', account);
+  const event = await byEventId.executeTakeFirst();
+  if (event) return { kind: 'event', account: event.account, eventId: event.event_id };
+  // No ORDER BY here: with one, the planner walks the arrival index of every partition instead of the sender-id index
+  // (78 ms against under 1 ms at 100,000 events). A sender's id names one delivery; should several events carry it,
+  // the first to arrive is taken, in JavaScript.
+  let bySenderId = store.db
+    .selectFrom('inbox_events')
+    .select(['event_id', 'account', 'headers', 'seq'])
+    .where(senderIdOf(), '=', id)
+    .limit(100);
+  if (account !== undefined) bySenderId = bySenderId.where('account', '=', account);
+  const carriers = await bySenderId.execute();
+  const sent = carriers.reduce<(typeof carriers)[number] | undefined>(
+    (first, row) => (first === undefined || BigInt(row.seq) < BigInt(first.seq) ? row : first),
+    undefined,
+  );
+  if (sent) {
+    const header = SENDER_ID_HEADERS.find((name) => sent.headers[name] === id) ?? SENDER_ID_HEADERS[0];
+    return { kind: 'sender-id', account: sent.account, eventId: sent.event_id, header };
+  }
+  const number = QUARANTINE_NUMBER.exec(id)?.[1];
+  const { rows } = await sql<{ id: string; account: string; event_id: string | null; state: 'held' | 'released' | 'discarded' }>`
+    select id::text as id, account, event_id, state from ${sql.id(store.schema, 'quarantine')}
+     where (${number === undefined ? sql`false` : sql`id = ${number}::bigint`} or event_id = ${id})
+       and ${account === undefined ? sql`true` : sql`account = ${account}`}
+     order by id desc limit 1`.execute(store.db);
+  const held = rows[0];
+  return held ? { kind: 'quarantine', account: held.account, quarantineId: held.id, eventId: held.event_id, state: held.state } : undefined;
+}
+
+/** migrations/021's index expression, exactly, so that the planner uses the index. */
+function senderIdOf() {
+  const [first, second, third] = SENDER_ID_HEADERS;
+  return sql<string | null>`coalesce(headers ->> ${sql.lit(first)}, headers ->> ${sql.lit(second)}, headers ->> ${sql.lit(third)})`;
+}
