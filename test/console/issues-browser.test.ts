@@ -124,7 +124,7 @@ describe.skipIf(!available)('the console issues view in headless Chromium', () =
       expect(await seriousViolations(page, '#issues')).toEqual([]);
 
       // The nav link reaches the view from the keyboard.
-      await page.locator('nav.views a[href="#issues"]').focus();
+      await page.locator('#nav a[href="#issues"]').focus();
       await page.keyboard.press('Enter');
       expect(page.url()).toMatch(/#issues$/);
 
