@@ -40,15 +40,26 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
            -- Places round the ring from where this claim starts.
            (r.place - (round.n * max_count) % r.size + r.size) % r.size AS turn
       FROM ring r CROSS JOIN round
-     WHERE EXISTS (SELECT 1 FROM inbox_queue q WHERE q.account = r.id AND q.run_at <= now())
+     -- One probe of the account's due index per account: a lateral with a limit, which the planner cannot turn (as
+     -- it did an EXISTS) into a hash of every due event of the queue.
+     CROSS JOIN LATERAL (SELECT 1 FROM inbox_queue q WHERE q.account = r.id AND q.run_at <= now() LIMIT 1) due_one
   ),
+  -- The accounts this claim offers a share to: the first max_count with due work, in turn order.
+  considered AS MATERIALIZED (
+    SELECT a.id, a.worker_share, a.turn FROM active a ORDER BY a.turn LIMIT max_count
+  ),
+  weighed AS MATERIALIZED (
+    SELECT c.id,
+           greatest(1, floor(max_count::numeric * c.worker_share / sum(c.worker_share) OVER ()))::int AS proportional,
+           1 + floor((max_count - count(*) OVER ())::numeric * c.worker_share / sum(c.worker_share) OVER ())::int AS guaranteed
+      FROM considered c
+  ),
+  -- The proportional shares, or, when their minimums of 1 would overfill the claim, 1 each plus a proportion of the
+  -- rest: never more than max_count in all, so that no account taken is left out (cut, one of them would be left out
+  -- at every claim that starts at the same place of the ring: with as many accounts as max_count, at every claim).
   shares AS MATERIALIZED (
-    SELECT a.id, s.offered,
-           sum(s.offered) OVER (ORDER BY a.turn ROWS UNBOUNDED PRECEDING) AS offered_so_far
-      FROM active a
-      CROSS JOIN LATERAL (
-        SELECT greatest(1, floor(max_count::numeric * a.worker_share / (SELECT sum(worker_share) FROM active)))::int AS offered
-      ) s
+    SELECT w.id, CASE WHEN sum(w.proportional) OVER () <= max_count THEN w.proportional ELSE w.guaranteed END AS offered
+      FROM weighed w
   ),
   fair AS (
     SELECT d.*
@@ -61,7 +72,10 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
            AND (q.resource_key IS NULL OR NOT EXISTS (
                  SELECT 1 FROM inbox_queue other
                   WHERE other.resource_key = q.resource_key
-                    AND other.account = q.account
+                    -- The account as an expression no index leads with (here and in fill): the resource index finds the
+                    -- few rows of the key. Compared as a column, it let the planner, under statistics taken at another
+                    -- size of the queue, walk the account's whole due index instead, once per event claimed.
+                    AND (other.account || '') = q.account
                     AND other.event_id <> q.event_id
                     AND ((other.lease_owner IS NOT NULL AND other.run_at > now())
                          OR (other.seq < q.seq AND (other.run_at <= now() OR other.owed IS NULL)))))
@@ -69,7 +83,6 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
          LIMIT s.offered
          FOR UPDATE OF q SKIP LOCKED
       ) d
-     WHERE s.offered_so_far <= max_count
   ),
   fill AS (
     SELECT q.event_id, q.account, (q.lease_owner IS NOT NULL AND q.attempts >= max_attempts) AS buried
@@ -80,7 +93,7 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
        AND (q.resource_key IS NULL OR NOT EXISTS (
              SELECT 1 FROM inbox_queue other
               WHERE other.resource_key = q.resource_key
-                AND other.account = q.account
+                AND (other.account || '') = q.account
                 AND other.event_id <> q.event_id
                 AND ((other.lease_owner IS NOT NULL AND other.run_at > now())
                      OR (other.seq < q.seq AND (other.run_at <= now() OR other.owed IS NULL)))))
@@ -97,12 +110,12 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
            attempts = q.attempts + 1,
            parked = false,
            run_at = now() + make_interval(secs => lease_seconds)
-     -- The keys as arrays unnested, not a join with the CTE: the planner guesses a CTE's size from the queue's
-     -- statistics (migrations/015 says what that cost); an unnested array it takes for a few rows, each one probe of
-     -- the primary key.
-      FROM unnest(ARRAY(SELECT d.event_id FROM due d WHERE NOT d.buried ORDER BY d.event_id, d.account),
-                  ARRAY(SELECT d.account FROM due d WHERE NOT d.buried ORDER BY d.event_id, d.account)) AS d(event_id, account)
-     WHERE q.event_id = d.event_id AND q.account = d.account
+     -- The ids as an index condition, not a join (migration 015 says what a join cost): each one probe of the primary
+     -- key, then held to its account by the whole key as one text (account, newline, id: an account id holds no
+     -- newline). Joined with the pairs unnested instead, the planner, under statistics taken at another size of the
+     -- queue, walked an index of the whole queue and probed the pairs for each of its rows.
+     WHERE q.event_id = ANY (ARRAY(SELECT d.event_id FROM due d WHERE NOT d.buried))
+       AND q.account || E'\n' || q.event_id = ANY (ARRAY(SELECT d.account || E'\n' || d.event_id FROM due d WHERE NOT d.buried))
     RETURNING q.event_id, q.account, q.attempts, q.seq, q.resource_key, q.received_at, q.run_at
   ),
   behind AS (
@@ -118,13 +131,13 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
   set_aside AS (
     UPDATE inbox_queue f
        SET parked = true, run_at = now() + make_interval(secs => lease_seconds)
-      FROM behind b
-     WHERE f.event_id = b.event_id AND f.account = b.account
+     WHERE f.event_id = ANY (ARRAY(SELECT b.event_id FROM behind b))
+       AND f.account || E'\n' || f.event_id = ANY (ARRAY(SELECT b.account || E'\n' || b.event_id FROM behind b))
   ),
   unqueued AS (
     DELETE FROM inbox_queue q
-     USING (SELECT d.event_id, d.account FROM due d WHERE d.buried) d
-     WHERE q.event_id = d.event_id AND q.account = d.account
+     WHERE q.event_id = ANY (ARRAY(SELECT d.event_id FROM due d WHERE d.buried))
+       AND q.account || E'\n' || q.event_id = ANY (ARRAY(SELECT d.account || E'\n' || d.event_id FROM due d WHERE d.buried))
     RETURNING q.event_id, q.account, q.attempts, q.received_at
   ),
   buried AS (
@@ -513,6 +526,16 @@ ALTER TABLE payhooks.sweeper_runs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
 );
 
 --
+-- Name: accounts; Type: TABLE; Schema: payhooks_mirror; Owner: -
+--
+
+CREATE TABLE payhooks_mirror.accounts (
+    id text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT accounts_id_check CHECK ((id ~ '^[a-z0-9][a-z0-9_-]{0,62}$'::text))
+);
+
+--
 -- Name: backfill_cursors; Type: TABLE; Schema: payhooks_mirror; Owner: -
 --
 
@@ -522,7 +545,8 @@ CREATE TABLE payhooks_mirror.backfill_cursors (
     next_skip integer DEFAULT 0 NOT NULL,
     written integer DEFAULT 0 NOT NULL,
     finished_at timestamp with time zone,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL
 );
 
 --
@@ -548,6 +572,7 @@ CREATE TABLE payhooks_mirror.customers (
     last_event_id text,
     last_event_type text,
     synced_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT customers_source_check CHECK ((source = ANY (ARRAY['api'::text, 'event'::text])))
 );
 
@@ -575,6 +600,7 @@ CREATE TABLE payhooks_mirror.disputes (
     last_event_id text,
     last_event_type text,
     synced_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT disputes_source_check CHECK ((source = ANY (ARRAY['api'::text, 'event'::text])))
 );
 
@@ -589,7 +615,8 @@ CREATE TABLE payhooks_mirror.invoice_items (
     amount numeric NOT NULL,
     currency text NOT NULL,
     quantity numeric NOT NULL,
-    concept_id text
+    concept_id text,
+    account text DEFAULT 'default'::text NOT NULL
 );
 
 --
@@ -619,6 +646,7 @@ CREATE TABLE payhooks_mirror.invoices (
     last_event_id text,
     last_event_type text,
     synced_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT invoices_source_check CHECK ((source = ANY (ARRAY['api'::text, 'event'::text])))
 );
 
@@ -653,6 +681,7 @@ CREATE TABLE payhooks_mirror.payment_methods (
     last_event_id text,
     last_event_type text,
     synced_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT payment_methods_source_check CHECK ((source = ANY (ARRAY['api'::text, 'event'::text])))
 );
 
@@ -681,6 +710,7 @@ CREATE TABLE payhooks_mirror.payments (
     last_event_id text,
     last_event_type text,
     synced_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT payments_source_check CHECK ((source = ANY (ARRAY['api'::text, 'event'::text])))
 );
 
@@ -706,6 +736,7 @@ CREATE TABLE payhooks_mirror.refunds (
     last_event_id text,
     last_event_type text,
     synced_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT refunds_source_check CHECK ((source = ANY (ARRAY['api'::text, 'event'::text])))
 );
 
@@ -734,6 +765,7 @@ CREATE TABLE payhooks_mirror.subscriptions (
     last_event_id text,
     last_event_type text,
     synced_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT subscriptions_source_check CHECK ((source = ANY (ARRAY['api'::text, 'event'::text])))
 );
 
@@ -748,7 +780,8 @@ CREATE TABLE payhooks_mirror.verify_cursors (
     checked integer DEFAULT 0 NOT NULL,
     started_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL
 );
 
 --
@@ -763,6 +796,7 @@ CREATE TABLE payhooks_mirror.verify_findings (
     diff jsonb DEFAULT '[]'::jsonb NOT NULL,
     repaired_at timestamp with time zone,
     found_at timestamp with time zone DEFAULT now() NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT verify_findings_kind_check CHECK ((kind = ANY (ARRAY['missing'::text, 'stale'::text, 'different'::text, 'extra'::text])))
 );
 
@@ -773,7 +807,8 @@ CREATE TABLE payhooks_mirror.verify_findings (
 CREATE TABLE payhooks_mirror.verify_seen (
     resource text NOT NULL,
     since_key text NOT NULL,
-    id text NOT NULL
+    id text NOT NULL,
+    account text DEFAULT 'default'::text NOT NULL
 );
 
 --
@@ -887,39 +922,46 @@ ALTER TABLE ONLY payhooks.sweeper_runs
     ADD CONSTRAINT sweeper_runs_pkey PRIMARY KEY (id);
 
 --
+-- Name: accounts accounts_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.accounts
+    ADD CONSTRAINT accounts_pkey PRIMARY KEY (id);
+
+--
 -- Name: backfill_cursors backfill_cursors_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.backfill_cursors
-    ADD CONSTRAINT backfill_cursors_pkey PRIMARY KEY (resource, since_key);
+    ADD CONSTRAINT backfill_cursors_pkey PRIMARY KEY (account, resource, since_key);
 
 --
 -- Name: customers customers_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.customers
-    ADD CONSTRAINT customers_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT customers_pkey PRIMARY KEY (account, id);
 
 --
 -- Name: disputes disputes_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.disputes
-    ADD CONSTRAINT disputes_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT disputes_pkey PRIMARY KEY (account, id);
 
 --
 -- Name: invoice_items invoice_items_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.invoice_items
-    ADD CONSTRAINT invoice_items_pkey PRIMARY KEY (invoice_id, "position");
+    ADD CONSTRAINT invoice_items_pkey PRIMARY KEY (account, invoice_id, "position");
 
 --
 -- Name: invoices invoices_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.invoices
-    ADD CONSTRAINT invoices_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT invoices_pkey PRIMARY KEY (account, id);
 
 --
 -- Name: mirror_migrations mirror_migrations_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
@@ -933,49 +975,49 @@ ALTER TABLE ONLY payhooks_mirror.mirror_migrations
 --
 
 ALTER TABLE ONLY payhooks_mirror.payment_methods
-    ADD CONSTRAINT payment_methods_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT payment_methods_pkey PRIMARY KEY (account, id);
 
 --
 -- Name: payments payments_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.payments
-    ADD CONSTRAINT payments_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT payments_pkey PRIMARY KEY (account, id);
 
 --
 -- Name: refunds refunds_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.refunds
-    ADD CONSTRAINT refunds_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT refunds_pkey PRIMARY KEY (account, id);
 
 --
 -- Name: subscriptions subscriptions_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.subscriptions
-    ADD CONSTRAINT subscriptions_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT subscriptions_pkey PRIMARY KEY (account, id);
 
 --
 -- Name: verify_cursors verify_cursors_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.verify_cursors
-    ADD CONSTRAINT verify_cursors_pkey PRIMARY KEY (resource, since_key);
+    ADD CONSTRAINT verify_cursors_pkey PRIMARY KEY (account, resource, since_key);
 
 --
 -- Name: verify_findings verify_findings_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.verify_findings
-    ADD CONSTRAINT verify_findings_pkey PRIMARY KEY (resource, since_key, id);
+    ADD CONSTRAINT verify_findings_pkey PRIMARY KEY (account, resource, since_key, id);
 
 --
 -- Name: verify_seen verify_seen_pkey; Type: CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.verify_seen
-    ADD CONSTRAINT verify_seen_pkey PRIMARY KEY (resource, since_key, id);
+    ADD CONSTRAINT verify_seen_pkey PRIMARY KEY (account, resource, since_key, id);
 
 --
 -- Name: effect_steps_review_idx; Type: INDEX; Schema: payhooks; Owner: -
@@ -1071,55 +1113,55 @@ CREATE INDEX sweeper_runs_newest_idx ON payhooks.sweeper_runs USING btree (finis
 -- Name: customers_email_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX customers_email_idx ON payhooks_mirror.customers USING btree (email);
+CREATE INDEX customers_email_idx ON payhooks_mirror.customers USING btree (account, email);
 
 --
 -- Name: disputes_payment_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX disputes_payment_idx ON payhooks_mirror.disputes USING btree (payment_id);
+CREATE INDEX disputes_payment_idx ON payhooks_mirror.disputes USING btree (account, payment_id);
 
 --
 -- Name: invoices_customer_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX invoices_customer_idx ON payhooks_mirror.invoices USING btree (customer_id);
+CREATE INDEX invoices_customer_idx ON payhooks_mirror.invoices USING btree (account, customer_id);
 
 --
 -- Name: invoices_status_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX invoices_status_idx ON payhooks_mirror.invoices USING btree (status, due_date);
+CREATE INDEX invoices_status_idx ON payhooks_mirror.invoices USING btree (account, status, due_date);
 
 --
 -- Name: payment_methods_customer_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX payment_methods_customer_idx ON payhooks_mirror.payment_methods USING btree (customer_id);
+CREATE INDEX payment_methods_customer_idx ON payhooks_mirror.payment_methods USING btree (account, customer_id);
 
 --
 -- Name: payments_invoice_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX payments_invoice_idx ON payhooks_mirror.payments USING btree (invoice_id);
+CREATE INDEX payments_invoice_idx ON payhooks_mirror.payments USING btree (account, invoice_id);
 
 --
 -- Name: payments_time_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX payments_time_idx ON payhooks_mirror.payments USING btree (payment_time);
+CREATE INDEX payments_time_idx ON payhooks_mirror.payments USING btree (account, payment_time);
 
 --
 -- Name: refunds_payment_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX refunds_payment_idx ON payhooks_mirror.refunds USING btree (payment_id);
+CREATE INDEX refunds_payment_idx ON payhooks_mirror.refunds USING btree (account, payment_id);
 
 --
 -- Name: subscriptions_customer_idx; Type: INDEX; Schema: payhooks_mirror; Owner: -
 --
 
-CREATE INDEX subscriptions_customer_idx ON payhooks_mirror.subscriptions USING btree (customer_id);
+CREATE INDEX subscriptions_customer_idx ON payhooks_mirror.subscriptions USING btree (account, customer_id);
 
 --
 -- Name: inbox_events inbox_events_enqueue; Type: TRIGGER; Schema: payhooks; Owner: -
@@ -1149,11 +1191,95 @@ ALTER TABLE ONLY payhooks.quarantine
     ADD CONSTRAINT quarantine_account_fkey FOREIGN KEY (account) REFERENCES payhooks.accounts(id);
 
 --
--- Name: invoice_items invoice_items_invoice_id_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+-- Name: backfill_cursors backfill_cursors_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.backfill_cursors
+    ADD CONSTRAINT backfill_cursors_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: customers customers_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.customers
+    ADD CONSTRAINT customers_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: disputes disputes_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.disputes
+    ADD CONSTRAINT disputes_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: invoice_items invoice_items_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
 --
 
 ALTER TABLE ONLY payhooks_mirror.invoice_items
-    ADD CONSTRAINT invoice_items_invoice_id_fkey FOREIGN KEY (invoice_id) REFERENCES payhooks_mirror.invoices(id) ON DELETE CASCADE;
+    ADD CONSTRAINT invoice_items_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: invoice_items invoice_items_invoice_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.invoice_items
+    ADD CONSTRAINT invoice_items_invoice_fkey FOREIGN KEY (account, invoice_id) REFERENCES payhooks_mirror.invoices(account, id) ON DELETE CASCADE;
+
+--
+-- Name: invoices invoices_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.invoices
+    ADD CONSTRAINT invoices_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: payment_methods payment_methods_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.payment_methods
+    ADD CONSTRAINT payment_methods_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: payments payments_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.payments
+    ADD CONSTRAINT payments_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: refunds refunds_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.refunds
+    ADD CONSTRAINT refunds_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: subscriptions subscriptions_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.subscriptions
+    ADD CONSTRAINT subscriptions_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: verify_cursors verify_cursors_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.verify_cursors
+    ADD CONSTRAINT verify_cursors_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: verify_findings verify_findings_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.verify_findings
+    ADD CONSTRAINT verify_findings_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
+
+--
+-- Name: verify_seen verify_seen_account_fkey; Type: FK CONSTRAINT; Schema: payhooks_mirror; Owner: -
+--
+
+ALTER TABLE ONLY payhooks_mirror.verify_seen
+    ADD CONSTRAINT verify_seen_account_fkey FOREIGN KEY (account) REFERENCES payhooks_mirror.accounts(id);
 
 --
 -- PostgreSQL database dump complete

@@ -102,14 +102,16 @@ $$;
 
 -- The claim, as migration 015 made it (its comments hold), made fair between accounts and keyed per account.
 --
--- Fairness. The accounts with due work share each claim in proportion to their worker_share: account a is offered
--- floor(max_count * share(a) / total share), at least 1, read from its own due events in (run_at, seq) order. When
--- there are more such accounts than the claim has room for, they are served in turn: the accounts stand in a ring
--- (ordered by id), and each claim starts max_count places further round it than the one before (claim_rounds), so
--- every account's turn comes within ceil(accounts / max_count) claims, whatever the others have queued. Room the fair
--- share leaves unused (an account with fewer due events than its share, or events held back by their resource's
--- order) is then filled from every account's due events in queue order, so no claim comes back short while anything
--- is due. With one account (a single-account installation) the claim is the one of 015 with the account as a key.
+-- Fairness. The accounts stand in a ring (ordered by id), and each claim starts max_count places further round it than
+-- the one before (claim_rounds). The first max_count accounts with due work from there (all of them when they fit) share
+-- the claim in proportion to their worker_share: account a is offered floor(max_count * share(a) / their total share),
+-- at least 1, read from its own due events in (run_at, seq) order; when those minimums would overfill the claim (a large
+-- share beside small ones), each is offered 1 plus its proportion of the room the minimums leave. Every account taken is
+-- offered at least one event, so every account's turn comes within ceil(accounts / max_count) claims, whatever the
+-- others have queued or their shares. Room the fair share leaves unused (an account with fewer due events than its
+-- share, or events held back by their resource's order) is then filled from every account's due events in queue
+-- order, so no claim comes back short while anything is due. With one account (a single-account installation) the
+-- claim is the one of 015 with the account as a key.
 DROP FUNCTION claim_events(text, integer, double precision, integer, text);
 CREATE FUNCTION claim_events(claimant text, max_count integer, lease_seconds double precision, max_attempts integer, data_check text)
   RETURNS TABLE (event_id text, account text, event_type text, resource_key text, raw_body text, attempts integer,
@@ -134,15 +136,26 @@ AS $$
            -- Places round the ring from where this claim starts.
            (r.place - (round.n * max_count) % r.size + r.size) % r.size AS turn
       FROM ring r CROSS JOIN round
-     WHERE EXISTS (SELECT 1 FROM inbox_queue q WHERE q.account = r.id AND q.run_at <= now())
+     -- One probe of the account's due index per account: a lateral with a limit, which the planner cannot turn (as
+     -- it did an EXISTS) into a hash of every due event of the queue.
+     CROSS JOIN LATERAL (SELECT 1 FROM inbox_queue q WHERE q.account = r.id AND q.run_at <= now() LIMIT 1) due_one
   ),
+  -- The accounts this claim offers a share to: the first max_count with due work, in turn order.
+  considered AS MATERIALIZED (
+    SELECT a.id, a.worker_share, a.turn FROM active a ORDER BY a.turn LIMIT max_count
+  ),
+  weighed AS MATERIALIZED (
+    SELECT c.id,
+           greatest(1, floor(max_count::numeric * c.worker_share / sum(c.worker_share) OVER ()))::int AS proportional,
+           1 + floor((max_count - count(*) OVER ())::numeric * c.worker_share / sum(c.worker_share) OVER ())::int AS guaranteed
+      FROM considered c
+  ),
+  -- The proportional shares, or, when their minimums of 1 would overfill the claim, 1 each plus a proportion of the
+  -- rest: never more than max_count in all, so that no account taken is left out (cut, one of them would be left out
+  -- at every claim that starts at the same place of the ring: with as many accounts as max_count, at every claim).
   shares AS MATERIALIZED (
-    SELECT a.id, s.offered,
-           sum(s.offered) OVER (ORDER BY a.turn ROWS UNBOUNDED PRECEDING) AS offered_so_far
-      FROM active a
-      CROSS JOIN LATERAL (
-        SELECT greatest(1, floor(max_count::numeric * a.worker_share / (SELECT sum(worker_share) FROM active)))::int AS offered
-      ) s
+    SELECT w.id, CASE WHEN sum(w.proportional) OVER () <= max_count THEN w.proportional ELSE w.guaranteed END AS offered
+      FROM weighed w
   ),
   fair AS (
     SELECT d.*
@@ -155,7 +168,10 @@ AS $$
            AND (q.resource_key IS NULL OR NOT EXISTS (
                  SELECT 1 FROM inbox_queue other
                   WHERE other.resource_key = q.resource_key
-                    AND other.account = q.account
+                    -- The account as an expression no index leads with (here and in fill): the resource index finds the
+                    -- few rows of the key. Compared as a column, it let the planner, under statistics taken at another
+                    -- size of the queue, walk the account's whole due index instead, once per event claimed.
+                    AND (other.account || '') = q.account
                     AND other.event_id <> q.event_id
                     AND ((other.lease_owner IS NOT NULL AND other.run_at > now())
                          OR (other.seq < q.seq AND (other.run_at <= now() OR other.owed IS NULL)))))
@@ -163,7 +179,6 @@ AS $$
          LIMIT s.offered
          FOR UPDATE OF q SKIP LOCKED
       ) d
-     WHERE s.offered_so_far <= max_count
   ),
   fill AS (
     SELECT q.event_id, q.account, (q.lease_owner IS NOT NULL AND q.attempts >= max_attempts) AS buried
@@ -174,7 +189,7 @@ AS $$
        AND (q.resource_key IS NULL OR NOT EXISTS (
              SELECT 1 FROM inbox_queue other
               WHERE other.resource_key = q.resource_key
-                AND other.account = q.account
+                AND (other.account || '') = q.account
                 AND other.event_id <> q.event_id
                 AND ((other.lease_owner IS NOT NULL AND other.run_at > now())
                      OR (other.seq < q.seq AND (other.run_at <= now() OR other.owed IS NULL)))))
@@ -191,12 +206,12 @@ AS $$
            attempts = q.attempts + 1,
            parked = false,
            run_at = now() + make_interval(secs => lease_seconds)
-     -- The keys as arrays unnested, not a join with the CTE: the planner guesses a CTE's size from the queue's
-     -- statistics (migrations/015 says what that cost); an unnested array it takes for a few rows, each one probe of
-     -- the primary key.
-      FROM unnest(ARRAY(SELECT d.event_id FROM due d WHERE NOT d.buried ORDER BY d.event_id, d.account),
-                  ARRAY(SELECT d.account FROM due d WHERE NOT d.buried ORDER BY d.event_id, d.account)) AS d(event_id, account)
-     WHERE q.event_id = d.event_id AND q.account = d.account
+     -- The ids as an index condition, not a join (migration 015 says what a join cost): each one probe of the primary
+     -- key, then held to its account by the whole key as one text (account, newline, id: an account id holds no
+     -- newline). Joined with the pairs unnested instead, the planner, under statistics taken at another size of the
+     -- queue, walked an index of the whole queue and probed the pairs for each of its rows.
+     WHERE q.event_id = ANY (ARRAY(SELECT d.event_id FROM due d WHERE NOT d.buried))
+       AND q.account || E'\n' || q.event_id = ANY (ARRAY(SELECT d.account || E'\n' || d.event_id FROM due d WHERE NOT d.buried))
     RETURNING q.event_id, q.account, q.attempts, q.seq, q.resource_key, q.received_at, q.run_at
   ),
   behind AS (
@@ -212,13 +227,13 @@ AS $$
   set_aside AS (
     UPDATE inbox_queue f
        SET parked = true, run_at = now() + make_interval(secs => lease_seconds)
-      FROM behind b
-     WHERE f.event_id = b.event_id AND f.account = b.account
+     WHERE f.event_id = ANY (ARRAY(SELECT b.event_id FROM behind b))
+       AND f.account || E'\n' || f.event_id = ANY (ARRAY(SELECT b.account || E'\n' || b.event_id FROM behind b))
   ),
   unqueued AS (
     DELETE FROM inbox_queue q
-     USING (SELECT d.event_id, d.account FROM due d WHERE d.buried) d
-     WHERE q.event_id = d.event_id AND q.account = d.account
+     WHERE q.event_id = ANY (ARRAY(SELECT d.event_id FROM due d WHERE d.buried))
+       AND q.account || E'\n' || q.event_id = ANY (ARRAY(SELECT d.account || E'\n' || d.event_id FROM due d WHERE d.buried))
     RETURNING q.event_id, q.account, q.attempts, q.received_at
   ),
   buried AS (

@@ -77,7 +77,7 @@ describe('run-time exports of each entry', () => {
     }
   });
 
-  it('payhooks/sync holds the sync names the root entry had, as the same objects, plus backfill, reconciliation, verify and the sink kinds', async () => {
+  it('payhooks/sync holds the sync names the root entry had, as the same objects, plus backfill, reconciliation, verify, the sink kinds and ensureMirrorAccounts', async () => {
     const rootEntry = (await import(new URL('src/index.ts', root).href)) as Record<string, unknown>;
     const syncEntry = (await import(new URL('src/sync/index.ts', root).href)) as Record<string, unknown>;
     const syncNames = snapshot['./sync'] as string[];
@@ -99,6 +99,7 @@ describe('run-time exports of each entry', () => {
       'VerifyConflictError',
       'defineSinkKind',
       'deliveryInFlight',
+      'ensureMirrorAccounts',
       'reconcile',
       'registerSink',
       'runBackfill',

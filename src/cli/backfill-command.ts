@@ -17,11 +17,15 @@ import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { countOf } from './format.js';
 import { type Progress, startProgress } from './progress.js';
-import { mirrorApi } from './mirror-api.js';
+import { commandAccounts } from './command-accounts.js';
+import { accountOption } from './parse-options.js';
+import { migrateMirror } from '../store/migrate.js';
+import { ensureMirrorAccounts } from '../sync/mirror/accounts.js';
 import { withDatabase } from './with-database.js';
 
 /** The options of `payhooks backfill`. */
 export interface BackfillCommandOptions {
+  account?: string | undefined;
   resource?: string | undefined;
   since?: string | undefined;
 }
@@ -43,9 +47,10 @@ invoices, archived and canceled ones stay listed).`;
 const n = (value: number): string => value.toLocaleString('en-US');
 
 /**
- * Adds `payhooks backfill [--resource customers,invoices] [--since DATE]`: pages through the service's list
- * endpoints into the Postgres mirror (src/sync/backfill.ts), with progress on stderr and a summary per
- * resource on stdout; stops cleanly on SIGINT or SIGTERM and resumes on the next run.
+ * Adds `payhooks backfill [--account ID] [--resource customers,invoices] [--since DATE]`: pages through the service's
+ * list endpoints into the Postgres mirror (src/sync/backfill.ts), for one account or each configured one in turn
+ * with its own API key, with progress on stderr and a summary per resource on stdout; stops cleanly on SIGINT or
+ * SIGTERM and resumes on the next run.
  */
 export function addBackfillCommand(program: Command, ctx: CommandContext): void {
   program
@@ -62,15 +67,22 @@ export function addBackfillCommand(program: Command, ctx: CommandContext): void 
       'write only records created or changed at or after this date (2025-01-31, midnight UTC, or an ISO time with a zone); ' +
         'every page is still read, as the API has no date filter; each --since keeps its own cursor',
     )
+    .option('--account <id>', 'only this account; default: every configured account in turn, each under its id', accountOption)
     .addHelpText('after', HELP)
     .action(async (opts: BackfillCommandOptions) => {
       // Every check before the database opens: a mistake stops the command with nothing opened or written.
       const resources = opts.resource === undefined ? [...BACKFILL_RESOURCES] : parseResources(opts.resource);
       const since = opts.since === undefined ? undefined : parseSince(opts.since);
-      const { env, mirrorSchema, api, bind } = await mirrorApi(ctx, 'backfill');
+      const { env, mirrorSchema, accounts, configured, named, bind } = await commandAccounts(ctx, 'backfill', opts.account);
       await withDatabase(env, async (store) => {
         bind(store);
-        await backfill(ctx, store, api, { mirrorSchema, resources, since });
+        // Backfill may be what makes the mirror: its accounts table then starts in step with the configuration.
+        await migrateMirror(store, mirrorSchema);
+        await ensureMirrorAccounts(store.db, mirrorSchema, configured);
+        for (const account of accounts) {
+          if (named) await ctx.out(`account ${account.id}:`);
+          await backfill(ctx, store, account.api, { mirrorSchema, resources, since, account: account.id, named });
+        }
       });
     });
 }
@@ -79,7 +91,7 @@ async function backfill(
   ctx: CommandContext,
   store: PayhooksDatabase,
   api: BackfillApi,
-  run: { mirrorSchema: string; resources: BackfillResource[]; since: Date | undefined },
+  run: { mirrorSchema: string; resources: BackfillResource[]; since: Date | undefined; account: string; named: boolean },
 ): Promise<void> {
   const started = performance.now();
   const controller = new AbortController();
@@ -130,6 +142,7 @@ async function backfill(
     report = await runBackfill({
       store,
       api,
+      account: run.account,
       mirrorSchema: run.mirrorSchema,
       resources: run.resources,
       since: run.since,
@@ -138,7 +151,9 @@ async function backfill(
     });
   } catch (err) {
     progress?.stop();
-    await ctx.err(`stopped by an error ${whereStopped(run.resources, positions)}; running payhooks backfill again resumes there`);
+    await ctx.err(
+      `stopped by an error ${whereStopped(run.resources, positions)}; running payhooks backfill${again(run)} again resumes there`,
+    );
     throw err;
   } finally {
     process.off('SIGINT', onSignal);
@@ -150,13 +165,18 @@ async function backfill(
   if (report.stopped) {
     await ctx.err(
       `stopped by ${stoppedBy ?? 'a signal'} ${whereStopped(run.resources, positions)} after ${countOf(requests, 'request')} in ${seconds} s; ` +
-        `run payhooks backfill again${run.since ? ' with the same --since' : ''} to resume there`,
+        `run payhooks backfill${again(run)} again${run.since ? ' with the same --since' : ''} to resume there`,
     );
     throw new SilentFailure();
   }
   const covered = report.resources.map((r) => `${n(r.position)} ${r.resource}`).join(' and ');
-  await ctx.out(`backfill of ${covered} into ${run.mirrorSchema} finished: ${countOf(requests, 'request')} in ${seconds} s`);
+  await ctx.out(
+    `backfill of ${covered} into ${run.mirrorSchema}${run.named ? ` for account ${run.account}` : ''} finished: ${countOf(requests, 'request')} in ${seconds} s`,
+  );
 }
+
+/** The `--account` a command line that resumes this run needs: the account's, when the configuration names accounts. */
+const again = (run: { account: string; named: boolean }): string => (run.named ? ` --account ${run.account}` : '');
 
 function startNote(event: Extract<BackfillProgress, { kind: 'start' }>, since: Date | undefined): string {
   const scope = since ? ` changed since ${since.toISOString()}` : '';

@@ -1,16 +1,16 @@
 import type { Command } from 'commander';
-import { createLogger } from '../logger.js';
-import { budgetedClient } from '../service/budgeted-client.js';
 import { parseSince } from '../sync/backfill.js';
-import { loadSyncConfig } from '../sync/config.js';
 import { RECONCILE_DEFAULTS, reconcile, type ReconcileReport } from '../sync/reconcile.js';
-import { SilentFailure, UsageError } from './cli-errors.js';
+import { SilentFailure } from './cli-errors.js';
+import { commandAccounts } from './command-accounts.js';
+import { accountOption } from './parse-options.js';
 import type { CommandContext } from './command-context.js';
 import { parseDuration } from '../internal/duration.js';
 import { withDatabase } from './with-database.js';
 
 /** The options of `payhooks reconcile`. */
 export interface ReconcileCommandOptions {
+  account?: string | undefined;
   since?: string | undefined;
   endpoint?: string | undefined;
   dryRun?: boolean | undefined;
@@ -24,8 +24,9 @@ export function parseReconcileSince(text: string, now = Date.now()): Date {
 }
 
 /**
- * Adds `payhooks reconcile [--since DATE|AGE] [--endpoint ID] [--dry-run] [--json]`: finds the events in the
- * service's delivery history that the inbox never stored and asks the service to send them again.
+ * Adds `payhooks reconcile [--account ID] [--since DATE|AGE] [--endpoint ID] [--dry-run] [--json]`: finds the events
+ * in the service's delivery history that the inbox never stored and asks the service to send them again, for one
+ * account or each configured one in turn, each through its own API key.
  */
 export function addReconcileCommand(program: Command, ctx: CommandContext): void {
   program
@@ -40,30 +41,35 @@ export function addReconcileCommand(program: Command, ctx: CommandContext): void
       'the webhook endpoint this payhooks receives for (needed when the history holds several); default: reconcile.endpointId of the configuration file',
     )
     .option('--dry-run', 'list the missing events, ask for nothing', false)
-    .option('--json', 'print the report as one JSON object', false)
+    .option('--json', 'print the report as one JSON object (with accounts configured: an array, one per account)', false)
+    .option('--account <id>', "only this account's history; default: every configured account in turn, each under its id", accountOption)
     .action(async (opts: ReconcileCommandOptions) => {
       const since = parseReconcileSince(opts.since ?? `${RECONCILE_DEFAULTS.lookbackMs / 86_400_000}d`);
-      const env = ctx.env('reconcile');
-      if (!env.PAYHOOKS_API_KEY) {
-        throw new UsageError(
-          "PAYHOOKS_API_KEY is not set: reconcile reads the service's delivery history and needs the organization's secret key (sk_…), " +
-            "with PAYHOOKS_API_URL set to the service's base URL.",
-        );
-      }
-      const config = await loadSyncConfig({ explicitPath: env.PAYHOOKS_CONFIG, mirrorSchema: env.PAYHOOKS_MIRROR_SCHEMA });
-      const { api, bind } = budgetedClient({
-        apiKey: env.PAYHOOKS_API_KEY,
-        baseUrl: env.PAYHOOKS_API_URL,
-        logger: createLogger({ level: env.PAYHOOKS_LOG_LEVEL }),
-      });
-      const report = await withDatabase(env, async (store) => {
+      const { env, sync, accounts, named, bind } = await commandAccounts(ctx, 'reconcile', opts.account);
+      const reports = await withDatabase(env, async (store) => {
         bind(store);
-        return reconcile({ store, api, since, endpointId: opts.endpoint ?? config.reconcile.endpointId, dryRun: opts.dryRun });
+        const done: ReconcileReport[] = [];
+        // Each account's history through its own key: one account's client never reads another's deliveries.
+        for (const { id: account, api } of accounts) {
+          done.push(
+            await reconcile({ store, api, account, since, endpointId: opts.endpoint ?? sync.reconcile.endpointId, dryRun: opts.dryRun }),
+          );
+        }
+        return done;
       });
-      await ctx.out(opts.json ? JSON.stringify(report) : describe(report, opts.dryRun === true).join('\n'));
+      if (opts.json) await ctx.out(JSON.stringify(named ? reports : reports[0]));
+      else {
+        const text = reports.flatMap((report) => [
+          ...(named ? [`account ${report.account}:`] : []),
+          ...describe(report, opts.dryRun === true),
+        ]);
+        await ctx.out(text.join('\n'));
+      }
       // An incomplete read is a failed run for a script, although what was found has been dealt with.
-      for (const warning of report.warnings) await ctx.err(`warning: ${warning}`);
-      if (report.unrecovered.length || report.warnings.length) throw new SilentFailure();
+      for (const report of reports) {
+        for (const warning of report.warnings) await ctx.err(`warning: ${named ? `account ${report.account}: ` : ''}${warning}`);
+      }
+      if (reports.some((report) => report.unrecovered.length || report.warnings.length)) throw new SilentFailure();
     });
 }
 

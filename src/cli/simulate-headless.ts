@@ -34,19 +34,15 @@ export interface HeadlessInfo {
 
 /**
  * The one JSON line of `simulate --json`: the address, the key, the `--forward-to` endpoint and its secret (null
- * without `--forward-to`), the clock, and the organizations. The simulator holds one organization for now, so
- * `accounts` has one element, with the same key, endpoint and secret.
+ * without `--forward-to`), the clock, and the organizations: one element each (`simulate --accounts`), the first
+ * with the top-level key, endpoint and secret.
  */
-export function headlessLine(
-  simulator: Simulator,
-  session: SimulatorSession | undefined,
-  apiKey: string,
-  state: string | undefined,
-): string {
-  const { organization } = simulator.snapshot();
+export function headlessLine(simulator: Simulator, session: SimulatorSession | undefined, state: string | undefined): string {
+  const first = simulator.organizations()[0]!;
+  const registered = new Map((session?.accounts ?? []).map((account) => [account.id, account]));
   const info: HeadlessInfo = {
     url: simulator.url,
-    apiKey,
+    apiKey: first.apiKey,
     endpointId: session?.endpointId ?? null,
     secret: session?.secret ?? null,
     forwardTo: session?.forwardTo ?? null,
@@ -54,9 +50,14 @@ export function headlessLine(
     now: simulator.clock.now().toISOString(),
     state: state ?? null,
     pid: process.pid,
-    accounts: [
-      { id: organization.id, name: organization.name, apiKey, endpointId: session?.endpointId ?? null, secret: session?.secret ?? null },
-    ],
+    // Every organization (simulate --accounts): its account id, key, and the endpoint --forward-to registered for it.
+    accounts: simulator.organizations().map((organization) => ({
+      id: organization.id,
+      name: organization.name,
+      apiKey: organization.apiKey,
+      endpointId: registered.get(organization.id)?.endpointId ?? (organization === first ? (session?.endpointId ?? null) : null),
+      secret: registered.get(organization.id)?.secret ?? (organization === first ? (session?.secret ?? null) : null),
+    })),
   };
   return JSON.stringify(info);
 }

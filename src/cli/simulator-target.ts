@@ -2,7 +2,9 @@ import {
   DEFAULT_SESSION_DIR,
   displayPath,
   readSimulatorSession,
+  sessionAccountEntries,
   sessionFilePath,
+  type SessionAccount,
   type SimulatorSession,
 } from '../service/simulator-session.js';
 import { SIMULATOR_API_KEY } from './simulate-command.js';
@@ -14,11 +16,37 @@ export interface SimulatorTarget {
   /** Where the URL came from, for the output: `--simulator`, `PAYHOOKS_API_URL` or the session file's path. */
   source: string;
   session: SimulatorSession | undefined;
+  /** The session's organization it acts as (`--account`, else the session's first); undefined without a session or `--account`. */
+  account?: SessionAccount | undefined;
+}
+
+/**
+ * The organization `--account` names in the session file (else undefined: no `--account`). Throws with the ids
+ * there are when the file is missing or does not list it.
+ */
+export async function chosenAccount(
+  account: string | undefined,
+  sessionDir: string = DEFAULT_SESSION_DIR,
+): Promise<SessionAccount | undefined> {
+  if (account === undefined) return undefined;
+  const file = displayPath(sessionFilePath(sessionDir));
+  const session = await readSimulatorSession(sessionDir);
+  if (!session) {
+    throw new Error(
+      `--account picks an organization of the simulator session, and there is none (${file}): start payhooks simulate --accounts N --forward-to URL in this folder.`,
+    );
+  }
+  const accounts = sessionAccountEntries(session);
+  const found = accounts.find((entry) => entry.id === account);
+  if (!found)
+    throw new Error(`No account ${JSON.stringify(account)} in ${file}; it lists ${accounts.map((entry) => entry.id).join(', ')}.`);
+  return found;
 }
 
 /**
  * Finds the simulator a command runs against: `--simulator URL`, else `PAYHOOKS_API_URL` (key `PAYHOOKS_API_KEY`,
- * default `sk_test_local`), else the session file `payhooks simulate --forward-to` wrote. Throws an Error that says
+ * default `sk_test_local`), else the session file `payhooks simulate --forward-to` wrote (key: `accountId`'s, else
+ * its first organization's). Throws an Error that says
  * how to start one when there is none; `what` names the command's purpose in it.
  */
 export async function findSimulatorTarget(
@@ -28,10 +56,20 @@ export async function findSimulatorTarget(
   what = 'talk to',
   /** A sentence added to the message when there is no simulator. */
   hint = '',
+  /** `--account`: the session's organization whose key to use (simulate --accounts). */
+  accountId?: string,
 ): Promise<SimulatorTarget> {
-  const envKey = env.PAYHOOKS_API_KEY;
+  // --account's key wins over PAYHOOKS_API_KEY: naming the organization is naming its key.
+  const account = await chosenAccount(accountId, sessionDir);
+  const envKey = account?.apiKey ?? env.PAYHOOKS_API_KEY;
   if (simulator !== undefined) {
-    return { url: checkUrl(simulator, '--simulator'), apiKey: envKey ?? SIMULATOR_API_KEY, source: '--simulator', session: undefined };
+    return {
+      url: checkUrl(simulator, '--simulator'),
+      apiKey: envKey ?? SIMULATOR_API_KEY,
+      source: '--simulator',
+      session: undefined,
+      account,
+    };
   }
   const envUrl = env.PAYHOOKS_API_URL;
   if (envUrl) {
@@ -40,10 +78,14 @@ export async function findSimulatorTarget(
       apiKey: envKey ?? SIMULATOR_API_KEY,
       source: 'PAYHOOKS_API_URL',
       session: undefined,
+      account,
     };
   }
   const session = await readSimulatorSession(sessionDir);
-  if (session) return { url: session.url, apiKey: session.apiKey, source: displayPath(sessionFilePath(sessionDir)), session };
+  if (session) {
+    const chosen = account ?? sessionAccountEntries(session)[0]!;
+    return { url: session.url, apiKey: chosen.apiKey, source: displayPath(sessionFilePath(sessionDir)), session, account: chosen };
+  }
   throw new Error(
     `No simulator to ${what}: start one with payhooks simulate --forward-to http://127.0.0.1:8787/webhooks in this folder (it writes ${displayPath(sessionFilePath(sessionDir))}), or pass --simulator URL.${hint}`,
   );

@@ -5,9 +5,10 @@ import { EVENT_TYPES, isEventType } from '../events/index.js';
 import { parseSecretList } from '../signature/index.js';
 import { flowFor, isFlowName } from '../simulator/flows.js';
 import { FLOW_DESCRIPTIONS, FLOW_NAMES, FlowError, runFlow, triggerEvent, type FlowName, type FlowResult } from '../simulator/index.js';
+import { SINGLE_ACCOUNT_ID } from '../simulator/options.js';
 import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
-import { checkUrl, findSimulatorTarget, type SimulatorTarget } from './simulator-target.js';
+import { checkUrl, chosenAccount, findSimulatorTarget, type SimulatorTarget } from './simulator-target.js';
 import { DEFAULT_SESSION_DIR, readSimulatorSession } from '../service/simulator-session.js';
 import { type FlowOverrides, overridePaths, parsePairs } from '../simulator/flow-overrides.js';
 import { type EnvOf, readEnv } from '../service/environment.js';
@@ -28,6 +29,8 @@ export interface TriggerCommandOptions {
   secret?: string | undefined;
   /** The simulator a flow runs against. Default: PAYHOOKS_API_URL, then the session file's. */
   simulator?: string | undefined;
+  /** The organization of the session file to act as: its key for a flow, its secret for `--to`. Default: the first. */
+  account?: string | undefined;
   /** `PATH=VALUE` values for the objects the flow creates, e.g. `invoice.amount=5000` (repeatable). */
   override?: string[] | undefined;
   /** `PATH=VALUE` metadata pairs to add, e.g. `invoice.metadata.plan=gold`. */
@@ -77,7 +80,7 @@ type Target = SimulatorTarget;
 
 async function findSimulator(options: TriggerCommandOptions, env: EnvOf<'trigger'>, sessionDir: string, name: string): Promise<Target> {
   const hint = isEventType(name) ? ` To send the catalog's example of ${name} to a receiver instead, pass --to URL.` : '';
-  return findSimulatorTarget(options.simulator, env, sessionDir, `run ${name} in`, hint);
+  return findSimulatorTarget(options.simulator, env, sessionDir, `run ${name} in`, hint, options.account);
 }
 
 /**
@@ -112,7 +115,12 @@ export async function runTrigger(
         : `Unknown flow ${JSON.stringify(name)}. Flows: ${FLOW_DESCRIPTIONS.map((f) => f.name).join(', ')} (payhooks trigger --help says what each does); or an event type such as INVOICE_PAID.`,
     );
   }
-  if (options.to !== undefined) return sendExample(name, options.to, options.secret ?? env.PAYHOOKS_WEBHOOK_SECRET, sessionDir);
+  if (options.to !== undefined) {
+    // An explicit --account signs with that organization's secret, over PAYHOOKS_WEBHOOK_SECRET (--secret still wins).
+    const account = await chosenAccount(options.account, sessionDir);
+    const secret = options.secret ?? account?.secret ?? env.PAYHOOKS_WEBHOOK_SECRET;
+    return sendExample(name, options.to, secret, sessionDir);
+  }
 
   const target = await findSimulator(options, env, sessionDir, name);
   const flow = flowFor(name);
@@ -142,7 +150,7 @@ async function flowCommand(
   const header = [
     ...preface,
     `flow ${flow}: ${description.summary}`,
-    `simulator: ${target.url} (from ${target.source})`,
+    `simulator: ${target.url} (from ${target.source})${target.account && target.account.id !== SINGLE_ACCOUNT_ID ? `, account ${target.account.id}` : ''}`,
     ...(changes.length > 0 ? [`overrides: ${changes.join(', ')}`] : []),
     '',
   ];
@@ -159,7 +167,7 @@ async function flowCommand(
   }
   const width = Math.max(...result.events.map((event) => event.eventType.length));
   const forwarding = target.session
-    ? `The simulator delivers them to ${target.session.forwardTo} (endpoint ${target.session.endpointId}) when subscribed, with retries;`
+    ? `The simulator delivers them to ${target.account?.forwardTo ?? target.session.forwardTo} (endpoint ${target.account?.endpointId ?? target.session.endpointId}) when subscribed, with retries;`
     : 'The simulator delivers them to the endpoints subscribed to them, with retries;';
   return {
     ok: true,
@@ -240,6 +248,10 @@ export function addTriggerCommand(program: Command, ctx: CommandContext): void {
     .option('--simulator <url>', 'the simulator to run the flow in (default: PAYHOOKS_API_URL, then ./.payhooks/simulator.json)')
     .option('--to <url>', "with an event type: send the catalog's example straight to this receiver, e.g. http://127.0.0.1:8787/webhooks")
     .option('--secret <secret>', 'with --to: the secret to sign with (default: PAYHOOKS_WEBHOOK_SECRET, then the session file)')
+    .option(
+      '--account <id>',
+      'the organization of ./.payhooks/simulator.json to act as (simulate --accounts): its key for a flow, its secret for --to (default: the first)',
+    )
     .option(
       '--override <path=value>',
       'a value for an object the flow creates, e.g. invoice.amount=5000 or customer.email=a@example.com (repeatable)',

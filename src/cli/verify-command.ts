@@ -18,7 +18,8 @@ import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
 import { countOf } from './format.js';
 import { type Progress, startProgress } from './progress.js';
-import { mirrorApi } from './mirror-api.js';
+import { commandAccounts } from './command-accounts.js';
+import { accountOption } from './parse-options.js';
 import { withDatabase } from './with-database.js';
 
 /** The exit code of a run that found drift (0: the mirror matches; 1: an error). */
@@ -26,6 +27,7 @@ export const DRIFT_EXIT_CODE = 3;
 
 /** The options of `payhooks verify`. */
 export interface VerifyCommandOptions {
+  account?: string | undefined;
   resource?: string | undefined;
   since?: string | undefined;
   sample?: string | undefined;
@@ -57,8 +59,9 @@ finished, the next run starts a new one. --sample runs are not resumable.`;
 const n = (value: number): string => value.toLocaleString('en-US');
 
 /**
- * Adds `payhooks verify [--resource …] [--since DATE] [--sample N] [--repair] [--json]`: compares the service's
- * records with the Postgres mirror (src/sync/verify/), prints a summary and the diffs, exits 0, 3 or 1.
+ * Adds `payhooks verify [--account ID] [--resource …] [--since DATE] [--sample N] [--repair] [--json]`: compares the
+ * service's records with the Postgres mirror (src/sync/verify/), for one account or each configured one in turn with
+ * its own API key, prints a summary and the diffs, exits 0, 3 (drift in any account) or 1.
  */
 export function addVerifyCommand(program: Command, ctx: CommandContext): void {
   program
@@ -73,32 +76,40 @@ export function addVerifyCommand(program: Command, ctx: CommandContext): void {
     )
     .option('--sample <n>', 'check n records per resource (the newest listed and n random rows) instead of all')
     .option('--repair', "rewrite each drifted row from the API through the mirror's guarded write, then read it back", false)
-    .option('--json', 'print the report as one JSON document', false)
+    .option('--json', 'print the report as one JSON document (with accounts configured: an array, one per account)', false)
+    .option('--account <id>', 'only this account; default: every configured account in turn, each under its id', accountOption)
     .addHelpText('after', HELP)
     .action(async (opts: VerifyCommandOptions) => {
       // Every check before the database opens: a mistake stops the command with nothing opened or written.
       const resources = opts.resource === undefined ? [...VERIFY_RESOURCES] : parseVerifyResources(opts.resource);
       const since = opts.since === undefined ? undefined : parseSince(opts.since);
       const sample = opts.sample === undefined ? undefined : parseSample(opts.sample);
-      const { env, mirrorSchema, api, bind } = await mirrorApi(ctx, 'verify');
-      const started = performance.now();
-      const { report, stoppedBy } = await withDatabase(env, async (store) => {
+      const { env, mirrorSchema, accounts, named, bind } = await commandAccounts(ctx, 'verify', opts.account);
+      const reports: ReturnType<typeof jsonReport>[] = [];
+      let drifted = false;
+      await withDatabase(env, async (store) => {
         bind(store);
-        return runWithProgress(ctx, (signal, onProgress) =>
-          verifyMirror({ store, api, mirrorSchema, resources, since, sample, repair: opts.repair, signal, onProgress }),
-        );
+        for (const { id: account, api } of accounts) {
+          const started = performance.now();
+          const { report, stoppedBy } = await runWithProgress(ctx, (signal, onProgress) =>
+            verifyMirror({ store, api, account, mirrorSchema, resources, since, sample, repair: opts.repair, signal, onProgress }),
+          );
+          const seconds = (performance.now() - started) / 1000;
+          if (report.stopped) {
+            await ctx.err(
+              `stopped by ${stoppedBy ?? 'a signal'} after ${countOf(report.requests, 'request')}; ` +
+                `run payhooks verify${named ? ` --account ${account}` : ''} again${since ? ' with the same --since' : ''} to resume there`,
+            );
+            throw new SilentFailure();
+          }
+          drifted ||= report.drift.length > 0;
+          if (opts.json) reports.push(jsonReport(report, seconds, opts.repair === true));
+          else await ctx.out([...(named ? [`account ${account}:`] : []), ...describe(report, seconds, opts.repair === true)].join('\n'));
+        }
       });
-      const seconds = (performance.now() - started) / 1000;
-      if (report.stopped) {
-        await ctx.err(
-          `stopped by ${stoppedBy ?? 'a signal'} after ${countOf(report.requests, 'request')}; ` +
-            `run payhooks verify again${since ? ' with the same --since' : ''} to resume there`,
-        );
-        throw new SilentFailure();
-      }
-      if (opts.json) await ctx.out(JSON.stringify(jsonReport(report, seconds, opts.repair === true)));
-      else await ctx.out(describe(report, seconds, opts.repair === true).join('\n'));
-      if (report.drift.length > 0) throw new SilentFailure(DRIFT_EXIT_CODE);
+      // One document: the report itself for the one implicit account (as before accounts), an array with accounts.
+      if (opts.json) await ctx.out(JSON.stringify(named ? reports : reports[0]));
+      if (drifted) throw new SilentFailure(DRIFT_EXIT_CODE);
     });
 }
 
@@ -222,6 +233,7 @@ export function describe(report: VerifyReport, seconds: number, repair: boolean)
 function jsonReport(report: VerifyReport, seconds: number, repair: boolean) {
   return {
     matches: report.drift.length === 0,
+    account: report.account,
     mirrorSchema: report.mirrorSchema,
     since: report.since?.toISOString() ?? null,
     sample: report.sample,

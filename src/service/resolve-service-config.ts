@@ -11,7 +11,7 @@ import { type ServiceWorkerOptions, workerOptionProblem } from '../sync/worker-c
 import { EnvironmentError, type EnvVariable, readEnv, variablesOf } from './environment.js';
 import { type ServiceConfig, type ServiceRole, serviceConfigSchema, type TracingExporter } from './service-config.js';
 import type { ServiceEnv } from './service-defaults.js';
-import { withSimulatorSession } from './session-env.js';
+import { withSimulatorSession, withSimulatorSessionAccounts } from './session-env.js';
 import { DEFAULT_SESSION_DIR } from './simulator-session.js';
 
 /** Where a service's configuration comes from. */
@@ -98,11 +98,22 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
   }
   const worker = sync ? workerOf(sync.worker, env, problems) : undefined;
 
+  // A simulator session: its one organization completes the environment; its several (simulate --accounts) are the
+  // accounts, unless the configuration file names its own.
+  let sessionAccounts: ResolvedAccount[] = [];
   if (!env.PAYHOOKS_WEBHOOK_SECRET?.length && sources.simulatorSession !== false) {
     const dir = resolve(cwd, sources.simulatorSession ?? DEFAULT_SESSION_DIR);
-    env = await withSimulatorSession(env as ServiceEnv, sources.logger ?? createLogger({ level: 'silent' }), dir);
+    const logger = sources.logger ?? createLogger({ level: 'silent' });
+    if (sync?.accounts) env = await withSimulatorSession(env as ServiceEnv, logger, dir);
+    else {
+      const fromSession = await withSimulatorSessionAccounts(env as ServiceEnv, logger, dir);
+      env = fromSession.env;
+      sessionAccounts = fromSession.accounts.map(({ id, secrets, apiKey, apiUrl }) => ({ id, secrets, apiKey, apiUrl, workerShare: 1 }));
+    }
   }
-  const accounts = sync?.accounts ? accountsOf(sync.accounts, env, { source, cwd, receiving: role !== 'worker' }, problems) : [];
+  const accounts = sync?.accounts
+    ? accountsOf(sync.accounts, env, { source, cwd, receiving: role !== 'worker' }, problems)
+    : sessionAccounts;
   ruleProblems(env, role, source, problems, accounts.length > 0);
 
   if (problems.length || !sync || !worker) return { config: undefined, problems, env: variables, sync };

@@ -4,6 +4,7 @@ import { join, relative } from 'node:path';
 import { z } from 'zod';
 import { ApiConnectionError, createClient, NotFoundError, ServerError } from '../client/index.js';
 import { PayhooksError } from '../errors.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 
 // The file where `payhooks simulate --forward-to URL` leaves what `serve` and `trigger` need to reach it:
 // the simulator's address, a key, and the endpoint it registered with its signing secret. Written with mode
@@ -15,7 +16,22 @@ export const DEFAULT_SESSION_DIR = '.payhooks';
 /** The session file's name inside that folder. */
 export const SESSION_FILE_NAME = 'simulator.json';
 
-/** What the session file holds. */
+/** One organization of the simulator, as the session file lists it. */
+export const sessionAccountSchema = z.object({
+  /** Its account id (`default` for a simulator of one organization, else `acct_1`… or the ids given). */
+  id: z.string().min(1),
+  /** Its staging key: the simulator answers it with this organization's data only. */
+  apiKey: z.string().startsWith('sk_test_'),
+  /** The endpoint `simulate --forward-to` registered for it. */
+  endpointId: z.string().min(1),
+  /** That endpoint's signing secret when the file was written. */
+  secret: z.string().min(1),
+  /** Where its deliveries go (`<forward-to>/<id>` when there are several organizations). */
+  forwardTo: z.url(),
+});
+export type SessionAccount = z.infer<typeof sessionAccountSchema>;
+
+/** What the session file holds. The top-level key, endpoint and secret are the first organization's. */
 export const simulatorSessionSchema = z.object({
   version: z.literal(1),
   /** The simulator's base URL. */
@@ -32,8 +48,78 @@ export const simulatorSessionSchema = z.object({
   /** The simulator's process id. */
   pid: z.number().int(),
   startedAt: z.iso.datetime(),
+  /**
+   * Every organization, in order (written by every simulator since `--accounts`; a file without it has one
+   * organization, described by the top-level fields).
+   */
+  accounts: z.array(sessionAccountSchema).min(1).optional(),
 });
 export type SimulatorSession = z.infer<typeof simulatorSessionSchema>;
+
+/** One account as the service's configuration takes it: what `serve` needs to receive for it and read its API. */
+export interface SessionServiceAccount {
+  id: string;
+  apiKey: string;
+  /** The simulator's base URL (every organization's API is there; the key says which). */
+  apiUrl: string;
+  /** The secrets that verify its deliveries, current first. */
+  secrets: string[];
+}
+
+/**
+ * The session's organizations in the file's words: `accounts` when it lists them, else the one organization
+ * of the top-level fields (id `default`). Each with its endpoint, so a caller can ask for the current secret.
+ *
+ * @example
+ * sessionAccountEntries(session).map((account) => account.id); // ['acct_1', 'acct_2', 'acct_3']
+ */
+export function sessionAccountEntries(session: SimulatorSession): SessionAccount[] {
+  return (
+    session.accounts ?? [
+      {
+        id: DEFAULT_ACCOUNT,
+        apiKey: session.apiKey,
+        endpointId: session.endpointId,
+        secret: session.secret,
+        forwardTo: session.forwardTo,
+      },
+    ]
+  );
+}
+
+/**
+ * The session's organizations as service accounts, `{ id, apiKey, apiUrl, secrets }`, with the secrets the file
+ * holds (see {@link probeSessionAccounts} for the current ones).
+ *
+ * @example
+ * sessionAccounts(session); // [{ id: 'acct_1', apiKey: 'sk_test_acct_1_…', apiUrl: 'http://127.0.0.1:4010', secrets: ['…'] }, …]
+ */
+export function sessionAccounts(session: SimulatorSession): SessionServiceAccount[] {
+  return sessionAccountEntries(session).map((account) => ({
+    id: account.id,
+    apiKey: account.apiKey,
+    apiUrl: session.url,
+    secrets: [account.secret],
+  }));
+}
+
+/** The outcome of {@link probeSessionAccounts}: every account with its current secret, or why the session is stale. */
+export type SessionAccountsProbe = { live: true; accounts: SessionServiceAccount[] } | { live: false; reason: string };
+
+/**
+ * Asks the session's simulator for each organization's current endpoint secret, with that organization's own key
+ * (another's key would get a 404). Live only when every one answers: a simulator restarted since the file was
+ * written has none of these endpoints.
+ */
+export async function probeSessionAccounts(session: SimulatorSession, timeoutMs = 2_000): Promise<SessionAccountsProbe> {
+  const accounts: SessionServiceAccount[] = [];
+  for (const account of sessionAccountEntries(session)) {
+    const probe = await probeSimulatorSession({ ...session, apiKey: account.apiKey, endpointId: account.endpointId }, timeoutMs);
+    if (!probe.live) return { live: false, reason: `account ${account.id}: ${probe.reason}` };
+    accounts.push({ id: account.id, apiKey: account.apiKey, apiUrl: session.url, secrets: [probe.secret] });
+  }
+  return { live: true, accounts };
+}
 
 /** A session file that is not one (bad JSON or fields); the message names the file and the problem. */
 export class SimulatorSessionError extends PayhooksError {}

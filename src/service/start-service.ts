@@ -21,7 +21,7 @@ import { type GapSweeper, startGapSweeper } from '../sync/gap-sweep.js';
 import { type PeriodicReconcile, startPeriodicReconcile } from '../sync/periodic-reconcile.js';
 import { type RegisteredSinks, registerSinks } from '../sync/sinks.js';
 import { startAlarmMonitor } from './alarm-monitor.js';
-import { bindAccountBudgets, payhooksAccounts, serviceAccounts } from './service-accounts.js';
+import { bindAccountBudgets, payhooksAccounts, type ServiceAccount, serviceAccounts } from './service-accounts.js';
 import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 import { adminRoute } from './routes/admin-route.js';
 import { healthRoutes } from './routes/health-routes.js';
@@ -154,7 +154,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     await reportEventsNeedingAttention(store, logger);
     // A handlers module that throws (an unknown event type in on(), say) stops the start, after closing the database.
     await options.register?.(hooks);
-    if (working) ({ sinks, periodic, sweeper } = await startWorking(config, hooks, { logger, api, hasHandlers }));
+    if (working) ({ sinks, periodic, sweeper } = await startWorking(config, hooks, { logger, api, accounts, hasHandlers }));
   } catch (err) {
     await stopWorking().catch(() => undefined);
     throw err;
@@ -231,7 +231,12 @@ export async function startService(config: ServiceConfig, options: StartServiceO
 async function startWorking(
   config: ServiceConfig,
   hooks: Payhooks<ApiClient>,
-  { logger, api, hasHandlers }: { logger: Logger; api: ApiClient | undefined; hasHandlers: boolean },
+  {
+    logger,
+    api,
+    accounts,
+    hasHandlers,
+  }: { logger: Logger; api: ApiClient | undefined; accounts: readonly ServiceAccount[]; hasHandlers: boolean },
 ): Promise<{ sinks: RegisteredSinks; periodic: PeriodicReconcile | undefined; sweeper: GapSweeper | undefined }> {
   const userHandlers = hooks.handlerCount;
   const mirror = mirrorRuns(config, hasHandlers);
@@ -255,7 +260,14 @@ async function startWorking(
   const periodic =
     every && api
       ? startPeriodicReconcile(
-          { store: await hooks.ready(), api, endpointId, lookbackMs: parseDuration(lookback) },
+          {
+            store: await hooks.ready(),
+            api,
+            // Each account's history through its own key (docs/accounts.md#operators); without a key, none to read.
+            accounts: accounts.flatMap((account) => (account.client ? [{ id: account.id, api: account.client.api }] : [])),
+            endpointId,
+            lookbackMs: parseDuration(lookback),
+          },
           parseDuration(every),
           logger.child({ component: 'reconcile' }),
         )

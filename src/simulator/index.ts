@@ -14,6 +14,8 @@ export {
 } from './options.js';
 export type { DeliveryAttempt, DeliveryPost, DeliveryStatus, DeliveryRecordFilter, DeliveryRecord } from './deliveries.js';
 export type { EmittedEvent } from './context.js';
+export type { SimulatorOrganization } from './organizations.js';
+export type { RequestLogEntry } from './request-log.js';
 export { signDelivery } from './sign-delivery.js';
 export type { ClockAdvance, ClockMode, SimulatorClockControl } from './clock.js';
 export type { SandboxAdvance, SandboxAdvanceInput, SandboxClock } from './clock-routes.js';

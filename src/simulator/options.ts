@@ -37,6 +37,12 @@ export interface SimulatorOptions {
   deliveryConcurrency?: number | undefined;
   /** The randomness behind the chaos (duplicates, shuffles, `failRate`): a function like `Math.random`, or a seed for a reproducible run. Default `Math.random`. Ids and secrets always come from node:crypto. */
   random?: RandomSource | number | undefined;
+  /**
+   * The organizations it runs: a count (`3`: `acct_1`, `acct_2`, `acct_3`) or their ids (`['gym', 'school']`), each
+   * with its own API key, endpoints, secrets and resources. Default 1: one organization, `default`, that accepts
+   * any `sk_test_`/`sk_live_` key, as the simulator always did. See docs/simulator.md#organizations.
+   */
+  accounts?: number | readonly string[] | undefined;
   /** Where to log requests and deliveries (never secrets or bodies). Default: no logging. */
   logger?: Logger | undefined;
   /**
@@ -66,8 +72,16 @@ export const SIMULATOR_DEFAULTS = {
   deliveryTimeoutMs: 10_000,
   rotationGraceMs: 24 * 60 * 60 * 1000,
   deliveryConcurrency: 16,
+  accounts: 1,
   clock: 'real',
 } as const;
+
+/** The id of the one organization of a simulator that runs one (what a single-account payhooks calls its account). */
+export const SINGLE_ACCOUNT_ID = 'default';
+/** The most organizations one simulator runs. */
+export const MAX_SIMULATOR_ACCOUNTS = 1000;
+/** What an account id may be: it becomes a path segment (`/webhooks/<id>`), so lower-case letters, digits, `_` and `-`. */
+export const ACCOUNT_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 /** The spec's retry delays after a failed delivery, before division by the time scale. */
 export const RETRY_DELAYS_MS: readonly number[] = [
@@ -96,6 +110,8 @@ export interface ResolvedSimulatorOptions {
   deliveryTimeoutMs: number;
   rotationGraceMs: number;
   deliveryConcurrency: number;
+  /** The organizations' ids, in order (the first is the default of `trigger` and of {@link Simulator.emit}). */
+  accounts: readonly string[];
   random: RandomSource;
   logger: Logger | undefined;
   clock: ClockMode;
@@ -158,11 +174,39 @@ export function resolveSimulatorOptions(options: SimulatorOptions = {}): Resolve
     deliveryTimeoutMs: o.deliveryTimeoutMs,
     rotationGraceMs: o.rotationGraceMs,
     deliveryConcurrency: o.deliveryConcurrency,
+    accounts: resolveAccounts(o.accounts),
     random: typeof random === 'function' ? random : typeof random === 'number' ? seededRandom(random) : Math.random,
     logger: options.logger,
     clock: o.clock,
     startAt,
   };
+}
+
+/**
+ * The organizations' ids: `1` is the one `default` organization; `n` is `acct_1` … `acct_n`; a list is taken as
+ * given, each id checked against {@link ACCOUNT_ID_PATTERN} and unique.
+ */
+export function resolveAccounts(accounts: number | readonly string[]): readonly string[] {
+  if (typeof accounts === 'number') {
+    check(
+      Number.isInteger(accounts) && accounts >= 1 && accounts <= MAX_SIMULATOR_ACCOUNTS,
+      `accounts must be a whole number from 1 to ${MAX_SIMULATOR_ACCOUNTS}, or a list of account ids, not ${accounts}.`,
+    );
+    return accounts === 1 ? [SINGLE_ACCOUNT_ID] : Array.from({ length: accounts }, (_, i) => `acct_${i + 1}`);
+  }
+  check(Array.isArray(accounts), 'accounts must be a number or a list of account ids.');
+  check(
+    accounts.length >= 1 && accounts.length <= MAX_SIMULATOR_ACCOUNTS,
+    `accounts must list 1 to ${MAX_SIMULATOR_ACCOUNTS} account ids, not ${accounts.length}.`,
+  );
+  const bad = accounts.filter((id) => typeof id !== 'string' || !ACCOUNT_ID_PATTERN.test(id));
+  check(
+    bad.length === 0,
+    `account ids are 1 to 63 lower-case letters, digits, "_" or "-", starting with a letter or digit; not ${bad.map((id) => JSON.stringify(id)).join(', ')}.`,
+  );
+  const repeated = accounts.filter((id, i) => accounts.indexOf(id) !== i);
+  check(repeated.length === 0, `account ids must be unique; repeated: ${[...new Set(repeated)].join(', ')}.`);
+  return [...accounts];
 }
 
 function withoutUndefined<T extends object>(value: T): { [K in keyof T]?: Exclude<T[K], undefined> } {

@@ -4,10 +4,12 @@ import { API_ERROR_STATUSES } from '../events/rest-contract.js';
 import { errorResponse } from '../internal/error-response.js';
 import { bodyReadRefusal, readNodeStream } from '../internal/limited-body.js';
 import { RouteError, badRequest } from './route-error.js';
-import { IdempotencyStore, type RecordedResponse } from './idempotency.js';
+import type { RecordedResponse } from './idempotency.js';
 import type { ResolvedSimulatorOptions } from './options.js';
+import { keyEnvironment, type OrganizationRuntime, type Organizations } from './organizations.js';
 import { RequestRateWindows } from './request-rate-windows.js';
-import type { KeyEnvironment, Route } from './route.js';
+import { resourceIdsOf, type RequestLog } from './request-log.js';
+import type { KeyEnvironment } from './route.js';
 
 /** The largest request body accepted. */
 export const MAX_REQUEST_BODY_BYTES = 1024 * 1024;
@@ -17,7 +19,10 @@ const KEY_PATTERN = /^Bearer\s+(sk_(test|live)_\S+)$/i;
 
 /** What {@link createRestHandler} needs. */
 export interface RestHandlerOptions {
-  routes: readonly Route[];
+  /** The organizations; a call runs the route of the one its key belongs to. */
+  organizations: Organizations;
+  /** Where each call answered to a known key is recorded. */
+  requestLog: RequestLog;
   options: ResolvedSimulatorOptions;
   /** The simulator's base URL once it listens. */
   baseUrl: () => string;
@@ -31,11 +36,18 @@ interface Answer {
 
 /**
  * The request pipeline, in this order: rate limit (429), route (404, 405), `--fail-rate` before the work (503),
- * API key (401), `X-Idempotency-Key` for writes, the handler, `--fail-rate` after the work (503, the write done).
+ * API key and its organization (401), `X-Idempotency-Key` for writes (per organization), the organization's
+ * handler, `--fail-rate` after the work (503, the write done); then the request log.
  */
-export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
+export function createRestHandler({
+  organizations,
+  requestLog,
+  options,
+  baseUrl,
+}: RestHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const rateLimiter = new RequestRateWindows(options.rateLimitPerMinute);
-  const idempotency = new IdempotencyStore();
+  // Every organization's routes are in the same order: match on the first's, run the same index of the caller's.
+  const routes = organizations.first.routes;
   const logger = options.logger;
 
   async function handle(req: IncomingMessage): Promise<Answer> {
@@ -56,7 +68,7 @@ export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptio
 
     let params: Record<string, string> = {};
     const onPath = routes.filter((route) => route.pattern.test(path));
-    const route = onPath.find((candidate) => candidate.method === method);
+    let route = onPath.find((candidate) => candidate.method === method);
     if (onPath.length === 0) return { response: errorResponse(404, `No route ${method} ${path}.`), headers: {} };
     if (!route) {
       const allowed = [...new Set(onPath.map((candidate) => candidate.method))].join(', ');
@@ -76,25 +88,21 @@ export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptio
     }
 
     let environment: KeyEnvironment = 'staging';
+    let caller: { apiKey: string; organization: OrganizationRuntime } | undefined;
     if (!route.public) {
-      const key = KEY_PATTERN.exec(req.headers.authorization ?? '');
-      if (!key) {
-        return {
-          response: errorResponse(
-            API_ERROR_STATUSES.authentication,
-            'Missing or invalid API key: send Authorization: Bearer sk_test_… (staging) or sk_live_… (production).',
-          ),
-          headers: { 'www-authenticate': 'Bearer' },
-        };
-      }
-      environment = key[2]!.toLowerCase() === 'live' ? 'production' : 'staging';
+      const found = callerOf(req.headers.authorization);
+      if (!found) return unauthorized(organizations.all.length);
+      caller = found;
+      environment = keyEnvironment(found.apiKey);
+      route = found.organization.routes[routes.indexOf(route)]!;
     }
+    const routeToRun = route;
 
     // A refusal of the handler is an answer like any other, so that an idempotent replay repeats it.
     const execute = async (): Promise<RecordedResponse> => {
       try {
         const body = route.input && rawBody.trim().length > 0 ? parseJson(rawBody) : undefined;
-        const result = await route.run({
+        const result = await routeToRun.run({
           params,
           body,
           hasBody: rawBody.trim().length > 0,
@@ -114,11 +122,31 @@ export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptio
     const key = req.headers['x-idempotency-key'];
     const idempotencyKey = Array.isArray(key) ? key[0] : key;
     const { response, replayed } =
-      isWrite && idempotencyKey !== undefined
-        ? await idempotency.run(idempotencyKey, { method, path, rawBody }, execute)
+      isWrite && idempotencyKey !== undefined && caller
+        ? await caller.organization.idempotency.run(idempotencyKey, { method, path, rawBody }, execute)
         : { response: await execute(), replayed: false };
-    if (failAfterWrite) return { response: simulatedFailure(), headers: {} };
+    const answered = failAfterWrite ? simulatedFailure() : response;
+    if (caller) {
+      requestLog.record({
+        at: new Date().toISOString(),
+        account: caller.organization.organization.id,
+        apiKey: caller.apiKey,
+        method,
+        path,
+        operationId: route.operationId,
+        status: answered.status,
+        // What the key touched: with a lost answer (failAfterWrite) the write was still done.
+        resourceIds: resourceIdsOf({ params, rawBody }, response),
+      });
+    }
+    if (failAfterWrite) return { response: answered, headers: {} };
     return { response, headers: replayed ? { 'idempotent-replayed': 'true' } : {} };
+  }
+
+  function callerOf(authorization: string | undefined): { apiKey: string; organization: OrganizationRuntime } | undefined {
+    const key = KEY_PATTERN.exec(authorization ?? '');
+    const organization = key ? organizations.byKey(key[1]!) : undefined;
+    return key && organization ? { apiKey: key[1]!, organization } : undefined;
   }
 
   return (req, res) => {
@@ -147,6 +175,18 @@ export function createRestHandler({ routes, options, baseUrl }: RestHandlerOptio
         );
       })
       .catch((err: unknown) => logger?.warn({ err }, 'could not write a simulator response'));
+  };
+}
+
+// One answer for a missing, malformed or unknown key, so that it does not tell which keys exist.
+function unauthorized(organizationCount: number): Answer {
+  const which =
+    organizationCount === 1
+      ? 'send Authorization: Bearer sk_test_… (staging) or sk_live_… (production)'
+      : "send Authorization: Bearer with one of the organizations' keys (payhooks simulate --accounts prints them; sk_live_ in place of sk_test_ for production)";
+  return {
+    response: errorResponse(API_ERROR_STATUSES.authentication, `Missing or invalid API key: ${which}.`),
+    headers: { 'www-authenticate': 'Bearer' },
   };
 }
 

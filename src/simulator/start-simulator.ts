@@ -1,29 +1,16 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exampleEvent, isEventType, type EventMap, type EventType, type WebhookEvent } from '../events/index.js';
+import type { EventMap, EventType, WebhookEvent } from '../events/index.js';
 import { clockControl, SimulatorClock, type SimulatorClockControl } from './clock.js';
-import { clockRoutes } from './clock-routes.js';
-import { scheduleCollection } from './collections.js';
-import type { EmittedEvent, SimulatorContext } from './context.js';
-import { customerRoutes } from './customer-routes.js';
+import type { EmittedEvent } from './context.js';
 import { DeliveryQueue, type DeliveryPost, type DeliveryRecordFilter, type DeliveryRecord } from './deliveries.js';
-import { disputeRoutes } from './dispute-routes.js';
-import { paymentMethodRoutes } from './payment-method-routes.js';
-import { documentRoutes } from './document-routes.js';
-import { newId } from './ids.js';
-import { invoiceRoutes } from './invoice-routes.js';
 import { resolveSimulatorOptions, type ResolvedSimulatorOptions, type SimulatorOptions } from './options.js';
-import { paymentRoutes } from './payment-routes.js';
-import { portalRoutes } from './portal-routes.js';
-import { refundRoutes } from './refund-routes.js';
+import { Organizations, type SimulatorOrganization } from './organizations.js';
+import { RequestLog, type RequestLogEntry } from './request-log.js';
 import { createRestHandler } from './rest-handler.js';
 import type { Route } from './route.js';
-import { sandboxChangeRoutes } from './sandbox-change-routes.js';
-import { sandboxEventRoutes } from './sandbox-event-routes.js';
-import { SimulatorState, type SimulatorRecords } from './state.js';
-import { restoreState, snapshotState, type SimulatorSnapshot } from './state-file.js';
-import { subscriptionRoutes } from './subscription-routes.js';
-import { webhookRoutes } from './webhook-routes.js';
+import type { SimulatorRecords } from './state.js';
+import { snapshotState, type SimulatorSnapshot } from './state-file.js';
 
 /** A running simulator. */
 export interface Simulator {
@@ -48,13 +35,24 @@ export interface Simulator {
    * await simulator.idle();
    */
   emit<K extends EventType>(eventType: K, data?: Partial<EventMap[K]>): WebhookEvent<K>;
-  /** Every event emitted so far (by REST actions and by {@link Simulator.emit}), oldest first. */
+  /** Every event emitted so far (by REST actions and by {@link Simulator.emit}), of every organization, oldest first. */
   events(): readonly EmittedEvent[];
   /**
-   * A copy of every customer, invoice, payment, refund, dispute and subscription it holds, oldest first: the
-   * current state a mirror of this organization should equal.
+   * A copy of every customer, invoice, payment, refund, dispute and subscription the first organization holds,
+   * oldest first: the current state a mirror of it should equal (another's: `organization(id).records()`).
    */
   records(): SimulatorRecords;
+  /** Its organizations, in the order of `options.accounts` (one, `default`, unless `accounts` said otherwise). */
+  organizations(): readonly SimulatorOrganization[];
+  /** The organization with this account id; throws a RangeError naming the ids there are. */
+  organization(id: string): SimulatorOrganization;
+  /** The account id of the organization that holds this resource, endpoint, event or delivery id; undefined if none. */
+  ownerOf(id: string): string | undefined;
+  /**
+   * Every REST call answered to a known key (the last 100 000): which key, whose it is, and which resource ids it
+   * named or was answered (see {@link RequestLogEntry}); so a test can prove no key touched another organization's data.
+   */
+  requestLog(): RequestLogEntry[];
   /** The delivery history: one record per (event, endpoint), as `GET /v1/webhook-events` lists it. */
   webhookEvents(filter?: DeliveryRecordFilter): DeliveryRecord[];
   /** Every POST made to an endpoint, chaos duplicates included, in the order they were answered. */
@@ -72,7 +70,7 @@ export interface Simulator {
  * attempts), and real signed webhook deliveries with the spec's retry schedule. Everything is lost on close.
  *
  * @example
- * const simulator = await startSimulator({ timeScale: 100 });
+ * const simulator = await startSimulator({ timeScale: 100 }); // { accounts: 3 }: three organizations, each its own key
  * await fetch(`${simulator.url}/v1/webhooks`, {
  *   method: 'POST',
  *   headers: { authorization: 'Bearer sk_test_local', 'content-type': 'application/json' },
@@ -83,16 +81,16 @@ export interface Simulator {
  */
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
   const resolved = resolveSimulatorOptions(options);
-  const state = new SimulatorState();
   const emitted: EmittedEvent[] = [];
   const restore = options.restore;
-  if (restore) restoreState(state, emitted, restore);
   const clock = new SimulatorClock({
     mode: resolved.clock,
     timeScale: resolved.timeScale,
     startAt: resolved.startAt ?? (restore?.clock.mode === 'manual' ? Date.parse(restore.clock.now) : undefined),
     settle: () => deliveries.idle(),
   });
+  // The organizations are made after the queue, which asks them for an endpoint only when it sends.
+  let organizations: Organizations | undefined;
   const deliveries = new DeliveryQueue({
     clock,
     timeScale: resolved.timeScale,
@@ -102,44 +100,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     concurrency: resolved.deliveryConcurrency,
     random: resolved.random,
     logger: resolved.logger,
-    endpoint: (id) => state.endpoints.get(id),
+    endpoint: (id) => organizations?.endpoint(id),
   });
-
-  const ctx: SimulatorContext = {
-    state,
-    deliveries,
-    options: resolved,
-    clock,
-    emit(eventType, data) {
-      const event: EmittedEvent = { eventId: newId('evt'), eventType, data };
-      emitted.push(event);
-      const subscribed = [...state.endpoints.values()].filter((endpoint) => endpoint.enabledEvents.includes(eventType));
-      deliveries.enqueue(event, subscribed);
-      return event;
-    },
-    events: () => emitted,
-  };
-
-  const routes: Route[] = [
-    ...customerRoutes(ctx),
-    ...invoiceRoutes(ctx),
-    ...paymentRoutes(ctx),
-    ...webhookRoutes(ctx),
-    ...portalRoutes(ctx),
-    // Simulator-only sandbox calls (assumed, not in the spec): they cause the events no spec'd call causes.
-    ...refundRoutes(ctx),
-    ...disputeRoutes(ctx),
-    ...paymentMethodRoutes(ctx),
-    ...subscriptionRoutes(ctx),
-    ...sandboxEventRoutes(ctx),
-    ...sandboxChangeRoutes(ctx),
-    ...clockRoutes(ctx),
-  ];
-  for (const subscription of state.subscriptions.values()) scheduleCollection(ctx, subscription);
-  routes.push(...documentRoutes(() => routes));
+  const orgs = new Organizations({ options: resolved, deliveries, clock, restore, onEmit: (event) => emitted.push(event) });
+  organizations = orgs;
+  const requestLog = new RequestLog();
 
   let url = '';
-  const server = createServer(createRestHandler({ routes, options: resolved, baseUrl: () => url }));
+  const server = createServer(createRestHandler({ organizations: orgs, requestLog, options: resolved, baseUrl: () => url }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(resolved.port, resolved.host, () => {
@@ -152,7 +120,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   });
   const { port } = server.address() as AddressInfo;
   url = `http://${resolved.host.includes(':') ? `[${resolved.host}]` : resolved.host}:${port}`;
-  resolved.logger?.info({ url }, 'simulator listening');
+  resolved.logger?.info({ url, accounts: resolved.accounts.length }, 'simulator listening');
 
   let closing: Promise<void> | undefined;
   const { random: _random, logger: _logger, ...publicOptions } = resolved;
@@ -160,16 +128,26 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     url,
     port,
     options: publicOptions,
-    routes,
+    routes: orgs.first.routes,
     clock: clockControl(clock),
-    snapshot: () => snapshotState(state, emitted, { mode: clock.mode, now: clock.now() }),
-    emit(eventType, data) {
-      if (!isEventType(eventType)) throw new TypeError(`Unknown event type ${JSON.stringify(eventType)}.`);
-      const example = exampleEvent(eventType, data === undefined ? {} : { data });
-      return { ...example, eventId: ctx.emit(eventType, example.data).eventId } as typeof example;
+    snapshot() {
+      // A snapshot file holds one organization's state (src/simulator/state-file.ts).
+      if (orgs.all.length > 1) throw new RangeError(`A snapshot holds one organization; this simulator runs ${orgs.all.length}.`);
+      return snapshotState(orgs.first.state, emitted, { mode: clock.mode, now: clock.now() });
     },
+    emit: (eventType, data) => orgs.first.organization.emit(eventType, data),
     events: () => emitted,
-    records: () => state.records(),
+    records: () => orgs.first.organization.records(),
+    organizations: () => orgs.all.map((runtime) => runtime.organization),
+    organization(id) {
+      const found = orgs.get(id);
+      if (!found) {
+        throw new RangeError(`No organization ${JSON.stringify(id)}: this simulator has ${resolved.accounts.join(', ')}.`);
+      }
+      return found.organization;
+    },
+    ownerOf: (id) => orgs.ownerOf(id),
+    requestLog: () => requestLog.entries(),
     webhookEvents: (filter) => deliveries.list(filter),
     deliveryPosts: () => deliveries.posts(),
     idle: () => deliveries.idle(),

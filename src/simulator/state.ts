@@ -220,7 +220,7 @@ export interface SimulatorRecords {
 
 /** The in-memory data of one simulated organization. */
 export class SimulatorState {
-  readonly organization = { id: newId('org'), name: 'Simulated Organization' };
+  readonly organization: { id: string; name: string };
   readonly customers = new Map<string, SimCustomer>();
   readonly concepts = new Map<string, SimConcept>();
   readonly invoices = new Map<string, SimInvoice>();
@@ -231,6 +231,27 @@ export class SimulatorState {
   readonly disputes = new Map<string, SimDispute>();
   readonly subscriptions = new Map<string, SimSubscription>();
   readonly paymentMethods = new Map<string, SimPaymentMethod>();
+
+  /** @param name The organization's name (a payment's beneficiary). */
+  constructor(name = 'Simulated Organization') {
+    this.organization = { id: newId('org'), name };
+  }
+
+  /** Whether this organization holds a resource (customer, concept, invoice, payment, endpoint, …) with this id. */
+  holds(id: string): boolean {
+    const maps: readonly Map<string, unknown>[] = [
+      this.customers,
+      this.concepts,
+      this.invoices,
+      this.payments,
+      this.endpoints,
+      this.refunds,
+      this.disputes,
+      this.subscriptions,
+      this.paymentMethods,
+    ];
+    return maps.some((map) => map.has(id));
+  }
 
   /** A deep copy of the records, so that a caller cannot change the simulator's state through it. */
   records(): SimulatorRecords {

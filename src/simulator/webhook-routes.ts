@@ -93,7 +93,14 @@ export function webhookRoutes(ctx: SimulatorContext): Route[] {
       query: webhookEventsQuerySchema,
       response: listPageSchema(webhookEventRecordSchema),
       errors: [400],
-      handle: ({ query }) => ({ status: 200, body: page(deliveries.list(query), query) }),
+      // The queue is shared by every organization: each sees the records of its own endpoints only.
+      handle: ({ query }) => ({
+        status: 200,
+        body: page(
+          deliveries.list(query).filter((record) => state.endpoints.has(record.endpointId)),
+          query,
+        ),
+      }),
     }),
     defineRoute({
       method: 'POST',
@@ -104,6 +111,9 @@ export function webhookRoutes(ctx: SimulatorContext): Route[] {
       response: webhookEventRecordSchema,
       errors: [404],
       async handle({ params }) {
+        const own = deliveries.get(params.id!);
+        // Another organization's record is not there for this one, as the service answers.
+        if (!own || !state.endpoints.has(own.endpointId)) throw notFound('webhook event', params.id!);
         const record = await deliveries.retryNow(params.id!);
         if (!record) throw notFound('webhook event', params.id!);
         return { status: 200, body: record };

@@ -5,12 +5,14 @@ import { PayhooksError } from '../errors.js';
 import { PAGE_SIZE, type ApiCustomer, type ApiInvoice, type ListPage } from '../events/rest-contract.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { migrateMirror } from '../store/migrate.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
+import { assertMirrorAccount } from './mirror/accounts.js';
 import { MIRROR_DEFAULTS } from './mirror/mirror-sink.js';
 import { customerFromApi, invoiceFromApi, latestTime, type MirrorState } from './mirror/states.js';
 import { databaseNow, writeMirrorState } from './mirror/write.js';
 
 // Backfill fills the Postgres mirror from the service's list endpoints, page by page, with the same guarded
-// upserts the mirror sink uses, and keeps a cursor per (resource, --since) in the mirror's backfill_cursors
+// upserts the mirror sink uses, and keeps a cursor per (account, resource, --since) in the mirror's backfill_cursors
 // table so that an interrupted run resumes where it stopped.
 //
 // Paging is by offset (take/skip: the only paging the service offers), over lists kept oldest first. Records
@@ -37,8 +39,13 @@ export type BackfillApi = Pick<ApiClient, 'customers' | 'invoices'>;
 export interface BackfillOptions {
   /** The payhooks database; the mirror lives in `mirrorSchema` of the same database. */
   store: PayhooksDatabase;
-  /** An API client (give it the shared `createPostgresRateLimiter(store)` as `rateLimit`). */
+  /** An API client of `account` (give it the shared `createPostgresRateLimiter(store)` as `rateLimit`). */
   api: BackfillApi;
+  /**
+   * The account whose records `api` lists: its rows and cursors are the ones written. Default `default`, the
+   * implicit account of a single-account installation. Run once per account, each with that account's client.
+   */
+  account?: string | undefined;
   /** Default `payhooks_mirror`. Migrated first if needed. */
   mirrorSchema?: string | undefined;
   /** In this order. Default: customers, then invoices. */
@@ -118,6 +125,7 @@ export interface BackfillResourceReport {
 /** What {@link runBackfill} did. */
 export interface BackfillReport {
   mirrorSchema: string;
+  account: string;
   since: Date | null;
   /** The resources it got to, in order; one stopped part-way is there with `finished: false`. */
   resources: BackfillResourceReport[];
@@ -266,20 +274,22 @@ interface CursorRow {
  * const store = await openDatabase({ url: process.env.DATABASE_URL });
  * await migrate(store);
  * const api = createClient({ apiKey, baseUrl, rateLimit: createPostgresRateLimiter(store) });
- * const report = await runBackfill({ store, api, resources: ['customers'], since: new Date('2025-01-01') });
+ * const report = await runBackfill({ store, api, account: 'gym-north', resources: ['customers'], since: new Date('2025-01-01') });
  * // report.resources[0]: { resource: 'customers', read: 1000, written: 120, olderThanSince: 880, finished: true, … }
  */
 export async function runBackfill(options: BackfillOptions): Promise<BackfillReport> {
   const mirrorSchema = options.mirrorSchema ?? MIRROR_DEFAULTS.schema;
   const resources = options.resources ?? BACKFILL_DEFAULTS.resources;
   await migrateMirror(options.store, mirrorSchema);
-  const report: BackfillReport = { mirrorSchema, since: options.since ?? null, resources: [], stopped: false };
+  const account = options.account ?? DEFAULT_ACCOUNT;
+  await assertMirrorAccount(options.store.db, mirrorSchema, account);
+  const report: BackfillReport = { mirrorSchema, account, since: options.since ?? null, resources: [], stopped: false };
   for (const resource of resources) {
     if (options.signal?.aborted) {
       report.stopped = true;
       break;
     }
-    const done = await backfillResource(options, mirrorSchema, resource);
+    const done = await backfillResource(options, { schema: mirrorSchema, account }, resource);
     report.resources.push(done);
     options.onProgress?.({ kind: 'end', report: done });
     if (!done.finished) {
@@ -290,14 +300,20 @@ export async function runBackfill(options: BackfillOptions): Promise<BackfillRep
   return report;
 }
 
-async function backfillResource(options: BackfillOptions, schema: string, resource: BackfillResource): Promise<BackfillResourceReport> {
+async function backfillResource(
+  options: BackfillOptions,
+  { schema, account }: { schema: string; account: string },
+  resource: BackfillResource,
+): Promise<BackfillResourceReport> {
   const { store, api, signal, since } = options;
   const db = store.db.withoutPlugins();
   const key = sinceKey(since);
   const cursors = sql.id(schema, 'backfill_cursors');
-  const where = sql`resource = ${resource} and since_key = ${key}`;
+  const where = sql`account = ${account} and resource = ${resource} and since_key = ${key}`;
 
-  await sql`insert into ${cursors} (resource, since_key) values (${resource}, ${key}) on conflict do nothing`.execute(db);
+  await sql`insert into ${cursors} (account, resource, since_key) values (${account}, ${resource}, ${key}) on conflict do nothing`.execute(
+    db,
+  );
   const { rows } = await sql<CursorRow>`select next_skip, written, finished_at from ${cursors} where ${where}`.execute(db);
   const cursor = rows[0]!;
   const lastFinishedAt = cursor.finished_at === null ? null : new Date(cursor.finished_at);
@@ -350,7 +366,7 @@ async function backfillResource(options: BackfillOptions, schema: string, resour
     const finished = page.records.length === 0 || shortPage || (page.total !== null && next >= page.total);
     let written = 0;
     await db.transaction().execute(async (trx) => {
-      for (const record of fresh) if (await writeMirrorState(trx, schema, record.state, null)) written++;
+      for (const record of fresh) if (await writeMirrorState(trx, schema, account, record.state, null)) written++;
       const moved = await sql<{ resource: string }>`
         update ${cursors}
         set next_skip = ${next}, written = ${report.writtenInPass + written},

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { EVENT_TYPES, type EventType, isEventType } from '../events/event-types.js';
 import { type DurationRange, durationRangeProblem, parseDuration } from '../internal/duration.js';
+import { isAccountId } from '../store/accounts.js';
 import { urlCredentialsProblem } from './http-helper.js';
 
 // The fields the configuration file's sections share (docs/configuration.md): each sink's own file builds its
@@ -28,6 +29,16 @@ export const DURATION_RANGES = {
 } as const satisfies Record<string, DurationRange>;
 
 const DURATION = /^(\d+\s*[dhms]\s*)+$/;
+
+/** A sink's `accounts`: the account ids whose events it takes, at least one, repeats dropped. Left out: every account. */
+export const accountsField = z
+  .array(
+    z
+      .string()
+      .refine(isAccountId, 'expected an account id: 1 to 63 lower-case letters, digits, "_" or "-", starting with a letter or digit'),
+  )
+  .min(1, 'list at least one account, or leave the key out for every account')
+  .transform((ids) => [...new Set(ids)]);
 
 /** A list of event types of the catalog, at least one. */
 export const eventTypesField = z

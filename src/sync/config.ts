@@ -11,7 +11,7 @@ import { durationText } from './config-fields.js';
 import { type Connector, connectorKind } from './connector.js';
 import { type ForwardTarget, httpForwardSink } from './http-forward.js';
 import { MIRROR_DEFAULTS, mirrorConfigSchema } from './mirror/mirror-sink.js';
-import { type BrokerConfig, brokersSchema, type SinkEntry, sinksSchema } from './sink-registry.js';
+import { type BrokerConfig, brokersSchema, type SinkAccounts, type SinkEntry, sinksSchema, withAccounts } from './sink-registry.js';
 import { type HistoryOptions, historySettings } from '../worker/history-upkeep.js';
 import { type ServiceWorkerOptions, workerConfigSchema } from './worker-config.js';
 import { type AccountEntry, accountsFileSchema } from './accounts-config.js';
@@ -68,7 +68,7 @@ export const syncConfigSchema = z.strictObject({
   mirror: mirrorConfigSchema.optional(),
   reconcile: reconcileSchema.optional(),
   /** HTTP forward targets (docs/sinks.md#http-forward). */
-  forward: z.array(httpForwardSink.schema).optional(),
+  forward: z.array(withAccounts(httpForwardSink.schema)).optional(),
   /** Message brokers: `rabbitmq`, `nats`, `redis-streams` entries (docs/sinks.md#message-brokers). */
   brokers: brokersSchema.optional(),
   /** Connectors made with defineConnector (docs/sinks.md#connectors). */
@@ -107,9 +107,9 @@ export interface SyncConfig {
   /** The mirror's settings; `enabled` undefined when the file does not say (the caller decides the default). */
   mirror: { enabled: boolean | undefined; schema: string; eventTypes: EventType[] | undefined };
   reconcile: { every: string | undefined; lookback: string; endpointId: string | undefined };
-  /** HTTP forward targets, secrets resolved. */
-  forward: ForwardTarget[];
-  brokers: BrokerConfig[];
+  /** HTTP forward targets, secrets resolved; each may be limited to some accounts. */
+  forward: (ForwardTarget & SinkAccounts)[];
+  brokers: (BrokerConfig & SinkAccounts)[];
   connectors: Connector[];
   /** The entries of the `sinks` list, each with its kind (sink-registry.ts). */
   sinks: SinkEntry[];
@@ -231,7 +231,7 @@ export async function loadSyncConfig(
   const mirror = typeof file.mirror === 'object' ? file.mirror : { enabled: file.mirror };
   const sinks = {
     forward: file.forward ?? [],
-    brokers: (file.brokers ?? []).map((entry) => entry.options as BrokerConfig),
+    brokers: (file.brokers ?? []).map((entry) => entry.options as BrokerConfig & SinkAccounts),
     connectors: file.connectors ?? [],
     sinks: file.sinks ?? [],
   };

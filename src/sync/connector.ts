@@ -6,6 +6,7 @@ import { assertKnownEventTypes } from '../worker/unknown-event-type.js';
 import type { Payhooks } from '../payhooks.js';
 import type { HandlerContext } from '../worker/handlers.js';
 import { inEffectScope } from '../internal/effect-scope.js';
+import { accountsField } from './config-fields.js';
 import { createHttpHelper, type HttpHelper } from './http-helper.js';
 import type { ResourceState } from './resource-state.js';
 import { defineSinkKind, registerSink, type Sink } from './sink.js';
@@ -39,6 +40,8 @@ export interface ConnectorDefinition<K extends EventType = EventType> {
   handle(event: WebhookEvent<K>, ctx: ConnectorContext): Promise<void> | void;
   /** Timeout of each `ctx.http` request. Default 10 s. */
   httpTimeoutMs?: number | undefined;
+  /** The accounts whose events it handles; left out: every account (docs/sinks.md#sinks-per-account). */
+  accounts?: readonly string[] | undefined;
 }
 
 /** A connector, checked and ready to register ({@link registerConnector}, or `connectors` in the configuration file). */
@@ -76,6 +79,11 @@ export function defineConnector<K extends EventType>(definition: ConnectorDefini
     }
     assertKnownEventTypes([...definition.events], false);
   }
+  if (definition.accounts !== undefined) {
+    const checked = accountsField.safeParse(definition.accounts);
+    if (!checked.success)
+      throw new TypeError(`defineConnector ${definition.name}: accounts: ${checked.error.issues[0]?.message ?? 'invalid'}.`);
+  }
   return Object.freeze({ ...definition, kind: 'payhooks.connector' as const });
 }
 
@@ -111,6 +119,7 @@ export function connectorSink(connector: Connector): Sink {
     kind: 'connector',
     name: handlerName,
     eventTypes: connector.events === '*' ? undefined : connector.events,
+    accounts: connector.accounts,
     describe: `connector ${connector.name}`,
     async handle(event, ctx, state) {
       if ('unknown' in event) return; // '*' means the catalog; a type this version does not know has no typed data

@@ -35,6 +35,8 @@ export interface GapSweepOptions {
   api: Pick<ApiClient, 'webhookEvents' | 'customers' | 'invoices' | 'payments'> | undefined;
   /** The mirror's schema; undefined when this service keeps no mirror (the verify is skipped). */
   mirrorSchema: string | undefined;
+  /** The account whose history and mirror rows are swept, `api` being its client. Default `default`. */
+  account?: string | undefined;
   /** The webhook endpoint whose deliveries count (reconcile.endpointId). */
   endpointId?: string | undefined;
   /** Default {@link GAP_SWEEP_DEFAULTS.lookbackMs}. */
@@ -90,6 +92,7 @@ export async function sweepGaps(options: GapSweepOptions): Promise<SweeperRun> {
       const report = await reconcile({
         store,
         api,
+        account: options.account,
         endpointId: options.endpointId,
         since: new Date(startedAt.getTime() - (options.lookbackMs ?? GAP_SWEEP_DEFAULTS.lookbackMs)),
         signal,
@@ -124,6 +127,7 @@ export async function sweepGaps(options: GapSweepOptions): Promise<SweeperRun> {
       const report = await verifyMirror({
         store,
         api,
+        account: options.account,
         mirrorSchema: options.mirrorSchema,
         sample: sample ?? undefined,
         repair: options.repair ?? GAP_SWEEP_DEFAULTS.repair,

@@ -9,6 +9,7 @@
 
 // The Postgres mirror
 export { MIRROR_DEFAULTS, registerMirror, type MirrorOptions } from './mirror/mirror-sink.js';
+export { ensureMirrorAccounts, type MirrorAccountsReport } from './mirror/accounts.js';
 export { MIRROR_TABLES, type MirrorTable } from './mirror/states.js';
 export { migrateMirror } from '../store/migrate.js';
 

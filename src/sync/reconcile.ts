@@ -4,6 +4,7 @@ import { ApiError, RateLimitError } from '../client/errors.js';
 import { RepeatedPageError } from '../client/pagination.js';
 import { PayhooksError } from '../errors.js';
 import type { WebhookEventRecord } from '../events/rest-contract.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 import type { PayhooksDatabase } from '../store/database.js';
 
 // Reconciliation finds the events the sender gave up on (or has not delivered yet) that the inbox never stored,
@@ -24,8 +25,13 @@ export const RECONCILE_DEFAULTS = {
 /** Options of {@link reconcile}. */
 export interface ReconcileOptions {
   store: PayhooksDatabase;
-  /** An API client; give it `createPostgresRateLimiter(store)` as `rateLimit` to share the budget with serve. */
+  /** An API client of `account`; give it `createPostgresRateLimiter(store)` as `rateLimit` to share the budget with serve. */
   api: Pick<ApiClient, 'webhookEvents'>;
+  /**
+   * The account whose delivery history `api` reads: an event counts as stored only when the inbox holds it for this
+   * account. Default `default`, the implicit account of a single-account installation. Run once per account.
+   */
+  account?: string | undefined;
   /** Only delivery records created at or after this time. Default: {@link RECONCILE_DEFAULTS.lookbackMs} ago. */
   since?: Date | undefined;
   /** The endpoint whose deliveries count. Default: the only endpoint in the history (several: an error). */
@@ -46,6 +52,8 @@ export interface UnrecoveredEvent {
 
 /** What a run found and did. */
 export interface ReconcileReport {
+  /** The account whose history was read. */
+  account: string;
   since: Date;
   endpointId: string | null;
   /** Delivery records read (created since `since`, of the endpoint). */
@@ -99,13 +107,12 @@ export function deliveryInFlight(
   return dueFor >= 0 && dueFor < inFlightMs;
 }
 
-/** Which of these eventIds the inbox holds. */
-async function storedAmong(store: PayhooksDatabase, eventIds: readonly string[]): Promise<Set<string>> {
+/** Which of these eventIds the inbox holds for `account` (another account's event of the same id is not this one). */
+async function storedAmong(store: PayhooksDatabase, account: string, eventIds: readonly string[]): Promise<Set<string>> {
   if (eventIds.length === 0) return new Set();
   const { rows } = await sql<{ event_id: string }>`
-    select event_id from ${sql.id(store.schema, 'inbox_events')} where event_id = any(${sql.val([...eventIds])}::text[])`.execute(
-    store.db.withoutPlugins(),
-  );
+    select event_id from ${sql.id(store.schema, 'inbox_events')}
+    where event_id = any(${sql.val([...eventIds])}::text[]) and account = ${account}`.execute(store.db.withoutPlugins());
   return new Set(rows.map((row) => row.event_id));
 }
 
@@ -116,7 +123,7 @@ async function storedAmong(store: PayhooksDatabase, eventIds: readonly string[])
  * and `payhooks backfill` brings customers and invoices up to date in that case.
  *
  * @example
- * const report = await reconcile({ store, api, since: new Date(Date.now() - 7 * 86_400_000) });
+ * const report = await reconcile({ store, api, account: 'gym-north', since: new Date(Date.now() - 7 * 86_400_000) });
  * console.log(`${report.missing.length} missing, ${report.resent.length} re-sent`);
  */
 export async function reconcile(options: ReconcileOptions): Promise<ReconcileReport> {
@@ -124,6 +131,7 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
   const inFlightMs = options.inFlightMs ?? RECONCILE_DEFAULTS.inFlightMs;
   if (!(inFlightMs >= 0)) throw new RangeError(`inFlightMs must be a number of milliseconds of at least 0, not ${inFlightMs}.`);
   const report: ReconcileReport = {
+    account: options.account ?? DEFAULT_ACCOUNT,
     since,
     endpointId: options.endpointId ?? null,
     listed: 0,
@@ -141,6 +149,7 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
   const flush = async () => {
     const stored = await storedAmong(
       options.store,
+      report.account,
       page.map((record) => record.eventId),
     );
     const now = Date.now();

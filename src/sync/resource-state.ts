@@ -26,8 +26,8 @@ export interface ResourceState {
 /** What {@link readResourceState} may read from. */
 export interface StateSources {
   api?: ApiClient | undefined;
-  /** The mirror's schema on the inbox's database, when the mirror runs. */
-  mirror?: { store: PayhooksDatabase; schema: string } | undefined;
+  /** The mirror's schema on the inbox's database, when the mirror runs, and the event's account (whose row is read). */
+  mirror?: { store: PayhooksDatabase; schema: string; account: string } | undefined;
   receivedAt: Date;
   signal?: AbortSignal | undefined;
   /** The handler's `ctx.shared`: the API read is then made once per event and shared by every sink of it. */
@@ -108,9 +108,10 @@ async function readFromMirror(
   id: string,
 ): Promise<{ data: unknown; synced_at: Date } | undefined> {
   const table = sql.raw(`${quoteIdent(mirror.schema)}.${quoteIdent(MIRROR_TABLE_OF[kind])}`);
-  const { rows } = await sql<{ data: unknown; synced_at: Date }>`select data, synced_at from ${table} where id = ${id}`.execute(
-    mirror.store.db.withoutPlugins(),
-  );
+  const { rows } = await sql<{
+    data: unknown;
+    synced_at: Date;
+  }>`select data, synced_at from ${table} where account = ${mirror.account} and id = ${id}`.execute(mirror.store.db.withoutPlugins());
   return rows[0];
 }
 

@@ -5,6 +5,7 @@ import { redisStreamsKind } from './brokers/redis-streams.js';
 import { connectorKind, isConnector } from './connector.js';
 import { httpForwardSink } from './http-forward.js';
 import { changeNoticesKind } from './mirror/change-notices.js';
+import { accountsField } from './config-fields.js';
 import type { SinkKind } from './sink.js';
 
 /** The kinds the `brokers` key takes (it predates `sinks`). */
@@ -32,10 +33,41 @@ export type BrokerConfig = Extract<SinkOptions, { kind: (typeof BROKER_KINDS)[nu
 /** The `kind`s a `sinks` entry may name. */
 export const SINK_KIND_NAMES: readonly string[] = SINK_KINDS.map((k) => k.kind);
 
+/** The `accounts` key any sink entry may carry: the accounts whose events it takes (undefined: every account). */
+export interface SinkAccounts {
+  accounts?: readonly string[] | undefined;
+}
+
 /** One checked entry of `sinks` or `brokers`: its kind and its settings, defaults applied, secrets read. */
 export interface SinkEntry {
   kind: SinkKind<{ name: string }>;
-  options: { name: string };
+  options: { name: string } & SinkAccounts;
+}
+
+/**
+ * A kind's entry schema that also takes `accounts` (docs/sinks.md#sinks-per-account): the key is checked here, once for
+ * every kind, and kept beside the kind's own settings, which its schema checks without it.
+ *
+ * @example
+ * withAccounts(httpForwardSink.schema).parse({ name: 'erp', url, accounts: ['gym-north'] }).accounts // ['gym-north']
+ */
+export function withAccounts<Options extends object>(schema: z.ZodType<Options, unknown>) {
+  return z.unknown().transform((entry, ctx): Options & SinkAccounts => {
+    const { accounts, ...settings } =
+      entry !== null && typeof entry === 'object' ? (entry as { accounts?: unknown }) : { accounts: undefined };
+    const checked = {
+      settings: schema.safeParse(entry !== null && typeof entry === 'object' ? settings : entry),
+      accounts: accountsField.optional().safeParse(accounts),
+    };
+    for (const [key, result] of Object.entries(checked)) {
+      if (result.success) continue;
+      const prefix = key === 'accounts' ? ['accounts'] : [];
+      for (const issue of result.error.issues)
+        ctx.addIssue({ ...issue, code: 'custom', message: issue.message, path: [...prefix, ...issue.path] });
+    }
+    if (!checked.settings.success || !checked.accounts.success) return z.NEVER;
+    return checked.accounts.data === undefined ? checked.settings.data : { ...checked.settings.data, accounts: checked.accounts.data };
+  });
 }
 
 /**
@@ -68,7 +100,7 @@ export function sinkListSchema(known: readonly string[]) {
         ctx.addIssue({ code: 'custom', path: ['kind'], message: (err as Error).message });
         return z.NEVER;
       }
-      const parsed = kind.schema.safeParse(settings);
+      const parsed = withAccounts(kind.schema).safeParse(settings);
       if (!parsed.success) {
         for (const issue of parsed.error.issues) ctx.addIssue({ ...issue, code: 'custom', message: issue.message, path: issue.path });
         return z.NEVER;

@@ -25,6 +25,11 @@ export interface Sink {
   readonly name: string;
   /** The event types it takes; undefined: every event, types newer than this payhooks included. */
   readonly eventTypes: readonly EventType[] | undefined;
+  /**
+   * The accounts whose events it takes; undefined: every account. For another account's events its handler is not
+   * due: it neither runs nor records anything for them (docs/sinks.md#sinks-per-account).
+   */
+  readonly accounts?: readonly string[] | undefined;
   /** One line for the start-up log, without credentials. */
   readonly describe: string;
   /** Syncs one event; throw to retry it (a `DeadLetterError` when retrying cannot help). */
@@ -73,7 +78,14 @@ export function defineSinkKind<Options extends { name: string }>(kind: SinkKind<
  * @example
  * registerSink(hooks, sink, { store: await hooks.ready(), mirrorSchema: 'payhooks_mirror', logger });
  */
-export function registerSink(hooks: Payhooks<ApiClient>, sink: Sink, setup: Pick<SinkSetup, 'store' | 'mirrorSchema'>): void {
+export function registerSink(
+  hooks: Payhooks<ApiClient>,
+  sink: Sink,
+  setup: Pick<SinkSetup, 'store' | 'mirrorSchema'> & {
+    /** The configuration entry's `accounts`, which override the sink's own. */
+    accounts?: readonly string[] | undefined;
+  },
+): void {
   const run = async (event: WebhookEvent | UnknownEvent, ctx: HandlerContext<ApiClient>) => {
     // The worker's span of this handler is the sink's: named so, with its kind (docs/tracing.md).
     describeActiveSpan('webhook.sink', { 'payhooks.sink.kind': sink.kind });
@@ -81,7 +93,7 @@ export function registerSink(hooks: Payhooks<ApiClient>, sink: Sink, setup: Pick
     const read: SinkState = () => {
       state ??= readResourceState(event, {
         api: ctx.api,
-        mirror: setup.mirrorSchema ? { store: setup.store, schema: setup.mirrorSchema } : undefined,
+        mirror: setup.mirrorSchema ? { store: setup.store, schema: setup.mirrorSchema, account: ctx.account } : undefined,
         receivedAt: ctx.receivedAt,
         signal: ctx.signal,
         shared: ctx.shared,
@@ -90,6 +102,7 @@ export function registerSink(hooks: Payhooks<ApiClient>, sink: Sink, setup: Pick
     };
     await sink.handle(event, ctx, read);
   };
-  if (sink.eventTypes) hooks.on(sink.eventTypes, run, { name: sink.name });
-  else hooks.onAny(run, { name: sink.name });
+  const accounts = setup.accounts ?? sink.accounts;
+  if (sink.eventTypes) hooks.on(sink.eventTypes, run, { name: sink.name, accounts });
+  else hooks.onAny(run, { name: sink.name, accounts });
 }

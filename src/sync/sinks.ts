@@ -2,8 +2,9 @@ import type { Logger } from 'pino';
 import type { ApiClient } from '../client/api-client.js';
 import type { Payhooks } from '../payhooks.js';
 import type { SyncConfig } from './config.js';
+import type { Connector } from './connector.js';
 import { registerSink, type Sink } from './sink.js';
-import { sinkKind, type SinkEntry } from './sink-registry.js';
+import { type SinkAccounts, sinkKind, type SinkEntry } from './sink-registry.js';
 
 /** The sinks registered from a configuration; close them after `hooks.stop()`. */
 export interface RegisteredSinks {
@@ -29,7 +30,7 @@ export async function registerSinks(
 ): Promise<RegisteredSinks> {
   const store = await hooks.ready();
   const entries: SinkEntry[] = [
-    ...config.connectors.map((connector) => ({ kind: sinkKind('connector'), options: connector })),
+    ...config.connectors.map((connector) => ({ kind: sinkKind('connector'), options: connector as Connector & SinkAccounts })),
     ...config.forward.map((target) => ({ kind: sinkKind('http-forward'), options: target })),
     ...config.brokers.map((broker) => ({ kind: sinkKind(broker.kind), options: broker })),
     ...(config.sinks ?? []),
@@ -40,7 +41,8 @@ export async function registerSinks(
       const logger = options.logger.child({ sink: `${kind.prefix}:${settings.name}` });
       const sink = await kind.create(settings, { store, mirrorSchema: options.mirrorSchema, logger });
       sinks.push(sink);
-      registerSink(hooks, sink, { store, mirrorSchema: options.mirrorSchema });
+      // An entry's `accounts` limit its handler to those accounts' events (docs/sinks.md#sinks-per-account).
+      registerSink(hooks, sink, { store, mirrorSchema: options.mirrorSchema, accounts: settings.accounts });
     }
   } catch (err) {
     await Promise.all(sinks.map((s) => s.close().catch(() => undefined)));

@@ -88,7 +88,8 @@ export class AttemptRunner<Api> {
         if (parsed.issues) attemptRun.log.warn({ issues: parsed.issues }, 'event data does not match its schema; marked invalid');
         return;
       }
-      const handlers = registry.for(event.eventType);
+      // A handler limited to other accounts (a sink filtered by account) is not due for this event.
+      const handlers = registry.for(event.eventType, event.account);
       if (handlers.length === 0) {
         // An ignored event is money nobody booked if the type was meant to be handled: say so every time, never silently.
         this.#finish(entry, 'ignored', null, (stillHeld) => {

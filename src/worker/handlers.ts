@@ -79,6 +79,11 @@ export interface HandlerOptions {
    * {@link UnknownEvent} (`data` unvalidated) when its type is unknown.
    */
   allowUnknownType?: boolean | undefined;
+  /**
+   * The accounts whose events it handles. Default: every account. For the events of any other account the handler
+   * is not due at all: it does not run and records no run or completion for them (a sink filtered by account).
+   */
+  accounts?: readonly string[] | undefined;
 }
 
 /** Options of a registration for types outside the catalog: `allowUnknownType` must be spelt out. */
@@ -89,6 +94,8 @@ export interface RegisteredHandler<Api = unknown> {
   name: string;
   /** null: every event. */
   types: readonly string[] | null;
+  /** null: every account. */
+  accounts: ReadonlySet<string> | null;
   run: AnyEventHandler<Api>;
 }
 
@@ -97,6 +104,8 @@ export class HandlerRegistry<Api = unknown> {
   readonly #handlers: RegisteredHandler<Api>[] = [];
   /** `for`'s answers, cleared by each registration: the worker asks once per event. */
   readonly #byType = new Map<string, readonly RegisteredHandler<Api>[]>();
+  /** Whether any handler is limited to some accounts: without one, `for` needs no account. */
+  #byAccount = false;
 
   /**
    * Registers `handler` for one or several event types of the catalog; `event.data` is typed. A name outside
@@ -120,22 +129,29 @@ export class HandlerRegistry<Api = unknown> {
     if (list.length === 0) throw new TypeError('on() needs an event type name, or a non-empty array of them, as its first argument.');
     if (typeof handler !== 'function') throw new TypeError(`on() needs a handler function as its second argument, not ${typeof handler}.`);
     assertKnownEventTypes(list, options.allowUnknownType === true);
-    this.#add(list, handler, options.name ?? `${list.join('|')}:${handler.name || 'handler'}`, options.name !== undefined);
+    this.#add(list, handler, options.name ?? `${list.join('|')}:${handler.name || 'handler'}`, options);
     return this;
   }
 
   /** Registers `handler` for every event, including types this version does not know. */
   onAny(handler: AnyEventHandler<Api>, options: HandlerOptions = {}): this {
-    this.#add(null, handler, options.name ?? `*:${handler.name || 'handler'}`, options.name !== undefined);
+    this.#add(null, handler, options.name ?? `*:${handler.name || 'handler'}`, options);
     return this;
   }
 
-  /** The handlers that apply to an event type, in registration order (one list per type, kept until the next registration). */
-  for(eventType: string): readonly RegisteredHandler<Api>[] {
-    let handlers = this.#byType.get(eventType);
+  /**
+   * The handlers that apply to an event type of an account, in registration order (one list per type, and per
+   * account when some handler is limited to accounts, kept until the next registration).
+   */
+  for(eventType: string, account?: string): readonly RegisteredHandler<Api>[] {
+    const key = this.#byAccount && account !== undefined ? `${eventType}\n${account}` : eventType;
+    let handlers = this.#byType.get(key);
     if (!handlers) {
-      handlers = this.#handlers.filter((h) => h.types === null || h.types.includes(eventType));
-      this.#byType.set(eventType, handlers);
+      handlers = this.#handlers.filter(
+        (h) =>
+          (h.types === null || h.types.includes(eventType)) && (h.accounts === null || account === undefined || h.accounts.has(account)),
+      );
+      this.#byType.set(key, handlers);
     }
     return handlers;
   }
@@ -149,13 +165,21 @@ export class HandlerRegistry<Api = unknown> {
     return this.#handlers.length;
   }
 
-  #add(types: string[] | null, run: AnyEventHandler<Api>, name: string, explicit: boolean): void {
+  #add(types: string[] | null, run: AnyEventHandler<Api>, name: string, options: HandlerOptions): void {
+    const explicit = options.name !== undefined;
+    if (options.accounts !== undefined && (!Array.isArray(options.accounts) || options.accounts.length === 0)) {
+      throw new TypeError(
+        `The accounts of handler ${JSON.stringify(name)} must be a non-empty array of account ids, or left out for every account.`,
+      );
+    }
     let unique = name;
     if (this.#handlers.some((h) => h.name === unique)) {
       if (explicit) throw new Error(`A handler named ${JSON.stringify(name)} is already registered; handler names must be unique.`);
       for (let n = 2; this.#handlers.some((h) => h.name === unique); n++) unique = `${name}#${n}`;
     }
-    this.#handlers.push({ name: unique, types, run });
+    const accounts = options.accounts ? new Set(options.accounts) : null;
+    this.#handlers.push({ name: unique, types, accounts, run });
+    this.#byAccount ||= accounts !== null;
     this.#byType.clear();
   }
 }

@@ -51,7 +51,12 @@ describe('command-line errors', () => {
 });
 
 describe("events stats' oldest-pending line", () => {
-  const oldest = { eventId: 'evt_1', receivedAt: new Date('2026-05-01T09:12:44.120Z'), ageMs: 3 * 3_600_000 + 12 * 60_000 };
+  const oldest = {
+    account: 'default',
+    eventId: 'evt_1',
+    receivedAt: new Date('2026-05-01T09:12:44.120Z'),
+    ageMs: 3 * 3_600_000 + 12 * 60_000,
+  };
 
   it('names the queued events of its resource when there are others, and nothing more when it is alone or has no key', () => {
     expect(oldestPendingLine({ ...oldest, resourceKey: 'invoice:inv_1', queuedForResource: 1950 })).toBe(

@@ -41,7 +41,14 @@ describe.skipIf(!pgUrl)('payhooks replay, effects list and effects resolve besid
     for (const id of ['evt_twice', 'evt_held', 'evt_redo']) await putEvent(store, exampleEvent('INVOICE_PAID', { eventId: id }));
     for (const id of ['evt_held', 'evt_redo']) {
       const receivedAt = (await getEvent(store, id))!.receivedAt;
-      const intent = { eventId: id, handler: 'sms', step: 'notify', receivedAt, idempotencyKey: effectKey(id, 'sms', 'notify') };
+      const intent = {
+        account: 'default',
+        eventId: id,
+        handler: 'sms',
+        step: 'notify',
+        receivedAt,
+        idempotencyKey: effectKey('default', id, 'sms', 'notify'),
+      };
       await beginStep(store, { ...intent, idempotent: false, attempt: 1 });
     }
     hooks = createPayhooks({
@@ -128,7 +135,7 @@ describe.skipIf(!pgUrl)('payhooks replay, effects list and effects resolve besid
           handler: 'sms',
           step: 'notify',
           state: 'needs-review',
-          idempotencyKey: effectKey('evt_held', 'sms', 'notify'),
+          idempotencyKey: effectKey('default', 'evt_held', 'sms', 'notify'),
         }),
       ]),
     );

@@ -157,7 +157,10 @@ describe('a late fee through ctx.api inside ctx.effect, serve SIGKILLed between 
       const [eventId, feeId] = readFileSync(handled, 'utf8').trim().split(' ');
       // One late fee, the one the first call created: the second call got the first's answer.
       expect(await feesOf()).toEqual([feeId]);
-      expect(creates).toEqual([effectKey(eventId!, 'late-fees', 'late-fee'), effectKey(eventId!, 'late-fees', 'late-fee')]);
+      expect(creates).toEqual([
+        effectKey('default', eventId!, 'late-fees', 'late-fee'),
+        effectKey('default', eventId!, 'late-fees', 'late-fee'),
+      ]);
 
       const listed = await runCli(['effects', 'list', eventId!, '--json'], { DATABASE_URL: '' }, dir);
       expect(listed.code).toBe(0);

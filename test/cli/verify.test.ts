@@ -198,10 +198,10 @@ describe.each(BACKENDS)('payhooks verify after a day of traffic, on $name', (bac
         await store.db.transaction().execute(async (trx) => {
           await sql`delete from ${sql.id(mirrorSchema, 'customers')} where id = ${twice}`.execute(trx);
           const cause = (e: typeof first) => ({ eventId: e!.eventId, eventType: 'CUSTOMER_UPDATED' });
-          await writeMirrorState(trx, mirrorSchema, customerFromEvent(second!.data, STATE_RANK.changed, false), cause(second));
+          await writeMirrorState(trx, mirrorSchema, 'default', customerFromEvent(second!.data, STATE_RANK.changed, false), cause(second));
           // The same rank and no time of its own: the later-delivered snapshot replaces the other when its hash is not lower.
           await sql`update ${sql.id(mirrorSchema, 'customers')} set state_hash = '' where id = ${twice}`.execute(trx);
-          await writeMirrorState(trx, mirrorSchema, customerFromEvent(first!.data, STATE_RANK.changed, false), cause(first));
+          await writeMirrorState(trx, mirrorSchema, 'default', customerFromEvent(first!.data, STATE_RANK.changed, false), cause(first));
         });
         drop = () => false;
         // 5. An invoice canceled while serve was down.

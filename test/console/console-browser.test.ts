@@ -52,8 +52,9 @@ describe.skipIf(!available)('the console page in headless Chromium', () => {
     const store = await hooks.ready();
     await putEvent(store, exampleEvent('INVOICE_CREATED', { eventId: 'evt_browser_held' }));
     const receivedAt = (await getEvent(store, 'evt_browser_held'))!.receivedAt;
-    const idempotencyKey = effectKey('evt_browser_held', 'sms', 'notify');
+    const idempotencyKey = effectKey('default', 'evt_browser_held', 'sms', 'notify');
     await beginStep(store, {
+      account: 'default',
       eventId: 'evt_browser_held',
       handler: 'sms',
       step: 'notify',

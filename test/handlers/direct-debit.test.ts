@@ -318,7 +318,14 @@ describe('the dunning hook', () => {
     // The dunning step recorded started, as attempt 1 does just before it calls the hook.
     await before(store, async (eventId) => {
       const receivedAt = (await getEvent(store, eventId))!.receivedAt;
-      const intent = { eventId, handler, step: 'dunning', receivedAt, idempotencyKey: effectKey(eventId, handler, 'dunning') };
+      const intent = {
+        account: 'default',
+        eventId,
+        handler,
+        step: 'dunning',
+        receivedAt,
+        idempotencyKey: effectKey('default', eventId, handler, 'dunning'),
+      };
       await beginStep(store, { ...intent, idempotent: false, attempt: 1 });
     });
     await hooks.start();
@@ -339,7 +346,7 @@ describe('the dunning hook', () => {
       async (store, started) => {
         // evt_after: the hook completed, the process died before the failure's transaction.
         await started('evt_after');
-        await completeStep(store, { eventId: 'evt_after', handler: 'direct-debit:failures', step: 'dunning' }, null);
+        await completeStep(store, { account: 'default', eventId: 'evt_after', handler: 'direct-debit:failures', step: 'dunning' }, null);
         // evt_during and evt_redo: the process died while the hook ran; whether it happened is unknown.
         await started('evt_during');
         await started('evt_redo');
@@ -352,7 +359,11 @@ describe('the dunning hook', () => {
       // The completed hook is not called again; the failure is recorded once. The held ones are neither called nor recorded.
       expect(calls).toEqual(['att_evt_fresh']);
       expect(await recorded()).toEqual(['att_evt_after', 'att_evt_fresh']);
-      expect((await listSteps(store, ['evt_fresh']))[0]).toMatchObject({ step: 'dunning', state: 'completed', calls: 1 });
+      expect((await listSteps(store, [{ account: 'default', eventId: 'evt_fresh' }]))[0]).toMatchObject({
+        step: 'dunning',
+        state: 'completed',
+        calls: 1,
+      });
 
       // The operator finds the email was sent for one (done: recorded without a call), not for the other (redo: called).
       expect(await resolveStep(store, { eventId: 'evt_during', step: 'dunning' }, 'done')).toMatchObject({ requeued: true });

@@ -80,23 +80,23 @@ export function expectedMirror(records: SimulatorRecords) {
 
 type Row = Record<string, unknown>;
 
-async function rowsOf(store: PayhooksDatabase, schema: string, table: string): Promise<Row[]> {
-  const { rows } = await sql<Row>`select * from ${sql.id(schema, table)} order by id`.execute(store.db.withoutPlugins());
+async function rowsOf(store: PayhooksDatabase, schema: string, table: string, account?: string): Promise<Row[]> {
+  const { rows } = await sql<Row>`select * from ${sql.id(schema, table)}
+    where ${account === undefined ? sql`true` : sql`account = ${account}`} order by id`.execute(store.db.withoutPlugins());
   return rows;
 }
 
-/** The mirror's rows in the same shape as {@link expectedMirror}. */
-export async function actualMirror(store: PayhooksDatabase, schema: string) {
-  const items = await sql<Row>`select * from ${sql.id(schema, 'invoice_items')} order by invoice_id, position`.execute(
-    store.db.withoutPlugins(),
-  );
+/** The mirror's rows (of one account, or all) in the same shape as {@link expectedMirror}. */
+export async function actualMirror(store: PayhooksDatabase, schema: string, account?: string) {
+  const items = await sql<Row>`select * from ${sql.id(schema, 'invoice_items')}
+    where ${account === undefined ? sql`true` : sql`account = ${account}`} order by invoice_id, position`.execute(store.db.withoutPlugins());
   const itemsOf = (invoiceId: unknown) =>
     items.rows
       .filter((item) => item.invoice_id === invoiceId)
       .map((item) => ({ amount: num(item.amount), quantity: num(item.quantity), currency: item.currency, concept_id: item.concept_id }));
   return {
     customers: byId(
-      (await rowsOf(store, schema, 'customers')).map((c) => ({
+      (await rowsOf(store, schema, 'customers', account)).map((c) => ({
         id: c.id as string,
         username: c.username,
         name: c.name,
@@ -108,7 +108,7 @@ export async function actualMirror(store: PayhooksDatabase, schema: string) {
       })),
     ),
     invoices: byId(
-      (await rowsOf(store, schema, 'invoices')).map((i) => ({
+      (await rowsOf(store, schema, 'invoices', account)).map((i) => ({
         id: i.id as string,
         customer_id: i.customer_id,
         status: i.status,
@@ -121,7 +121,7 @@ export async function actualMirror(store: PayhooksDatabase, schema: string) {
       })),
     ),
     payments: byId(
-      (await rowsOf(store, schema, 'payments')).map((p) => ({
+      (await rowsOf(store, schema, 'payments', account)).map((p) => ({
         id: p.id as string,
         invoice_id: p.invoice_id,
         amount: num(p.amount),
@@ -132,7 +132,7 @@ export async function actualMirror(store: PayhooksDatabase, schema: string) {
       })),
     ),
     refunds: byId(
-      (await rowsOf(store, schema, 'refunds')).map((r) => ({
+      (await rowsOf(store, schema, 'refunds', account)).map((r) => ({
         id: r.id as string,
         payment_id: r.payment_id,
         amount: num(r.amount),
@@ -140,7 +140,7 @@ export async function actualMirror(store: PayhooksDatabase, schema: string) {
       })),
     ),
     disputes: byId(
-      (await rowsOf(store, schema, 'disputes')).map((d) => ({
+      (await rowsOf(store, schema, 'disputes', account)).map((d) => ({
         id: d.id as string,
         payment_id: d.payment_id,
         status: d.status,
@@ -150,7 +150,7 @@ export async function actualMirror(store: PayhooksDatabase, schema: string) {
       })),
     ),
     subscriptions: byId(
-      (await rowsOf(store, schema, 'subscriptions')).map((s) => ({
+      (await rowsOf(store, schema, 'subscriptions', account)).map((s) => ({
         id: s.id as string,
         customer_id: s.customer_id,
         status: s.status,

@@ -26,8 +26,9 @@ export async function oldDoneEvents(store: PayhooksDatabase, prefix: string, cou
   await sql`update ${sql.id(store.schema, 'inbox_events')} set status = 'done', attempts = 1,
     processed_at = ${age} where event_id = any(${ids}::text[])`.execute(store.db);
   await sql`delete from ${sql.id(store.schema, 'inbox_queue')} where event_id = any(${ids}::text[])`.execute(store.db);
-  await sql`insert into ${sql.id(store.schema, 'handler_runs')} (event_id, handler, received_at)
-    select event_id, 'noop', first_received_at from ${sql.id(store.schema, 'event_ledger')} where event_id = any(${ids}::text[])`.execute(
+  // The account from the ledger: the outcome's key holds it (migrations/018), and no column defaults it.
+  await sql`insert into ${sql.id(store.schema, 'handler_runs')} (event_id, account, handler, received_at)
+    select event_id, account, 'noop', first_received_at from ${sql.id(store.schema, 'event_ledger')} where event_id = any(${ids}::text[])`.execute(
     store.db,
   );
   return ids;
@@ -37,7 +38,7 @@ export async function oldDoneEvents(store: PayhooksDatabase, prefix: string, cou
 export async function queuedOf(store: PayhooksDatabase, ids: readonly string[]): Promise<{ queued: number; existing: number }> {
   const row = await store.db
     .selectFrom('inbox_events as e')
-    .leftJoin('inbox_queue as q', 'q.event_id', 'e.event_id')
+    .leftJoin('inbox_queue as q', (join) => join.onRef('q.event_id', '=', 'e.event_id').onRef('q.account', '=', 'e.account'))
     .select([
       sql<number>`(count(*) filter (where e.status = 'pending' and q.event_id is not null))::int`.as('queued'),
       sql<number>`count(*)::int`.as('existing'),

@@ -52,7 +52,10 @@ export async function buildPGliteTemplates(): Promise<PGliteTemplates> {
   };
   mkdirSync(dir, { recursive: true });
   if (!existsSync(templates.dataDir)) {
-    for (const old of readdirSync(dir).filter((name) => name.endsWith('-pgdata'))) rmSync(join(dir, old), { recursive: true, force: true });
+    // Only this key's copies of earlier days: worktrees with other migrations share the cache, and removing their
+    // directory while their tests copy it fails them (ENOENT in seedDataDir).
+    for (const old of readdirSync(dir).filter((name) => name.startsWith(`${key}-`) && name.endsWith('-pgdata')))
+      rmSync(join(dir, old), { recursive: true, force: true });
     await buildDataDir(templates.dataDir);
   }
   if (existsSync(templates.empty) && existsSync(templates.migrated)) return templates;

@@ -184,6 +184,57 @@ describe('payhooks simulate', () => {
     expect(existsSync(sessionFile)).toBe(false);
   });
 
+  it('--accounts 3 --forward-to: three endpoints at /webhooks/<id>, the session lists them, trigger --account picks one', {
+    timeout: 90_000,
+  }, async () => {
+    const paths: string[] = [];
+    const receiver = await listen(
+      createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+          paths.push(req.url ?? '');
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{"received":true}');
+        });
+      }),
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'payhooks-accounts-'));
+    const child = spawnCli(['simulate', '--port', '0', '--accounts', '3', '--forward-to', `${receiver.url}/webhooks`], {}, dir);
+    const done = collect(child, 80_000);
+    try {
+      const sessionFile = join(dir, '.payhooks', 'simulator.json');
+      await waitFor(() => existsSync(sessionFile), 'the session file', 30_000);
+      const session = JSON.parse(readFileSync(sessionFile, 'utf8')) as {
+        url: string;
+        accounts: { id: string; apiKey: string; forwardTo: string }[];
+      };
+      expect(session.accounts.map((a) => [a.id, a.forwardTo])).toEqual(
+        ['acct_1', 'acct_2', 'acct_3'].map((id) => [id, `${receiver.url}/webhooks/${id}`]),
+      );
+      const trigger = await runCli(
+        ['trigger', 'cash-payment', '--account', 'acct_3'],
+        { PAYHOOKS_API_URL: undefined, PAYHOOKS_API_KEY: undefined },
+        dir,
+      );
+      expect(trigger.stderr).toBe('');
+      expect(trigger.code).toBe(0);
+      expect(trigger.stdout).toContain('account acct_3');
+      await waitFor(() => paths.length >= 5, 'five deliveries', 30_000);
+      expect(new Set(paths)).toEqual(new Set(['/webhooks/acct_3']));
+      // acct_3's key sees its customer; acct_1's sees none.
+      const customers = async (key: string) => (await createClient({ apiKey: key, environment: session.url }).customers.list()).data.length;
+      expect(await customers(session.accounts[2]!.apiKey)).toBe(1);
+      expect(await customers(session.accounts[0]!.apiKey)).toBe(0);
+    } finally {
+      child.kill('SIGTERM');
+      await receiver.close();
+    }
+    const result = await done;
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('3 organizations, each with its own API key, endpoint and signing secret');
+    for (const id of ['acct_1', 'acct_2', 'acct_3']) expect(result.stdout).toContain(`${receiver.url}/webhooks/${id}`);
+    expect(existsSync(join(dir, '.payhooks', 'simulator.json'))).toBe(false);
+  });
+
   it('--help lists simulate and trigger', { timeout: 60_000 }, async () => {
     const result = await runInProcess(['--help']);
     expect(result.stdout).toMatch(/simulate \[options\]/);

@@ -48,7 +48,7 @@ describe.each(backends)('attempts counted at claim ($name)', (backend) => {
     expect(dead.attempts).toBe(3);
     expect(dead.lease_owner).toBeNull();
     expect(dead.last_error).toMatch(/died .* after 3 claims of 3 allowed/);
-    expect(buried).toEqual([{ eventId: 'evt_killer', eventType: 'INVOICE_PAID', attempts: 3 }]);
+    expect(buried).toEqual([{ account: 'default', eventId: 'evt_killer', eventType: 'INVOICE_PAID', attempts: 3 }]);
     expect(await claim()).toEqual([]);
   });
 

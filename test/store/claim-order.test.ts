@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exampleEvent } from '../../src/events/index.js';
+import { eventKey } from '../../src/store/accounts.js';
 import { claimEvents } from '../../src/store/claim.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { extendLeases, recordOutcomes } from '../../src/store/outcomes.js';
@@ -25,7 +26,7 @@ describe.each(backends)('the claim’s order per resource ($name)', (backend) =>
     recordOutcomes(
       db,
       'w',
-      ids.map((eventId) => ({ kind: 'finished' as const, eventId, status: 'done' as const, lastError: null })),
+      ids.map((eventId) => ({ kind: 'finished' as const, account: 'default', eventId, status: 'done' as const, lastError: null })),
     );
 
   it.skipIf(!backend.available)('a backlog of one resource is handed out one event at a time, in order, beside the others', async () => {
@@ -82,7 +83,9 @@ describe.each(backends)('the claim’s order per resource ($name)', (backend) =>
       expect(await claimIds(db)).toEqual(['evt_2']);
       expect(await dueOf(db, 'cus_1')).toEqual([]);
       // A retry of the running one wakes the next too: it may run what the failed one does not owe.
-      await recordOutcomes(db, 'w', [{ kind: 'retry', eventId: 'evt_2', delayMs: 60_000, lastError: 'boom', owed: ['a'] }]);
+      await recordOutcomes(db, 'w', [
+        { kind: 'retry', account: 'default', eventId: 'evt_2', delayMs: 60_000, lastError: 'boom', owed: ['a'] },
+      ]);
       expect(await dueOf(db, 'cus_1')).toEqual(['evt_3']);
     },
   );
@@ -108,7 +111,7 @@ describe.each(backends)('the claim’s order per resource ($name)', (backend) =>
     const again = await claimEvents(db, { workerId: 'w2', limit: 10, leaseMs: 60_000 });
     expect(again.map((event) => [event.eventId, event.attempt])).toEqual([['evt_1', 2]]);
     expect(await dueOf(db, 'cus_1')).toEqual([]);
-    await recordOutcomes(db, 'w2', [{ kind: 'finished', eventId: 'evt_1', status: 'done', lastError: null }]);
+    await recordOutcomes(db, 'w2', [{ kind: 'finished', account: 'default', eventId: 'evt_1', status: 'done', lastError: null }]);
     expect(await claimIds(db)).toEqual(['evt_2']);
   });
 
@@ -117,7 +120,9 @@ describe.each(backends)('the claim’s order per resource ($name)', (backend) =>
     async () => {
       const db = await leaseFirstOfThree(300);
       // The run outlasts its first lease: the heartbeat extends it, and the events behind it with it.
-      expect([...(await extendLeases(db, 'w', ['evt_1'], 60_000))]).toEqual(['evt_1']);
+      expect([...(await extendLeases(db, 'w', [{ account: 'default', eventId: 'evt_1' }], 60_000))]).toEqual([
+        eventKey('default', 'evt_1'),
+      ]);
       await new Promise((resolve) => setTimeout(resolve, 400));
       expect(await dueOf(db, 'cus_1')).toEqual([]);
       await finish(db, ['evt_1']);

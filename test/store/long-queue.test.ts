@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exampleEvent } from '../../src/events/index.js';
+import { eventKey } from '../../src/store/accounts.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import { vacuumQueue } from '../../src/store/maintenance.js';
 import { extendLeases, recordOutcomes } from '../../src/store/outcomes.js';
@@ -58,7 +59,7 @@ describe.each(backends)('a worker’s statements in a long queue ($name)', (back
       held = await recordOutcomes(
         db,
         'w',
-        batch.map((eventId) => ({ kind: 'finished' as const, eventId, status: 'done' as const, lastError: null })),
+        batch.map((eventId) => ({ kind: 'finished' as const, account: 'default', eventId, status: 'done' as const, lastError: null })),
       );
     });
     expect(held).toEqual(batch.map(() => true));
@@ -73,9 +74,14 @@ describe.each(backends)('a worker’s statements in a long queue ($name)', (back
     const batch = ids.slice(QUEUED - BATCH);
     let extended = new Set<string>();
     const scanned = await rowsScanned(async (db) => {
-      extended = await extendLeases(db, 'w', batch, 60_000);
+      extended = await extendLeases(
+        db,
+        'w',
+        batch.map((eventId) => ({ account: 'default', eventId })),
+        60_000,
+      );
     });
-    expect([...extended].sort()).toEqual(batch);
+    expect([...extended].sort()).toEqual(batch.map((eventId) => eventKey('default', eventId)));
     expect(scanned).toBe(0);
   });
 

@@ -32,8 +32,8 @@ async function prepared(store: PayhooksDatabase) {
 async function claimAndFinish(store: PayhooksDatabase): Promise<string[]> {
   const claimed = await claimEvents(store, CLAIM);
   const outcomes: Outcome[] = claimed.flatMap((event): Outcome[] => [
-    { kind: 'completed', eventId: event.eventId, handler: 'h' },
-    { kind: 'finished', eventId: event.eventId, status: 'done', lastError: null },
+    { kind: 'completed', account: event.account, eventId: event.eventId, handler: 'h' },
+    { kind: 'finished', account: event.account, eventId: event.eventId, status: 'done', lastError: null },
   ]);
   expect(await recordOutcomes(store, CLAIM.workerId, outcomes)).toEqual(outcomes.map(() => true));
   return claimed.map((event) => event.eventId);

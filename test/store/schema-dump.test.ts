@@ -14,18 +14,29 @@ afterAll(() => {
   for (const dir of copies) rmSync(dir, { recursive: true, force: true });
 });
 
-/** A copy of payhooks' migrations with one statement of the claim (`LIMIT max_count`) changed where it is written. */
-function migrationsWithAChangedClaim(): string {
+/**
+ * A copy of payhooks' migrations with one statement of the claim changed where it is written today: in the last
+ * migration that (re)creates `claim_events` (an earlier one's change would be replaced by it, and show nowhere), its
+ * first `LIMIT x` made `LIMIT 1 + x`. Resolves to the directory and the changed text to look for.
+ */
+function migrationsWithAChangedClaim(): { dir: string; changed: string } {
   const dir = mkdtempSync(join(tmpdir(), 'payhooks-migrations-'));
   copies.push(dir);
   cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-  const claims = readdirSync(dir).filter(
-    (name) => name.endsWith('.sql') && readFileSync(join(dir, name), 'utf8').includes('LIMIT max_count'),
-  );
-  expect(claims, 'the migration that limits the claim with "LIMIT max_count"').toHaveLength(1);
-  const path = join(dir, claims[0] as string);
-  writeFileSync(path, readFileSync(path, 'utf8').replace('LIMIT max_count', 'LIMIT max_count + 1'));
-  return dir;
+  const claims = readdirSync(dir)
+    .filter((name) => name.endsWith('.sql') && /CREATE (OR REPLACE )?FUNCTION claim_events\(/.test(readFileSync(join(dir, name), 'utf8')))
+    .sort();
+  expect(claims, 'the migrations that create the claim').not.toHaveLength(0);
+  const path = join(dir, claims.at(-1) as string);
+  const text = readFileSync(path, 'utf8');
+  const start = text.search(/CREATE (OR REPLACE )?FUNCTION claim_events\(/);
+  const body = text.slice(start);
+  const limit = /LIMIT ([a-z_.]+)/.exec(body);
+  expect(limit, 'a LIMIT in the claim').not.toBeNull();
+  const changed = `LIMIT 1 + ${limit?.[1]}`;
+  // Spliced, not String.replace with the body: the body holds `$$`, which a replacement string reads as `$`.
+  writeFileSync(path, text.slice(0, start) + body.replace(limit?.[0] as string, () => changed));
+  return { dir, changed };
 }
 
 describe.skipIf(!pgUrl)('docs/schema.sql', () => {
@@ -39,11 +50,10 @@ describe.skipIf(!pgUrl)('docs/schema.sql', () => {
   });
 
   it('differs from the committed dump when a migration changes a statement of the claim', { timeout: 120_000 }, async () => {
-    const dumped = await dumpSchema(pgUrl as string, {
-      migrations: migrationsWithAChangedClaim(),
-      mirrorMigrations: MIRROR_MIGRATIONS_DIR,
-    });
-    expect(dumped).toContain('LIMIT max_count + 1');
+    const { dir, changed } = migrationsWithAChangedClaim();
+    const dumped = await dumpSchema(pgUrl as string, { migrations: dir, mirrorMigrations: MIRROR_MIGRATIONS_DIR });
+    expect(committed).not.toContain(changed);
+    expect(dumped).toContain(changed);
     expect(dumped).not.toBe(committed);
   });
 });

@@ -152,7 +152,7 @@ describe.each(backends)('store on $name', (backend) => {
       ] as const) {
         await storeEvent(store, incoming(id));
         await setState(store, id, status, { attempts: 10, last_error: 'x' });
-        await markHandlerCompleted(store.db, id, 'h1');
+        await markHandlerCompleted(store.db, { account: 'default', eventId: id }, 'h1');
       }
       expect((await replayEvents(store, { status: 'dead' })).sort()).toEqual(['d1', 'd2']);
       expect(await replayEvents(store, { eventIds: ['ok', 'busy', 'missing'] })).toEqual(['ok']);

@@ -286,7 +286,10 @@ describe.each(backends.filter((b) => b.available))('runBackfill ($name)', (backe
       const newer = { ...customerFromEvent({ ...customer!, name: 'From a later event' }, STATE_RANK.changed, false) };
       newer.stateAt = new Date(Date.now() + 3_600_000);
       expect(
-        await writeMirrorState(store.db.withoutPlugins(), mirrorSchema, newer, { eventId: 'evt_later', eventType: 'CUSTOMER_UPDATED' }),
+        await writeMirrorState(store.db.withoutPlugins(), mirrorSchema, 'default', newer, {
+          eventId: 'evt_later',
+          eventType: 'CUSTOMER_UPDATED',
+        }),
       ).toBe(true);
       const report = await backfill({ resources: ['customers'] });
       expect(report.resources[0]).toMatchObject({ start: 'new-pass', written: COUNT - 1, keptNewer: 1 });

@@ -175,7 +175,7 @@ describe.each(backends.filter((b) => b.available))('U+0000 in event data ($name)
       expect(await rows('customers')).toMatchObject([{ id: 'cus_\ufffdx', name: 'Ada\ufffdLovelace', last_event_id: event.eventId }]);
       // The change notice names the row as the mirror holds it.
       await waitFor(() => notices.length === 1, 'one change notice');
-      expect(notices).toEqual([{ kind: 'customer', id: 'cus_\ufffdx', eventId: event.eventId }]);
+      expect(notices).toEqual([{ account: 'default', kind: 'customer', id: 'cus_\ufffdx', eventId: event.eventId }]);
     });
   });
 });

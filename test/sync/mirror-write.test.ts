@@ -54,8 +54,8 @@ describe.each(backends.filter((b) => b.available))('guarded upserts into the mir
       links,
       STATE_RANK.final,
     );
-    expect(await writeMirrorState(db(), schema, resolved, cause('evt_resolved'))).toBe(true);
-    expect(await writeMirrorState(db(), schema, opened, cause('evt_opened'))).toBe(false);
+    expect(await writeMirrorState(db(), schema, 'default', resolved, cause('evt_resolved'))).toBe(true);
+    expect(await writeMirrorState(db(), schema, 'default', opened, cause('evt_opened'))).toBe(false);
     expect(await row('disputes', 'dsp_order')).toMatchObject({
       status: 'WON',
       response_id: 'dre_1',
@@ -69,8 +69,8 @@ describe.each(backends.filter((b) => b.available))('guarded upserts into the mir
     const invoice = { ...data.invoice, id: 'inv_steps' };
     const paid = invoiceFromEvent(invoice, { customerId: 'cus_1', description: null, status: 'paid' }, STATE_RANK.final);
     const created = invoiceFromEvent(invoice, { customerId: 'cus_1', description: null, status: 'open' }, STATE_RANK.created);
-    await writeMirrorState(db(), schema, paid, cause('evt_paid'));
-    expect(await writeMirrorState(db(), schema, created, cause('evt_created'))).toBe(false);
+    await writeMirrorState(db(), schema, 'default', paid, cause('evt_paid'));
+    expect(await writeMirrorState(db(), schema, 'default', created, cause('evt_created'))).toBe(false);
     expect(await row('invoices', 'inv_steps')).toMatchObject({ status: 'paid', is_paid: true, last_event_id: 'evt_paid' });
   });
 
@@ -85,8 +85,8 @@ describe.each(backends.filter((b) => b.available))('guarded upserts into the mir
     // Same resource, time and step, different content: A then B, then (from scratch) B then A.
     const outcome = async (first: string, second: string) => {
       await sql`delete from ${sql.id(schema, 'subscriptions')} where id = 'sub_tie'`.execute(db());
-      await writeMirrorState(db(), schema, make(first), cause(`evt_${first}`));
-      await writeMirrorState(db(), schema, make(second), cause(`evt_${second}`));
+      await writeMirrorState(db(), schema, 'default', make(first), cause(`evt_${first}`));
+      await writeMirrorState(db(), schema, 'default', make(second), cause(`evt_${second}`));
       return (await row('subscriptions', 'sub_tie'))!.description;
     };
     const ab = await outcome('A', 'B');
@@ -105,10 +105,10 @@ describe.each(backends.filter((b) => b.available))('guarded upserts into the mir
     };
     const early = invoiceFromApi(apiInvoice, new Date('2026-11-10T10:00:00.000Z'));
     const late = invoiceFromApi({ ...apiInvoice, isPaid: true, paidAt: '2026-11-10T10:00:05.000Z' }, new Date('2026-11-10T10:00:06.000Z'));
-    await writeMirrorState(db(), schema, late, cause('evt_late'));
-    expect(await writeMirrorState(db(), schema, early, cause('evt_early'))).toBe(false);
+    await writeMirrorState(db(), schema, 'default', late, cause('evt_late'));
+    expect(await writeMirrorState(db(), schema, 'default', early, cause('evt_early'))).toBe(false);
     const snapshot = invoiceFromEvent(apiInvoice, { customerId: 'cus_r', description: null, status: 'canceled' }, STATE_RANK.final);
-    expect(await writeMirrorState(db(), schema, snapshot, cause('evt_snapshot'))).toBe(false);
+    expect(await writeMirrorState(db(), schema, 'default', snapshot, cause('evt_snapshot'))).toBe(false);
     expect(await row('invoices', 'inv_reads')).toMatchObject({ status: 'paid', source: 'api', last_event_id: 'evt_late' });
   });
 
@@ -119,8 +119,8 @@ describe.each(backends.filter((b) => b.available))('guarded upserts into the mir
       new Date('2026-11-10T00:00:00Z'),
     );
     const one = invoiceFromApi({ ...invoice, items: [{ ...invoice.items[0]!, quantity: 3 }] }, new Date('2026-11-11T00:00:00Z'));
-    await writeMirrorState(db(), schema, two, null);
-    await writeMirrorState(db(), schema, one, null);
+    await writeMirrorState(db(), schema, 'default', two, null);
+    await writeMirrorState(db(), schema, 'default', one, null);
     const { rows } = await sql<{
       quantity: string;
     }>`select quantity from ${sql.id(schema, 'invoice_items')} where invoice_id = 'inv_items'`.execute(db());
@@ -130,12 +130,14 @@ describe.each(backends.filter((b) => b.available))('guarded upserts into the mir
     await writeMirrorState(
       db(),
       schema,
+      'default',
       paymentFromEvent({ ...payment, id: 'pay_links' }, { invoiceId: 'inv_items', customerId: 'cus_l' }, STATE_RANK.changed),
       null,
     );
     await writeMirrorState(
       db(),
       schema,
+      'default',
       paymentFromApi({ ...payment, id: 'pay_links' }, { invoiceId: null, customerId: null }, new Date()),
       null,
     );
@@ -180,9 +182,9 @@ describe.each(backends.filter((b) => b.available))('guarded upserts into the mir
       { customerId: null, description: 'kept', status: 'open' },
       STATE_RANK.created,
     );
-    await writeMirrorState(db(), schema, ok, null);
+    await writeMirrorState(db(), schema, 'default', ok, null);
     const broken: MirrorState = { ...ok, rank: STATE_RANK.final, columns: { ...ok.columns, due_date: 'not a date' } };
-    await expect(writeMirrorState(db(), schema, broken, null)).rejects.toThrow();
+    await expect(writeMirrorState(db(), schema, 'default', broken, null)).rejects.toThrow();
     expect(await row('invoices', 'inv_intact')).toMatchObject({ description: 'kept', status: 'open' });
   });
 });

@@ -324,7 +324,9 @@ describe('sinks as plugins', () => {
         await hooks.start();
         await eventDone(store, event.eventId);
         await waitFor(() => notices.length === 1, 'one notice');
-        expect(notices).toEqual([{ payload: { kind: 'customer', id: 'cus_notice', eventId: event.eventId }, rowVisible: true }]);
+        expect(notices).toEqual([
+          { payload: { account: 'default', kind: 'customer', id: 'cus_notice', eventId: event.eventId }, rowVisible: true },
+        ]);
       } finally {
         await hooks.stop();
         await listener.end();
@@ -361,7 +363,9 @@ describe('sinks as plugins', () => {
         await hooks.start();
         await eventDone(store, event.eventId);
         await waitFor(() => notices.length === 1, 'one notice');
-        expect(notices).toEqual([{ payload: { kind: 'invoice', id: event.data.invoiceId, eventId: event.eventId }, rowVisible: true }]);
+        expect(notices).toEqual([
+          { payload: { account: 'default', kind: 'invoice', id: event.data.invoiceId, eventId: event.eventId }, rowVisible: true },
+        ]);
         // Sent on the first attempt: the mirror had completed the event when the notice ran.
         expect((await getEvent(store, event.eventId))?.attempts).toBe(1);
       } finally {

@@ -31,9 +31,9 @@ describe.each(backends)('the stored events read a page at a time on $name', (bac
           const rows = Array.from({ length: Math.min(250, EVENTS - first) }, (_, k) => {
             const event = exampleEvent('DISPUTE_CREATED', { eventId: `evt_p${first + k}` });
             event.data.dispute.id = `dsp_${String(first + k).padStart(4, '0')}`;
-            return sql`(${event.eventId}, 'DISPUTE_CREATED', ${JSON.stringify(event)}, 'done')`;
+            return sql`('default', ${event.eventId}, 'DISPUTE_CREATED', ${JSON.stringify(event)}, 'done')`;
           });
-          await sql`insert into ${sql.id(store.schema, 'inbox_events')} (event_id, event_type, raw_body, status)
+          await sql`insert into ${sql.id(store.schema, 'inbox_events')} (account, event_id, event_type, raw_body, status)
           values ${sql.join(rows)}`.execute(db);
         }
         // One record the mirror has: named, but not unmirrored.
@@ -44,18 +44,20 @@ describe.each(backends)('the stored events read a page at a time on $name', (bac
           { paymentId: kept.payment.id, customerId: null },
           0,
         );
-        await writeMirrorState(db, mirrorSchema, state, null);
+        await writeMirrorState(db, mirrorSchema, 'default', state, null);
 
-        const all = (await namedByStoredEvents(db, store.schema, mirrorSchema, ['disputes'], { since: null })).get('disputes')!;
+        const all = (await namedByStoredEvents(db, store.schema, mirrorSchema, ['disputes'], { account: 'default', since: null })).get(
+          'disputes',
+        )!;
         expect(all.events).toBe(EVENTS);
         expect(all.named.size).toBe(EVENTS);
         expect(all.unmirrored.size).toBe(EVENTS - 1);
         expect(all.unmirrored.has('dsp_0700')).toBe(false);
         expect(all.named.get('dsp_1099')?.eventId).toBe('evt_p1099');
 
-        const newest = (await namedByStoredEvents(db, store.schema, mirrorSchema, ['disputes'], { since: null, newest: 600 })).get(
-          'disputes',
-        )!;
+        const newest = (
+          await namedByStoredEvents(db, store.schema, mirrorSchema, ['disputes'], { account: 'default', since: null, newest: 600 })
+        ).get('disputes')!;
         expect(newest.events).toBe(600);
         expect([...newest.named.keys()].sort()).toEqual(
           Array.from({ length: 600 }, (_, k) => `dsp_${String(EVENTS - 600 + k).padStart(4, '0')}`),

@@ -117,8 +117,8 @@ describe.each(backends)('verifyMirror on $name', (backend) => {
         await ensureHistoryPartitions(store);
         const refunded = exampleEvent('PAYMENT_REFUNDED', { eventId: 'evt_refund' });
         refunded.data.refund.id = 'ref_lost';
-        await sql`insert into ${sql.id(store.schema, 'inbox_events')} (event_id, event_type, raw_body, status)
-          values ('evt_refund', 'PAYMENT_REFUNDED', ${JSON.stringify(refunded)}, 'done')`.execute(db);
+        await sql`insert into ${sql.id(store.schema, 'inbox_events')} (account, event_id, event_type, raw_body, status)
+          values ('default', 'evt_refund', 'PAYMENT_REFUNDED', ${JSON.stringify(refunded)}, 'done')`.execute(db);
         const refunds = await verifyMirror({ store, api, mirrorSchema, resources: ['refunds'], repair: true });
         expect(refunds.resources[0]).toMatchObject({ resource: 'refunds', start: 'events', checked: 1, events: 1, requests: 0 });
         expect(refunds.drift.map(({ diff, ...drift }) => drift)).toEqual([
@@ -137,8 +137,8 @@ describe.each(backends)('verifyMirror on $name', (backend) => {
         expect((await verifyMirror({ store, api, mirrorSchema, resources: ['refunds'] })).drift).toEqual([]);
 
         // A finished event whose body is not an event: what it named is unknown, so verify refuses to say "all match".
-        await sql`insert into ${sql.id(store.schema, 'inbox_events')} (event_id, event_type, raw_body, status)
-          values ('evt_broken', 'DISPUTE_CREATED', '{}', 'done')`.execute(db);
+        await sql`insert into ${sql.id(store.schema, 'inbox_events')} (account, event_id, event_type, raw_body, status)
+          values ('default', 'evt_broken', 'DISPUTE_CREATED', '{}', 'done')`.execute(db);
         await expect(verifyMirror({ store, api, mirrorSchema, resources: ['disputes'] })).rejects.toThrow(UnreadableEventsError);
         await sql`delete from ${sql.id(store.schema, 'inbox_events')} where event_id = 'evt_broken'`.execute(db);
 

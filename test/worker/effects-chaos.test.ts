@@ -194,7 +194,7 @@ describe('effect steps under SIGKILL', () => {
       expect((byStatus.done ?? 0) + (byStatus['needs-review'] ?? 0)).toBe(EVENTS);
       // The stub applied no key twice; no key of a step that is not idempotent was even called twice.
       expect([...stub.applied.values()].every((n) => n === 1)).toBe(true);
-      const notifyCalls = ids.map((id) => stub!.calls.get(effectKey(id, 'billing', 'notify')) ?? 0);
+      const notifyCalls = ids.map((id) => stub!.calls.get(effectKey('default', id, 'billing', 'notify')) ?? 0);
       expect(notifyCalls.every((n) => n <= 1)).toBe(true);
       // The events held are exactly those whose notify step is held, and none of them was called after it was held.
       const { rows: held } = await sql<{ event_id: string }>`
@@ -203,16 +203,20 @@ describe('effect steps under SIGKILL', () => {
       for (const x of steps.filter((x) => x.state === 'needs-review')) expect(x.step).toBe('notify');
       // Every notify call that killed the worker left its event held for review.
       const killedNotify = stub.killedOn.filter((k) => k.step === 'notify');
-      for (const k of killedNotify) expect(review.has(ids.find((id) => effectKey(id, 'billing', 'notify') === k.key)!)).toBe(true);
+      for (const k of killedNotify)
+        expect(review.has(ids.find((id) => effectKey('default', id, 'billing', 'notify') === k.key)!)).toBe(true);
       // Every done event: both of its effects applied at the stub, exactly once.
       const done = ids.filter((id) => !review.has(id));
       for (const id of done) {
-        expect(stub.applied.get(effectKey(id, 'billing', 'charge'))).toBe(1);
-        expect(stub.applied.get(effectKey(id, 'billing', 'notify'))).toBe(1);
+        expect(stub.applied.get(effectKey('default', id, 'billing', 'charge'))).toBe(1);
+        expect(stub.applied.get(effectKey('default', id, 'billing', 'notify'))).toBe(1);
       }
       expect(stub.killedOn.length).toBeGreaterThanOrEqual(Math.min(KILLS, 50));
       expect(await countNeedsReview(s)).toEqual({ steps: review.size, events: review.size });
-      const chargeRepeats = ids.reduce((sum, id) => sum + Math.max(0, (stub!.calls.get(effectKey(id, 'billing', 'charge')) ?? 0) - 1), 0);
+      const chargeRepeats = ids.reduce(
+        (sum, id) => sum + Math.max(0, (stub!.calls.get(effectKey('default', id, 'billing', 'charge')) ?? 0) - 1),
+        0,
+      );
       console.log(
         `[effect chaos] ${EVENTS} events: ${done.length} done + ${review.size} needs-review = ${done.length + review.size}; ` +
           `${stub.killedOn.length} kills (${killedNotify.length} on notify, ${stub.killedOn.length - killedNotify.length} on charge; ` +

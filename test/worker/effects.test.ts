@@ -66,13 +66,13 @@ describe.each(backends)('ctx.effect on $name', (backend) => {
       await putEvent(s, exampleEvent('INVOICE_PAID', { eventId: 'evt_once' }));
       await waitFor(async () => (await statusOf(s, 'evt_once')) === 'done', 'evt_once done');
       expect(runs).toBe(2);
-      expect(calls).toEqual([effectKey('evt_once', 'fees', 'charge')]);
+      expect(calls).toEqual([effectKey('default', 'evt_once', 'fees', 'charge')]);
       // The first run sees what the second does: the value as its JSON (the Date as its string).
       expect(seen).toEqual([
         { id: 'ch_1', at: '2026-01-02T03:04:05.000Z' },
         { id: 'ch_1', at: '2026-01-02T03:04:05.000Z' },
       ]);
-      const [step] = await listSteps(s, ['evt_once']);
+      const [step] = await listSteps(s, [{ account: 'default', eventId: 'evt_once' }]);
       expect(step).toMatchObject({ handler: 'fees', step: 'charge', state: 'completed', calls: 1, attempt: 1 });
       // The row belongs to the event's history: it carries its receipt time.
       const { rows } = await sql<{ same: boolean }>`
@@ -104,7 +104,7 @@ describe.each(backends)('ctx.effect on $name', (backend) => {
       await waitFor(async () => (await statusOf(s, 'evt_throw')) === 'done', 'evt_throw done');
       expect(keys).toHaveLength(2);
       expect(new Set(keys).size).toBe(1);
-      const steps = await listSteps(s, ['evt_throw']);
+      const steps = await listSteps(s, [{ account: 'default', eventId: 'evt_throw' }]);
       expect(steps.map((x) => [x.handler, x.step, x.state, x.calls])).toEqual([['sms', 'notify', 'completed', 2]]);
     },
   );
@@ -124,11 +124,12 @@ describe.each(backends)('ctx.effect on $name', (backend) => {
         ['sms', 'send', false],
       ] as const) {
         const decision = await beginStep(s, {
+          account: 'default',
           eventId: 'evt_unknown',
           handler,
           step,
           receivedAt: received ?? receivedAt,
-          idempotencyKey: effectKey('evt_unknown', handler, step),
+          idempotencyKey: effectKey('default', 'evt_unknown', handler, step),
           idempotent,
           attempt: 1,
         });
@@ -144,7 +145,7 @@ describe.each(backends)('ctx.effect on $name', (backend) => {
         });
       });
       await waitFor(async () => (await statusOf(s, 'evt_unknown')) === 'needs-review', 'evt_unknown needs review');
-      expect(calls.api).toEqual([effectKey('evt_unknown', 'api', 'create')]);
+      expect(calls.api).toEqual([effectKey('default', 'evt_unknown', 'api', 'create')]);
       expect(calls.sms).toEqual([]);
       const event = await getEvent(s, 'evt_unknown');
       expect(event?.lastError).toMatch(/effect step "send" of handler sms needs review/);
@@ -163,10 +164,10 @@ describe.each(backends)('ctx.effect on $name', (backend) => {
       const resolved = await resolveStep(s, { eventId: 'evt_unknown', step: 'send' }, 'redo');
       expect(resolved).toMatchObject({ resolved: true, handler: 'sms', remaining: 0, requeued: true });
       await waitFor(async () => (await statusOf(s, 'evt_unknown')) === 'done', 'evt_unknown done');
-      expect(calls.sms).toEqual([effectKey('evt_unknown', 'sms', 'send')]);
+      expect(calls.sms).toEqual([effectKey('default', 'evt_unknown', 'sms', 'send')]);
       expect(calls.api).toHaveLength(1);
       expect(await countNeedsReview(s)).toEqual({ steps: 0, events: 0 });
-      const steps = await listSteps(s, ['evt_unknown']);
+      const steps = await listSteps(s, [{ account: 'default', eventId: 'evt_unknown' }]);
       expect(steps.find((x) => x.step === 'send')).toMatchObject({ state: 'completed', resolution: 'redo', calls: 2 });
     },
   );
@@ -179,16 +180,26 @@ describe.each(backends)('ctx.effect on $name', (backend) => {
       const s = store;
       await putEvent(s, exampleEvent('INVOICE_PAID', { eventId: 'evt_keyed' }));
       const receivedAt = (await getEvent(s, 'evt_keyed'))!.receivedAt;
-      const ref = { eventId: 'evt_keyed', handler: 'fees', step: 'late-fee' };
+      const ref = { account: 'default', eventId: 'evt_keyed', handler: 'fees', step: 'late-fee' };
       // Attempt 1: undeclared (recorded not idempotent), then its first keyed request marks it, then the process dies.
-      const intent = { ...ref, receivedAt, idempotencyKey: effectKey('evt_keyed', 'fees', 'late-fee'), idempotent: false, attempt: 1 };
+      const intent = {
+        ...ref,
+        receivedAt,
+        idempotencyKey: effectKey('default', 'evt_keyed', 'fees', 'late-fee'),
+        idempotent: false,
+        attempt: 1,
+      };
       expect(await beginStep(s, intent)).toEqual({ action: 'run', unknownBefore: false, calls: 1 });
       await markStepIdempotent(s, ref);
       // Attempt 2 declares nothing either: the record says its call carried its key, so it runs again.
       expect(await beginStep(s, { ...intent, attempt: 2 })).toEqual({ action: 'run', unknownBefore: true, calls: 2 });
-      expect((await listSteps(s, ['evt_keyed']))[0]).toMatchObject({ state: 'started', idempotent: true, attempt: 2 });
+      expect((await listSteps(s, [{ account: 'default', eventId: 'evt_keyed' }]))[0]).toMatchObject({
+        state: 'started',
+        idempotent: true,
+        attempt: 2,
+      });
       // Without the mark (a plain fetch, say), the same death holds it.
-      const other = { ...intent, step: 'sms', idempotencyKey: effectKey('evt_keyed', 'fees', 'sms') };
+      const other = { ...intent, step: 'sms', idempotencyKey: effectKey('default', 'evt_keyed', 'fees', 'sms') };
       await beginStep(s, other);
       expect(await beginStep(s, { ...other, attempt: 2 })).toMatchObject({ action: 'review' });
     },
@@ -199,7 +210,16 @@ describe.each(backends)('ctx.effect on $name', (backend) => {
     const s = store;
     await putEvent(s, exampleEvent('INVOICE_PAID', { eventId: 'evt_done' }));
     const receivedAt = (await getEvent(s, 'evt_done'))!.receivedAt;
-    const intent = { eventId: 'evt_done', handler: 'sms', step: 'send', receivedAt, idempotencyKey: 'k', idempotent: false, attempt: 1 };
+    const intent = {
+      account: 'default',
+      eventId: 'evt_done',
+      handler: 'sms',
+      step: 'send',
+      receivedAt,
+      idempotencyKey: 'k',
+      idempotent: false,
+      attempt: 1,
+    };
     await beginStep(s, intent);
     let called = 0;
     let after: unknown = 'unset';
@@ -297,8 +317,12 @@ describe.each(backends)('ctx.effect on $name', (backend) => {
         for await (const invoice of api.invoices.iterate()) if (invoice.customerId === customer.id) fees.push(invoice.id);
         expect(fees).toEqual([created[0]]);
         // Undeclared, the step became idempotent when the client sent its key.
-        const [step] = await listSteps(s, ['evt_fee']);
-        expect(step).toMatchObject({ idempotent: true, state: 'completed', idempotencyKey: effectKey('evt_fee', 'late-fees', 'late-fee') });
+        const [step] = await listSteps(s, [{ account: 'default', eventId: 'evt_fee' }]);
+        expect(step).toMatchObject({
+          idempotent: true,
+          state: 'completed',
+          idempotencyKey: effectKey('default', 'evt_fee', 'late-fees', 'late-fee'),
+        });
       } finally {
         await simulator.close();
       }

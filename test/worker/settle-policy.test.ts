@@ -7,6 +7,7 @@ import { type AttemptResult, settleAttempt, settleFailureOutsideHandlers } from 
 // The lowest jitter: each delay is half the backoff's value, so the tests can name it.
 const rules = { maxAttempts: 5, backoff: { baseMs: 1000, maxMs: 60_000 }, random: () => 0 };
 const attempt = (result: Partial<AttemptResult>): AttemptResult => ({
+  account: 'default',
   eventId: 'evt_1',
   attempt: 1,
   resourceKey: 'invoice:inv_1',
@@ -23,7 +24,7 @@ describe('settleAttempt', () => {
     expect(settleAttempt(attempt({}), rules)).toEqual({
       kind: 'done',
       gaveUp: [],
-      outcome: { kind: 'finished', eventId: 'evt_1', status: 'done', lastError: null },
+      outcome: { kind: 'finished', account: 'default', eventId: 'evt_1', status: 'done', lastError: null },
     });
   });
 
@@ -41,6 +42,7 @@ describe('settleAttempt', () => {
     // 1000 · 2^(3−1) at the lowest jitter.
     expect(settlement.outcome).toEqual({
       kind: 'retry',
+      account: 'default',
       eventId: 'evt_1',
       delayMs: 2000,
       owed: ['crm', 'mirror', 'charge'],
@@ -65,6 +67,7 @@ describe('settleAttempt', () => {
       waitingFor: 'an earlier event of invoice:inv_1 at mirror, crm',
       outcome: {
         kind: 'park',
+        account: 'default',
         eventId: 'evt_1',
         owed: ['mirror', 'crm'],
         lastError: 'Waiting for an earlier event of invoice:inv_1 at mirror, crm.',
@@ -75,14 +78,26 @@ describe('settleAttempt', () => {
   it('needs-review: a handler is held at an effect step of unknown outcome, and nothing else is left to retry', () => {
     const settlement = settleAttempt(attempt({ reviews: [{ handler: 'charge', error: new Error('unknown outcome') }] }), rules);
     expect(settlement).toMatchObject({ kind: 'needs-review', held: ['charge'] });
-    expect(settlement.outcome).toEqual({ kind: 'finished', eventId: 'evt_1', status: 'needs-review', lastError: 'Error: unknown outcome' });
+    expect(settlement.outcome).toEqual({
+      kind: 'finished',
+      account: 'default',
+      eventId: 'evt_1',
+      status: 'needs-review',
+      lastError: 'Error: unknown outcome',
+    });
   });
 
   it('dead after the last attempt: the failed handler gives up, and the event ends dead', () => {
     const settlement = settleAttempt(attempt({ attempt: 5, failures: [{ handler: 'crm', error: boom }] }), rules);
     expect(settlement).toMatchObject({ kind: 'dead', deadHandlers: ['crm'] });
     expect(settlement.gaveUp.map((f) => f.handler)).toEqual(['crm']);
-    expect(settlement.outcome).toEqual({ kind: 'finished', eventId: 'evt_1', status: 'dead', lastError: 'Error: the CRM answered 500' });
+    expect(settlement.outcome).toEqual({
+      kind: 'finished',
+      account: 'default',
+      eventId: 'evt_1',
+      status: 'dead',
+      lastError: 'Error: the CRM answered 500',
+    });
   });
 
   it('a handler that gave up (DeadLetterError) beside completed ones: the event ends dead, on its first attempt', () => {
@@ -117,15 +132,17 @@ describe('settleAttempt', () => {
 
 describe('settleFailureOutsideHandlers', () => {
   it('retries the whole event (every handler owed) before the last attempt, and ends it dead on the last', () => {
-    expect(settleFailureOutsideHandlers('evt_1', 2, boom, rules).outcome).toEqual({
+    expect(settleFailureOutsideHandlers({ account: 'default', eventId: 'evt_1' }, 2, boom, rules).outcome).toEqual({
       kind: 'retry',
+      account: 'default',
       eventId: 'evt_1',
       delayMs: 1000,
       lastError: 'Error: the CRM answered 500',
       owed: null,
     });
-    expect(settleFailureOutsideHandlers('evt_1', 5, boom, rules).outcome).toEqual({
+    expect(settleFailureOutsideHandlers({ account: 'default', eventId: 'evt_1' }, 5, boom, rules).outcome).toEqual({
       kind: 'finished',
+      account: 'default',
       eventId: 'evt_1',
       status: 'dead',
       lastError: 'Error: the CRM answered 500',

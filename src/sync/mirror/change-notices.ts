@@ -10,6 +10,8 @@ import { MIRROR_DEFAULTS } from './mirror-sink.js';
 
 /** What a change notice carries: ids only, never the resource's data (read the mirror's row for that). */
 export interface MirrorChangeNotice {
+  /** The account whose row changed: the mirror's rows are keyed by (account, id). */
+  account: string;
   /** `customer`, `invoice`, `payment`, `dispute` or `subscription`. */
   kind: string;
   id: string;
@@ -33,7 +35,7 @@ const options = z
 
 /**
  * Postgres change notices for the mirror: once the mirror's write of an event has committed, `pg_notify(channel,
- * '{"kind":…,"id":…,"eventId":…}')` for the event's resource, so that an app reacts to mirror changes with `LISTEN`
+ * '{"account":…,"kind":…,"id":…,"eventId":…}')` for the event's resource, so that an app reacts to mirror changes with `LISTEN`
  * instead of polling. It runs as its own handler after the mirror's (registered after it, on the same database):
  * while the mirror has not settled the event it fails and is retried, and when the mirror gave up on it, it gives up
  * too. The notice is sent in the transaction that records its completion: at least once, ids only.
@@ -56,7 +58,12 @@ function changeNotices(settings: z.output<typeof options>, setup: SinkSetup): Si
       if (mirrored === 'dead') throw new DeadLetterError('the mirror gave up on this event: no change of it to announce');
       if (mirrored === null) throw new Error('the mirror has not written this event yet; the notice waits for it');
       // The id as the mirror's row holds it, so that the app finds the row the notice names.
-      const notice: MirrorChangeNotice = { kind: resource.kind, id: storableText(resource.id), eventId: event.eventId };
+      const notice: MirrorChangeNotice = {
+        account: ctx.account,
+        kind: resource.kind,
+        id: storableText(resource.id),
+        eventId: event.eventId,
+      };
       await ctx.transaction(async (trx) => {
         await sql`select pg_notify(${settings.channel}, ${JSON.stringify(notice)})`.execute(trx);
       });

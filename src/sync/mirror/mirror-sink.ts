@@ -11,6 +11,7 @@ import type { HandlerContext } from '../../worker/handlers.js';
 import { eventTypesField } from '../config-fields.js';
 import { readApiResource } from '../resource-state.js';
 import { registerSink, type Sink } from '../sink.js';
+import { ensureMirrorAccounts } from './accounts.js';
 import { mirrorTargets, type MirrorTarget } from './event-targets.js';
 import { customerFromApi, invoiceFromApi, type MirrorState, paymentFromApi } from './states.js';
 import { readCoveredSince, touchMirrorRow, writeMirrorState } from './write.js';
@@ -66,9 +67,10 @@ async function readCurrent(
 }
 
 /**
- * Mirrors one event: reads the current state of each resource it concerns (with an API key), or takes the
- * event's snapshot, and writes them with guarded upserts in the transaction that records the handler's
- * completion. A resource already read after this event was received is not read again.
+ * Mirrors one event into the rows of its account (`ctx.account`): reads the current state of each resource it
+ * concerns (with the account's API key), or takes the event's snapshot, and writes them with guarded upserts keyed
+ * by (account, id) in the transaction that records the handler's completion. A resource already read after this
+ * event was received is not read again.
  */
 export async function mirrorEvent(
   event: WebhookEvent,
@@ -90,7 +92,7 @@ export async function mirrorEvent(
       if (target.snapshot) states.push(target.snapshot);
       continue;
     }
-    const coverage = await readCoveredSince(db, schema, target.table, target.id, ctx.receivedAt);
+    const coverage = await readCoveredSince(db, schema, ctx.account, target.table, target.id, ctx.receivedAt);
     if (coverage.covered) {
       touched.push(target);
       continue;
@@ -109,13 +111,13 @@ export async function mirrorEvent(
     ...states.map((state) => ({
       table: state.table,
       id: state.id,
-      write: (trx: Kysely<Record<string, never>>) => writeMirrorState(trx, schema, state, cause),
+      write: (trx: Kysely<Record<string, never>>) => writeMirrorState(trx, schema, ctx.account, state, cause),
     })),
     ...touched.map((target) => ({
       table: target.table,
       id: target.id,
       write: async (trx: Kysely<Record<string, never>>) => {
-        await touchMirrorRow(trx, schema, target.table, target.id, cause);
+        await touchMirrorRow(trx, schema, ctx.account, target.table, target.id, cause);
         return false;
       },
     })),
@@ -160,8 +162,9 @@ export function mirrorSink(store: PayhooksDatabase, options: { schema: string; e
 }
 
 /**
- * Registers the Postgres mirror sink on a payhooks instance: migrates its schema, then mirrors every event (or
- * the given types) into tables of current state (docs/mirror.md). Call before `hooks.start()`.
+ * Registers the Postgres mirror sink on a payhooks instance: migrates its schema and puts its accounts table in step
+ * with the instance's accounts ({@link ensureMirrorAccounts}), then mirrors every event (or the given types) into
+ * tables of current state, each row under its event's account (docs/mirror.md). Call before `hooks.start()`.
  *
  * @example
  * const hooks = createPayhooks({ secret, api: createClient({ apiKey }) });
@@ -172,6 +175,8 @@ export async function registerMirror(hooks: Payhooks<ApiClient>, options: Mirror
   const schema = options.schema ?? MIRROR_DEFAULTS.schema;
   const store = await hooks.ready();
   await migrateMirror(store, schema);
+  // The mirror's own accounts table, in step with this instance's accounts: its rows refer to it.
+  await ensureMirrorAccounts(store.db, schema, hooks.accounts);
   registerSink(hooks, mirrorSink(store, { schema, eventTypes: options.eventTypes }), { store });
   return { schema };
 }

@@ -104,7 +104,7 @@ function isNewerOrSame(a: MirrorState, b: MirrorState): boolean {
  * record it named would otherwise go unseen, and the proof would be vacuous.
  *
  * @example
- * const named = await namedByStoredEvents(db, 'payhooks', 'payhooks_mirror', ['payments', 'refunds'], { since: null });
+ * const named = await namedByStoredEvents(db, 'payhooks', 'payhooks_mirror', ['payments', 'refunds'], { account: 'default', since: null });
  * named.get('refunds')?.unmirrored // the refunds that have no row
  */
 export async function namedByStoredEvents<DB>(
@@ -112,7 +112,13 @@ export async function namedByStoredEvents<DB>(
   inboxSchema: string,
   mirrorSchema: string,
   tables: readonly NamedTable[],
-  options: { since: Date | null; newest?: number | undefined; signal?: AbortSignal | undefined },
+  options: {
+    /** The account whose events are read and whose mirror rows are looked for. */
+    account: string;
+    since: Date | null;
+    newest?: number | undefined;
+    signal?: AbortSignal | undefined;
+  },
 ): Promise<Map<NamedTable, NamedIn>> {
   const found = new Map<NamedTable, NamedIn>(tables.map((table) => [table, { named: new Map(), events: 0, unmirrored: new Map() }]));
   const present = new Map<NamedTable, Set<string>>(tables.map((table) => [table, new Set()]));
@@ -127,6 +133,7 @@ export async function namedByStoredEvents<DB>(
     // Stopped: what was read so far is returned, and the caller reports its resource unfinished.
     while (left > 0 && !options.signal?.aborted) {
       const rows = await finishedEventsPage(db, inboxSchema, {
+        account: options.account,
         eventType,
         after,
         newest,
@@ -169,7 +176,7 @@ export async function namedByStoredEvents<DB>(
         const known = present.get(table)!;
         const unmirrored = found.get(table)!.unmirrored;
         const ask = [...new Set(list.map((item) => item.id))].filter((id) => !known.has(id) && !unmirrored.has(id));
-        for (const id of await presentRows(db, mirrorSchema, table, ask)) known.add(id);
+        for (const id of await presentRows(db, mirrorSchema, options.account, table, ask)) known.add(id);
         for (const { id, state, cause } of list) {
           if (known.has(id)) continue;
           const held = unmirrored.get(id);

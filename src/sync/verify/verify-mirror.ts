@@ -7,6 +7,8 @@ import { PAGE_SIZE, type ApiCustomer, type ApiInvoice, type ApiPayment } from '.
 import type { PayhooksDatabase } from '../../store/database.js';
 import { migrateMirror } from '../../store/migrate.js';
 import { sinceKey as keyOfSince } from '../backfill.js';
+import { DEFAULT_ACCOUNT } from '../../store/accounts.js';
+import { assertMirrorAccount } from '../mirror/accounts.js';
 import { MIRROR_DEFAULTS } from '../mirror/mirror-sink.js';
 import { customerFromApi, invoiceFromApi, latestTime, type MirrorState, paymentFromApi } from '../mirror/states.js';
 import { databaseNow, writeMirrorState } from '../mirror/write.js';
@@ -97,6 +99,7 @@ export interface VerifyResourceReport {
 /** What {@link verifyMirror} found (and repaired). */
 export interface VerifyReport {
   mirrorSchema: string;
+  account: string;
   since: Date | null;
   sample: number | null;
   resources: VerifyResourceReport[];
@@ -124,8 +127,13 @@ export type VerifyApi = Pick<ApiClient, 'customers' | 'invoices' | 'payments'>;
 export interface VerifyOptions {
   /** The payhooks database; the mirror lives in `mirrorSchema`, the inbox in the store's schema. */
   store: PayhooksDatabase;
-  /** An API client (give it the shared `createPostgresRateLimiter(store)` as `rateLimit`). */
+  /** An API client of `account` (give it the shared `createPostgresRateLimiter(store)` as `rateLimit`). */
   api: VerifyApi;
+  /**
+   * The account whose records `api` reads: only its mirror rows, cursors and findings are compared and written.
+   * Default `default`, the implicit account of a single-account installation. Run once per account.
+   */
+  account?: string | undefined;
   /** Default `payhooks_mirror`. Migrated first if needed. */
   mirrorSchema?: string | undefined;
   /** In this order. Default: every one of {@link VERIFY_RESOURCES}. */
@@ -268,6 +276,8 @@ function judge(resource: VerifyResource, read: Read, row: MirrorRow | undefined)
 interface Run {
   options: VerifyOptions;
   schema: string;
+  /** The account whose rows, cursors and findings the run reads and writes. */
+  account: string;
   key: string;
   drift: Drift[];
   requests: number;
@@ -279,11 +289,12 @@ interface Run {
 
 /** What the stored events named in `table`, read on first use for every table of the run found through them. */
 function namedIn(run: Run, table: NamedTable): Promise<NamedIn> {
-  const { options, schema } = run;
+  const { options, schema, account } = run;
   const tables = (options.resources ?? VERIFY_DEFAULTS.resources).filter(
     (resource): resource is NamedTable => resource === 'payments' || isEventOnly(resource),
   );
   run.named ??= namedByStoredEvents(options.store.db.withoutPlugins(), options.store.schema, schema, tables, {
+    account,
     since: options.since ?? null,
     newest: options.sample,
     signal: options.signal,
@@ -311,9 +322,12 @@ export async function verifyMirror(options: VerifyOptions): Promise<VerifyReport
   if (!(await mirrorExists(options.store.db.withoutPlugins(), schema))) throw new NoMirrorError(schema);
   // The mirror's own migrations, for the verify tables of a mirror made by an older payhooks.
   await migrateMirror(options.store, schema);
-  const run: Run = { options, schema, key: keyOfSince(options.since), drift: [], requests: 0, unmirrored: new Map() };
+  const account = options.account ?? DEFAULT_ACCOUNT;
+  await assertMirrorAccount(options.store.db, schema, account);
+  const run: Run = { options, schema, account, key: keyOfSince(options.since), drift: [], requests: 0, unmirrored: new Map() };
   const report: VerifyReport = {
     mirrorSchema: schema,
+    account,
     since: options.since ?? null,
     sample: options.sample ?? null,
     resources: [],
@@ -351,7 +365,7 @@ export async function verifyMirror(options: VerifyOptions): Promise<VerifyReport
 
 /** The findings an interrupted run of this pass recorded, put back into the report. */
 async function earlierFindings(run: Run, resource: VerifyResource): Promise<void> {
-  const rows = await passFindings(run.options.store.db.withoutPlugins(), run.schema, resource, run.key);
+  const rows = await passFindings(run.options.store.db.withoutPlugins(), run.schema, run.account, resource, run.key);
   for (const row of rows) {
     run.drift.push({
       resource,
@@ -366,9 +380,9 @@ async function earlierFindings(run: Run, resource: VerifyResource): Promise<void
 /** Opens or resumes a resource's pass; returns where it starts. */
 async function openPass(run: Run, resource: VerifyResource): Promise<{ start: VerifyStart; from: number }> {
   const db = run.options.store.db.withoutPlugins();
-  const cursor = await readCursor(db, run.schema, resource, run.key);
+  const cursor = await readCursor(db, run.schema, run.account, resource, run.key);
   if (cursor.finished_at !== null || cursor.next_skip === 0) {
-    await startPass(db, run.schema, resource, run.key);
+    await startPass(db, run.schema, run.account, resource, run.key);
     return { start: cursor.finished_at !== null ? 'new-pass' : 'fresh', from: 0 };
   }
   await earlierFindings(run, resource);
@@ -394,6 +408,7 @@ async function compareReads(run: Run, resource: VerifyTable, reads: readonly Rea
   const rows = await mirrorRows(
     run.options.store.db.withoutPlugins(),
     run.schema,
+    run.account,
     resource,
     compared.map((read) => read.state.id),
   );
@@ -401,7 +416,7 @@ async function compareReads(run: Run, resource: VerifyTable, reads: readonly Rea
 }
 
 async function walkList(run: Run, resource: 'customers' | 'invoices'): Promise<VerifyResourceReport> {
-  const { options, schema, key } = run;
+  const { options, schema, account, key } = run;
   const db = options.store.db.withoutPlugins();
   const { start, from } = await openPass(run, resource);
   const report: VerifyResourceReport = { resource, start, checked: 0, requests: 0, finished: false };
@@ -425,6 +440,7 @@ async function walkList(run: Run, resource: 'customers' | 'invoices'): Promise<V
     const shortPage = ids.length < Math.min(pageSize, page.take ?? pageSize);
     const end = ids.length === 0 || shortPage || (page.total !== null && next >= page.total);
     const recorded = await recordStep(db, schema, {
+      account,
       resource,
       sinceKey: key,
       seen: ids,
@@ -451,11 +467,11 @@ async function walkList(run: Run, resource: 'customers' | 'invoices'): Promise<V
 
 /** Rows the list did not show: read by id (a record the list skipped is compared), unknown ones are extra. */
 async function findExtras(run: Run, resource: VerifyTable, position: number): Promise<void> {
-  const { options, schema, key } = run;
+  const { options, schema, account, key } = run;
   const db = options.store.db.withoutPlugins();
-  const unseen = await unseenRows(db, schema, resource, key);
+  const unseen = await unseenRows(db, schema, account, resource, key);
   const found: Omit<Drift, 'repaired'>[] = [];
-  const rows = await mirrorRows(db, schema, resource, unseen);
+  const rows = await mirrorRows(db, schema, account, resource, unseen);
   for (const id of unseen) {
     const readAt = await databaseNow(db);
     run.requests++;
@@ -467,6 +483,7 @@ async function findExtras(run: Run, resource: VerifyTable, position: number): Pr
     }
   }
   const recorded = await recordStep(db, schema, {
+    account,
     resource,
     sinceKey: key,
     seen: unseen,
@@ -482,23 +499,25 @@ async function findExtras(run: Run, resource: VerifyTable, position: number): Pr
 
 /** Payments: the ids the mirror holds or the inbox's events named, read one by one, in batches that commit. */
 async function verifyById(run: Run, resource: 'payments'): Promise<VerifyResourceReport> {
-  const { options, schema, key } = run;
+  const { options, schema, account, key } = run;
   const db = options.store.db.withoutPlugins();
   const { start } = await openPass(run, resource);
   const named = await namedIn(run, resource);
   if (options.signal?.aborted) return { resource, start, checked: 0, requests: 0, finished: false };
-  const ids = [...new Set([...named.named.keys(), ...(await mirrorPaymentIds(db, schema, options.since ?? null))])].sort(compareText);
+  const ids = [...new Set([...named.named.keys(), ...(await mirrorPaymentIds(db, schema, account, options.since ?? null))])].sort(
+    compareText,
+  );
   const report: VerifyResourceReport = { resource, start, checked: 0, events: named.events, requests: 0, finished: false };
-  const done = await seenAmong(db, schema, resource, key, ids);
+  const done = await seenAmong(db, schema, account, resource, key, ids);
   const todo = ids.filter((id) => !done.has(id));
   options.onProgress?.({ kind: 'start', resource, start, from: done.size, total: ids.length });
   // The cursor of a by-id pass counts the ids checked; which ones is in verify_seen.
-  let position = (await readCursor(db, schema, resource, key)).next_skip;
+  let position = (await readCursor(db, schema, account, resource, key)).next_skip;
   let first = 0;
   do {
     if (options.signal?.aborted) return report;
     const batch = todo.slice(first, first + VERIFY_DEFAULTS.idBatch);
-    const rows = await mirrorRows(db, schema, resource, batch);
+    const rows = await mirrorRows(db, schema, account, resource, batch);
     const found: Omit<Drift, 'repaired'>[] = [];
     for (const id of batch) {
       const readAt = await databaseNow(db);
@@ -516,6 +535,7 @@ async function verifyById(run: Run, resource: 'payments'): Promise<VerifyResourc
     // An empty list still records one step, which finishes the pass.
     const last = first + VERIFY_DEFAULTS.idBatch >= todo.length;
     const recorded = await recordStep(db, schema, {
+      account,
       resource,
       sinceKey: key,
       seen: batch,
@@ -545,7 +565,7 @@ async function verifyById(run: Run, resource: 'payments'): Promise<VerifyResourc
 
 /** A sampled check: the newest records listed (where a missed event is likeliest) and random rows by id. */
 async function sampleResource(run: Run, resource: VerifyTable, sample: number): Promise<VerifyResourceReport> {
-  const { options, schema } = run;
+  const { options, schema, account } = run;
   const db = options.store.db.withoutPlugins();
   const report: VerifyResourceReport = { resource, start: 'sample', checked: 0, requests: 0, finished: false };
   options.onProgress?.({ kind: 'start', resource, start: 'sample', from: 0, total: null });
@@ -569,8 +589,8 @@ async function sampleResource(run: Run, resource: VerifyTable, sample: number): 
         .slice(0, sample)
         .map(([id]) => id)
     : [];
-  const ids = [...new Set([...newest, ...(await randomRows(db, schema, resource, sample))])].filter((id) => !checked.has(id));
-  const rows = await mirrorRows(db, schema, resource, ids);
+  const ids = [...new Set([...newest, ...(await randomRows(db, schema, account, resource, sample))])].filter((id) => !checked.has(id));
+  const rows = await mirrorRows(db, schema, account, resource, ids);
   for (const id of ids) {
     if (options.signal?.aborted) return report;
     run.requests++;
@@ -593,10 +613,10 @@ const isEventOnly = (resource: VerifyResource): resource is EventOnlyTable => (E
  * to compare the row's content with). One step, so nothing to resume.
  */
 async function verifyThroughEvents(run: Run, resource: EventOnlyTable): Promise<VerifyResourceReport> {
-  const { options, schema, key } = run;
+  const { options, schema, account, key } = run;
   const db = options.store.db.withoutPlugins();
-  await readCursor(db, schema, resource, key);
-  await startPass(db, schema, resource, key);
+  await readCursor(db, schema, account, resource, key);
+  await startPass(db, schema, account, resource, key);
   options.onProgress?.({ kind: 'start', resource, start: 'events', from: 0, total: null });
   const named = await namedIn(run, resource);
   if (options.signal?.aborted) return { resource, start: 'events', checked: 0, requests: 0, finished: false };
@@ -613,6 +633,7 @@ async function verifyThroughEvents(run: Run, resource: EventOnlyTable): Promise<
       };
     });
   const recorded = await recordStep(db, schema, {
+    account,
     resource,
     sinceKey: key,
     seen: [],
@@ -633,7 +654,7 @@ async function verifyThroughEvents(run: Run, resource: EventOnlyTable): Promise<
  * written; the event is the write's cause).
  */
 async function repair(run: Run): Promise<void> {
-  const { options, schema, key } = run;
+  const { options, schema, account, key } = run;
   const db = options.store.db.withoutPlugins();
   // Extras have nothing to be rewritten from.
   const todo = run.drift.filter((drift) => drift.kind !== 'extra' && !drift.repaired);
@@ -644,25 +665,25 @@ async function repair(run: Run): Promise<void> {
       const record = run.unmirrored.get(`${resource}:${drift.id}`);
       if (record) {
         const cause = { eventId: record.stateFrom.eventId, eventType: record.stateFrom.eventType };
-        await db.transaction().execute((trx) => writeMirrorState(trx, schema, record.state, cause));
-        if ((await presentRows(db, schema, resource, [drift.id])).has(drift.id)) {
+        await db.transaction().execute((trx) => writeMirrorState(trx, schema, account, record.state, cause));
+        if ((await presentRows(db, schema, account, resource, [drift.id])).has(drift.id)) {
           drift.repaired = true;
-          if (options.sample === undefined) await markRepaired(db, schema, resource, key, [drift.id]);
+          if (options.sample === undefined) await markRepaired(db, schema, account, resource, key, [drift.id]);
         }
       }
       options.onProgress?.({ kind: 'repair', done: ++done, total: todo.length });
       continue;
     }
-    const before = await mirrorRows(db, schema, resource, [drift.id]);
+    const before = await mirrorRows(db, schema, account, resource, [drift.id]);
     run.requests++;
     const read = await readOne(options.api, resource, drift.id, before.get(drift.id), await databaseNow(db), options.signal);
     if (read) {
-      await db.transaction().execute((trx) => writeMirrorState(trx, schema, read.state, null));
-      const after = await mirrorRows(db, schema, resource, [drift.id]);
+      await db.transaction().execute((trx) => writeMirrorState(trx, schema, account, read.state, null));
+      const after = await mirrorRows(db, schema, account, resource, [drift.id]);
       const row = after.get(drift.id);
       if (row && diffRow(read.state, row).length === 0) {
         drift.repaired = true;
-        if (options.sample === undefined) await markRepaired(db, schema, resource, key, [drift.id]);
+        if (options.sample === undefined) await markRepaired(db, schema, account, resource, key, [drift.id]);
       }
     }
     options.onProgress?.({ kind: 'repair', done: ++done, total: todo.length });

@@ -2,7 +2,9 @@ import { type Kysely, sql } from 'kysely';
 import type { MirrorRow } from './compare-row.js';
 
 // The SQL of `payhooks verify`, one statement per function, on the tables of migrations/mirror/002_verify.sql
-// and the mirror's own. `db` is the store's Kysely without plugins (raw rows, as the mirror writes them).
+// and the mirror's own. `db` is the store's Kysely without plugins (raw rows, as the mirror writes them). Every
+// mirror-side statement is of one account's rows, cursors and findings (migrations/mirror/003): a pass of one
+// account reads that account's API and must neither see nor touch another's.
 
 /** The resources verify reads, with the mirror table each is kept in. */
 export type VerifyTable = 'customers' | 'invoices' | 'payments';
@@ -19,16 +21,19 @@ export interface FindingRow {
 export async function mirrorRows<DB>(
   db: Kysely<DB>,
   schema: string,
+  account: string,
   table: VerifyTable,
   ids: readonly string[],
 ): Promise<Map<string, MirrorRow>> {
   const rows = new Map<string, MirrorRow>();
   if (ids.length === 0) return rows;
-  const found = await sql<MirrorRow>`select * from ${sql.id(schema, table)} where id in (${sql.join(ids)})`.execute(db);
+  const found =
+    await sql<MirrorRow>`select * from ${sql.id(schema, table)} where account = ${account} and id in (${sql.join(ids)})`.execute(db);
   for (const row of found.rows) rows.set(String(row.id), row);
   if (table === 'invoices' && rows.size > 0) {
     const items = await sql<Record<string, unknown>>`
-      select * from ${sql.id(schema, 'invoice_items')} where invoice_id in (${sql.join([...rows.keys()])})`.execute(db);
+      select * from ${sql.id(schema, 'invoice_items')}
+      where account = ${account} and invoice_id in (${sql.join([...rows.keys()])})`.execute(db);
     for (const row of rows.values()) row.items = [];
     for (const item of items.rows) rows.get(String(item.invoice_id))?.items?.push(item);
   }
@@ -39,20 +44,24 @@ export async function mirrorRows<DB>(
 export async function readCursor<DB>(
   db: Kysely<DB>,
   schema: string,
+  account: string,
   resource: string,
   sinceKey: string,
 ): Promise<{ next_skip: number; checked: number; finished_at: Date | string | null }> {
   const cursors = sql.id(schema, 'verify_cursors');
-  await sql`insert into ${cursors} (resource, since_key) values (${resource}, ${sinceKey}) on conflict do nothing`.execute(db);
+  await sql`insert into ${cursors} (account, resource, since_key) values (${account}, ${resource}, ${sinceKey}) on conflict do nothing`.execute(
+    db,
+  );
   const { rows } = await sql<{ next_skip: number; checked: number; finished_at: Date | string | null }>`
-    select next_skip, checked, finished_at from ${cursors} where resource = ${resource} and since_key = ${sinceKey}`.execute(db);
+    select next_skip, checked, finished_at from ${cursors}
+    where account = ${account} and resource = ${resource} and since_key = ${sinceKey}`.execute(db);
   return rows[0]!;
 }
 
 /** Starts a new pass: the cursor back to the start, the last pass's findings and listed ids forgotten. */
-export async function startPass<DB>(db: Kysely<DB>, schema: string, resource: string, sinceKey: string): Promise<void> {
+export async function startPass<DB>(db: Kysely<DB>, schema: string, account: string, resource: string, sinceKey: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
-    const where = sql`resource = ${resource} and since_key = ${sinceKey}`;
+    const where = sql`account = ${account} and resource = ${resource} and since_key = ${sinceKey}`;
     await sql`delete from ${sql.id(schema, 'verify_findings')} where ${where}`.execute(trx);
     await sql`delete from ${sql.id(schema, 'verify_seen')} where ${where}`.execute(trx);
     await sql`update ${sql.id(schema, 'verify_cursors')}
@@ -61,10 +70,16 @@ export async function startPass<DB>(db: Kysely<DB>, schema: string, resource: st
 }
 
 /** The findings a pass has recorded so far (a resumed run reports them with its own). */
-export async function passFindings<DB>(db: Kysely<DB>, schema: string, resource: string, sinceKey: string): Promise<FindingRow[]> {
+export async function passFindings<DB>(
+  db: Kysely<DB>,
+  schema: string,
+  account: string,
+  resource: string,
+  sinceKey: string,
+): Promise<FindingRow[]> {
   const { rows } = await sql<FindingRow>`
     select id, kind, diff, repaired_at from ${sql.id(schema, 'verify_findings')}
-    where resource = ${resource} and since_key = ${sinceKey} order by found_at, id`.execute(db);
+    where account = ${account} and resource = ${resource} and since_key = ${sinceKey} order by found_at, id`.execute(db);
   return rows;
 }
 
@@ -76,6 +91,7 @@ export async function recordStep<DB>(
   db: Kysely<DB>,
   schema: string,
   step: {
+    account: string;
     resource: string;
     sinceKey: string;
     seen: readonly string[];
@@ -87,16 +103,16 @@ export async function recordStep<DB>(
   },
 ): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
-    const { resource, sinceKey } = step;
+    const { account, resource, sinceKey } = step;
     if (step.seen.length) {
-      const values = step.seen.map((id) => sql`(${resource}, ${sinceKey}, ${id})`);
-      await sql`insert into ${sql.id(schema, 'verify_seen')} (resource, since_key, id) values ${sql.join(values)}
+      const values = step.seen.map((id) => sql`(${account}, ${resource}, ${sinceKey}, ${id})`);
+      await sql`insert into ${sql.id(schema, 'verify_seen')} (account, resource, since_key, id) values ${sql.join(values)}
         on conflict do nothing`.execute(trx);
     }
     for (const finding of step.findings) {
-      await sql`insert into ${sql.id(schema, 'verify_findings')} (resource, since_key, id, kind, diff)
-        values (${resource}, ${sinceKey}, ${finding.id}, ${finding.kind}, ${JSON.stringify(finding.diff)})
-        on conflict (resource, since_key, id) do update set kind = excluded.kind, diff = excluded.diff, repaired_at = null, found_at = now()`.execute(
+      await sql`insert into ${sql.id(schema, 'verify_findings')} (account, resource, since_key, id, kind, diff)
+        values (${account}, ${resource}, ${sinceKey}, ${finding.id}, ${finding.kind}, ${JSON.stringify(finding.diff)})
+        on conflict (account, resource, since_key, id) do update set kind = excluded.kind, diff = excluded.diff, repaired_at = null, found_at = now()`.execute(
         trx,
       );
     }
@@ -104,18 +120,25 @@ export async function recordStep<DB>(
       update ${sql.id(schema, 'verify_cursors')}
       set next_skip = ${step.nextSkip}, checked = checked + ${step.checked},
           finished_at = ${step.finished ? sql`now()` : sql`null`}, updated_at = now()
-      where resource = ${resource} and since_key = ${sinceKey} and next_skip = ${step.expectedSkip} and finished_at is null
+      where account = ${account} and resource = ${resource} and since_key = ${sinceKey} and next_skip = ${step.expectedSkip} and finished_at is null
       returning resource`.execute(trx);
     return moved.rows.length > 0;
   });
 }
 
 /** The mirror's ids of `table` that the pass has not seen listed: the candidates for "extra", in id order. */
-export async function unseenRows<DB>(db: Kysely<DB>, schema: string, table: VerifyTable, sinceKey: string): Promise<string[]> {
+export async function unseenRows<DB>(
+  db: Kysely<DB>,
+  schema: string,
+  account: string,
+  table: VerifyTable,
+  sinceKey: string,
+): Promise<string[]> {
   const { rows } = await sql<{ id: string }>`
     select m.id from ${sql.id(schema, table)} m
-    where not exists (select 1 from ${sql.id(schema, 'verify_seen')} s
-                      where s.resource = ${table} and s.since_key = ${sinceKey} and s.id = m.id)
+    where m.account = ${account}
+      and not exists (select 1 from ${sql.id(schema, 'verify_seen')} s
+                      where s.account = m.account and s.resource = ${table} and s.since_key = ${sinceKey} and s.id = m.id)
     order by m.id`.execute(db);
   return rows.map((row) => row.id);
 }
@@ -129,7 +152,7 @@ export interface StoredEventRow {
 }
 
 /**
- * A page of the finished events of one type, by `seq`: after `after` going up, or (`newest`) before `after` going
+ * A page of the finished events of one type of one account, by `seq`: after `after` going up, or (`newest`) before `after` going
  * down. Each page is an index range (of (status, event_type, seq), or of seq with a filter where the type is common:
  * the planner's choice), so a pass reads each event once whatever the inbox's size; with `since`, only events
  * received since.
@@ -137,30 +160,37 @@ export interface StoredEventRow {
 export async function finishedEventsPage<DB>(
   db: Kysely<DB>,
   inboxSchema: string,
-  page: { eventType: string; after: bigint | null; newest: boolean; limit: number; since: Date | null },
+  page: { account: string; eventType: string; after: bigint | null; newest: boolean; limit: number; since: Date | null },
 ): Promise<StoredEventRow[]> {
   const received = page.since ? sql`and received_at >= ${page.since.toISOString()}::timestamptz` : sql``;
   const from = page.after === null ? sql`` : page.newest ? sql`and seq < ${String(page.after)}` : sql`and seq > ${String(page.after)}`;
   const { rows } = await sql<StoredEventRow>`
     select event_id, event_type, raw_body, seq from ${sql.id(inboxSchema, 'inbox_events')}
-    where status = 'done' and event_type = ${page.eventType} ${from} ${received}
+    where status = 'done' and event_type = ${page.eventType} and account = ${page.account} ${from} ${received}
     order by seq ${page.newest ? sql`desc` : sql`asc`} limit ${page.limit}`.execute(db);
   return rows;
 }
 
 /** The ids among `ids` that have a row in the mirror's `table`. */
-export async function presentRows<DB>(db: Kysely<DB>, schema: string, table: string, ids: readonly string[]): Promise<Set<string>> {
+export async function presentRows<DB>(
+  db: Kysely<DB>,
+  schema: string,
+  account: string,
+  table: string,
+  ids: readonly string[],
+): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const { rows } = await sql<{ id: string }>`
-    select id from ${sql.id(schema, table)} where id in (${sql.join(ids)})`.execute(db);
+    select id from ${sql.id(schema, table)} where account = ${account} and id in (${sql.join(ids)})`.execute(db);
   return new Set(rows.map((row) => row.id));
 }
 
 /** The payments the mirror holds (with `since`, those written or paid since), in id order. */
-export async function mirrorPaymentIds<DB>(db: Kysely<DB>, schema: string, since: Date | null): Promise<string[]> {
+export async function mirrorPaymentIds<DB>(db: Kysely<DB>, schema: string, account: string, since: Date | null): Promise<string[]> {
   const at = since?.toISOString() ?? null;
-  const written = at ? sql`where synced_at >= ${at}::timestamptz or payment_time >= ${at}::timestamptz` : sql``;
-  const { rows } = await sql<{ id: string }>`select id from ${sql.id(schema, 'payments')} ${written} order by id`.execute(db);
+  const written = at ? sql`and (synced_at >= ${at}::timestamptz or payment_time >= ${at}::timestamptz)` : sql``;
+  const { rows } = await sql<{ id: string }>`
+    select id from ${sql.id(schema, 'payments')} where account = ${account} ${written} order by id`.execute(db);
   return rows.map((row) => row.id);
 }
 
@@ -168,6 +198,7 @@ export async function mirrorPaymentIds<DB>(db: Kysely<DB>, schema: string, since
 export async function seenAmong<DB>(
   db: Kysely<DB>,
   schema: string,
+  account: string,
   resource: string,
   sinceKey: string,
   ids: readonly string[],
@@ -175,7 +206,7 @@ export async function seenAmong<DB>(
   if (ids.length === 0) return new Set();
   const { rows } = await sql<{ id: string }>`
     select id from ${sql.id(schema, 'verify_seen')}
-    where resource = ${resource} and since_key = ${sinceKey} and id in (${sql.join(ids)})`.execute(db);
+    where account = ${account} and resource = ${resource} and since_key = ${sinceKey} and id in (${sql.join(ids)})`.execute(db);
   return new Set(rows.map((row) => row.id));
 }
 
@@ -183,18 +214,26 @@ export async function seenAmong<DB>(
 export async function markRepaired<DB>(
   db: Kysely<DB>,
   schema: string,
+  account: string,
   resource: string,
   sinceKey: string,
   ids: readonly string[],
 ): Promise<void> {
   if (ids.length === 0) return;
   await sql`update ${sql.id(schema, 'verify_findings')} set repaired_at = now()
-    where resource = ${resource} and since_key = ${sinceKey} and id in (${sql.join(ids)})`.execute(db);
+    where account = ${account} and resource = ${resource} and since_key = ${sinceKey} and id in (${sql.join(ids)})`.execute(db);
 }
 
 /** Random ids of a mirror table (a sampled run). */
-export async function randomRows<DB>(db: Kysely<DB>, schema: string, table: VerifyTable, count: number): Promise<string[]> {
-  const { rows } = await sql<{ id: string }>`select id from ${sql.id(schema, table)} order by random() limit ${count}`.execute(db);
+export async function randomRows<DB>(
+  db: Kysely<DB>,
+  schema: string,
+  account: string,
+  table: VerifyTable,
+  count: number,
+): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`
+    select id from ${sql.id(schema, table)} where account = ${account} order by random() limit ${count}`.execute(db);
   return rows.map((row) => row.id);
 }
 
