@@ -272,6 +272,7 @@ CREATE TABLE payhooks.handler_attempts (
     outcome text NOT NULL,
     error text,
     account text NOT NULL,
+    issue_id bigint,
     CONSTRAINT handler_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['completed'::text, 'failed'::text])))
 )
 PARTITION BY RANGE (received_at);
@@ -407,6 +408,40 @@ CREATE SEQUENCE payhooks.inbox_events_seq
 --
 
 ALTER SEQUENCE payhooks.inbox_events_seq OWNED BY payhooks.inbox_events.seq;
+
+--
+-- Name: issues; Type: TABLE; Schema: payhooks; Owner: -
+--
+
+CREATE TABLE payhooks.issues (
+    id bigint NOT NULL,
+    handler text NOT NULL,
+    error_class text NOT NULL,
+    event_type text NOT NULL,
+    state text DEFAULT 'open'::text NOT NULL,
+    first_seen_at timestamp with time zone NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL,
+    failures bigint DEFAULT 0 NOT NULL,
+    last_error text,
+    opened_at timestamp with time zone DEFAULT now() NOT NULL,
+    reopened integer DEFAULT 0 NOT NULL,
+    state_at timestamp with time zone DEFAULT now() NOT NULL,
+    notified_at timestamp with time zone,
+    CONSTRAINT issues_state_check CHECK ((state = ANY (ARRAY['open'::text, 'acknowledged'::text, 'resolved'::text, 'ignored'::text])))
+);
+
+--
+-- Name: issues_id_seq; Type: SEQUENCE; Schema: payhooks; Owner: -
+--
+
+ALTER TABLE payhooks.issues ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME payhooks.issues_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 --
 -- Name: lease_tokens; Type: SEQUENCE; Schema: payhooks; Owner: -
@@ -859,6 +894,20 @@ ALTER TABLE ONLY payhooks.inbox_queue
     ADD CONSTRAINT inbox_queue_pkey PRIMARY KEY (event_id, account);
 
 --
+-- Name: issues issues_handler_error_class_event_type_key; Type: CONSTRAINT; Schema: payhooks; Owner: -
+--
+
+ALTER TABLE ONLY payhooks.issues
+    ADD CONSTRAINT issues_handler_error_class_event_type_key UNIQUE (handler, error_class, event_type);
+
+--
+-- Name: issues issues_pkey; Type: CONSTRAINT; Schema: payhooks; Owner: -
+--
+
+ALTER TABLE ONLY payhooks.issues
+    ADD CONSTRAINT issues_pkey PRIMARY KEY (id);
+
+--
 -- Name: quarantine quarantine_body_sha256_account_key; Type: CONSTRAINT; Schema: payhooks; Owner: -
 --
 
@@ -997,6 +1046,12 @@ CREATE INDEX effect_steps_review_idx ON ONLY payhooks.effect_steps USING btree (
 CREATE INDEX handler_attempts_event_idx ON ONLY payhooks.handler_attempts USING btree (event_id, id);
 
 --
+-- Name: handler_attempts_issue_idx; Type: INDEX; Schema: payhooks; Owner: -
+--
+
+CREATE INDEX handler_attempts_issue_idx ON ONLY payhooks.handler_attempts USING btree (issue_id, event_id) WHERE (issue_id IS NOT NULL);
+
+--
 -- Name: inbox_events_resource_seq_idx; Type: INDEX; Schema: payhooks; Owner: -
 --
 
@@ -1049,6 +1104,12 @@ CREATE INDEX inbox_queue_owing_idx ON payhooks.inbox_queue USING btree (resource
 --
 
 CREATE INDEX inbox_queue_resource_idx ON payhooks.inbox_queue USING btree (resource_key, account, seq) WHERE (resource_key IS NOT NULL);
+
+--
+-- Name: issues_to_notify_idx; Type: INDEX; Schema: payhooks; Owner: -
+--
+
+CREATE INDEX issues_to_notify_idx ON payhooks.issues USING btree (opened_at) WHERE ((state = 'open'::text) AND (notified_at IS NULL));
 
 --
 -- Name: quarantine_held_idx; Type: INDEX; Schema: payhooks; Owner: -

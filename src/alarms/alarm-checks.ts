@@ -89,6 +89,15 @@ export interface AlarmInputs {
   sender?: SenderView | undefined;
   /** The sweeper's newest run; null: none recorded yet; undefined: the database did not answer. */
   sweep?: SweepSummary | null | undefined;
+  /** Issues open now (new or reopened, not acknowledged) and the newest of them; undefined: the database did not answer. */
+  openIssues?: OpenIssues | undefined;
+}
+
+/** The open issues, as the `open_issues` check needs them (store/issues.ts). */
+export interface OpenIssues {
+  count: number;
+  /** The most recently failing one, described (`handler ledger: RangeError on INVOICE_PAID, 500 events`), or null. */
+  newest: string | null;
 }
 
 /** One check's result. */
@@ -122,6 +131,7 @@ export const ALARM_NAMES = [
   'dead_events',
   'quarantined_deliveries',
   'mirror_drift',
+  'open_issues',
 ] as const;
 export type AlarmName = (typeof ALARM_NAMES)[number];
 
@@ -299,6 +309,22 @@ export const ALARM_CHECKS: readonly AlarmCheck[] = [
             : `The sweeper's run of ${sweep.finishedAt.toISOString()} left nothing drifted or missing.`,
         value: 0,
       };
+    },
+  },
+  {
+    name: 'open_issues',
+    summary: 'Failures grouped into an issue that is open: new, or reopened after it was resolved, and not acknowledged.',
+    runbook: 'open-issues',
+    evaluate(inputs) {
+      const open = inputs.openIssues;
+      if (open === undefined) return unknown('The database did not answer.');
+      return open.count > 0
+        ? {
+            status: 'firing',
+            message: `${open.count} issue(s) open, the most recent: ${open.newest ?? 'unknown'}. Acknowledge, fix and replay them in the console or with payhooks issues.`,
+            value: open.count,
+          }
+        : { status: 'ok', message: 'No issue is open.', value: 0 };
     },
   },
 ];

@@ -41,6 +41,7 @@ const COMMANDS: Record<string, AddCommand> = {
   clock: async (program, ctx) => (await import('./clock-command.js')).addClockCommands(program, ctx),
   events: async (program, ctx) => (await import('./events-command.js')).addEventsCommands(program, ctx),
   quarantine: async (program, ctx) => (await import('./quarantine-command.js')).addQuarantineCommands(program, ctx),
+  issues: async (program, ctx) => (await import('./issues-command.js')).addIssuesCommands(program, ctx),
   effects: async (program, ctx) => (await import('./effects-command.js')).addEffectsCommands(program, ctx),
   init: async (program, ctx) => (await import('./init-command.js')).addInitCommand(program, ctx, version),
   doctor: async (program, ctx) => (await import('./doctor-command.js')).addDoctorCommand(program, ctx),

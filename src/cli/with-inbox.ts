@@ -2,6 +2,7 @@ import { AdminApiError, type AdminClient, createAdminClient } from '../console/a
 import { PayhooksError } from '../errors.js';
 import { MAX_EVENT_PAGE } from '../store/console-queries.js';
 import { DataDirInUseError } from '../store/data-dir-lock.js';
+import type { PayhooksDatabase } from '../store/database.js';
 import type { StatusCounts, StoredEvent } from '../store/inbox.js';
 import { type Inbox, localInbox } from './inbox.js';
 import { readServeSession, type ServeSession } from '../service/serve-session.js';
@@ -16,13 +17,30 @@ import { type DatabaseEnv, withDatabase } from './with-database.js';
  * const rows = await withInbox(ctx.env('events'), (inbox) => inbox.listEvents({ status: 'dead' }));
  */
 export async function withInbox<T>(env: DatabaseEnv, work: (inbox: Inbox) => Promise<T>): Promise<T> {
+  return withDatabaseOrServe(
+    env,
+    (store) => work(localInbox(store)),
+    (session, inUse) => work(serveInbox(session, inUse)),
+  );
+}
+
+/**
+ * Runs `local` on the database the environment names or, when a running `payhooks serve` holds the embedded database,
+ * `beside` with that serve's session (its URL and session token): what {@link withInbox} does, for commands that
+ * speak to the console's API through clients of their own (`payhooks issues`).
+ */
+export async function withDatabaseOrServe<T>(
+  env: DatabaseEnv,
+  local: (store: PayhooksDatabase) => Promise<T>,
+  beside: (session: ServeSession, inUse: DataDirInUseError) => Promise<T>,
+): Promise<T> {
   try {
-    return await withDatabase(env, (store) => work(localInbox(store)));
+    return await withDatabase(env, local);
   } catch (err) {
     if (!(err instanceof DataDirInUseError)) throw err;
     const session = readServeSession(err.dataDir);
     if (!session || (err.holderPid !== undefined && session.pid !== err.holderPid)) throw err;
-    return work(serveInbox(session, err));
+    return beside(session, err);
   }
 }
 

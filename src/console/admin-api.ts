@@ -19,6 +19,7 @@ import type { HealthReport } from '../alarms/health-report.js';
 import { resolveStep } from '../store/effect-steps.js';
 import { consoleAsset } from './console-page.js';
 import { FailureThrottle } from './failure-throttle.js';
+import { type HandlerSource, issueRoutes } from './issue-routes.js';
 import { accountId, arrivalPosition, filterText, identifierText } from './inputs.js';
 import { maskPersonalData } from './mask.js';
 import { adminTokenWeakness, bearerMatches } from './token.js';
@@ -65,6 +66,11 @@ export interface AdminApiOptions {
   health?: (() => Promise<HealthReport>) | undefined;
   /** Verify runs, for `POST` and `GET /admin/api/verify`; unset: those routes answer 404. */
   verify?: VerifyControl | undefined;
+  /**
+   * Names where an issue's failures come from (a handler, or a sink of a kind, by the prefix its kind declares);
+   * the service gives the sink registry's. Unset: every name is a handler's.
+   */
+  handlerSource?: ((handler: string) => HandlerSource) | undefined;
   /**
    * The Postgres mirror's schema, for the mirror rows of `GET /admin/api/story` (`startService` gives its configured
    * one, whichever process writes the mirror: it is read only where its tables exist); unset: stories have no mirror
@@ -520,6 +526,13 @@ const ROUTES: readonly AdminRoute[] = [
       return ok({ byStatus, byTypeAndStatus, oldestPending: oldest ?? null, hours, activity });
     },
   },
+  // Failures grouped into issues (issue-routes.ts).
+  ...issueRoutes({
+    ok,
+    refuse: (status, message) => new BadRequest(status, message),
+    parse,
+    body: async (request) => jsonBody(await bodyText(request)),
+  }),
 ];
 
 /**

@@ -9,6 +9,9 @@ const FILES: Record<string, { file: string; type: string }> = {
   '/admin/': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/admin/console.js': { file: 'console.js', type: 'text/javascript; charset=utf-8' },
   '/admin/console.css': { file: 'console.css', type: 'text/css; charset=utf-8' },
+  // The issues view, a module of its own (issues.js builds its section into the page).
+  '/admin/issues.js': { file: 'issues.js', type: 'text/javascript; charset=utf-8' },
+  '/admin/issues.css': { file: 'issues.css', type: 'text/css; charset=utf-8' },
 };
 
 // Only this origin's own files and API; no frames, so the page cannot be overlaid by another site.

@@ -199,6 +199,7 @@ export function startAlarmMonitor(options: AlarmMonitorOptions): AlarmMonitor {
         oldestPendingResource: readings?.oldestPendingResource,
         recentlyDead: readings?.recentlyDead,
         quarantined: readings?.quarantined,
+        openIssues: readings?.openIssues,
         // An activity probe from before the latest delivery says nothing about the silence since.
         activity: activity && activity.readAt >= heardAt ? activity : undefined,
         sender,

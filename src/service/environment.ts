@@ -197,6 +197,17 @@ const VARIABLES = {
       'turns on the operator console (/admin, /admin/api/): the bearer token it asks for: 32 or more random, visible ASCII characters (weak ones refused); unset: off (404)',
     secret: true,
   }),
+  PAYHOOKS_ISSUES_NOTIFY_URL: variable(blankIsUnset(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional()), {
+    readBy: ['serve'],
+    description:
+      'where serve POSTs a signed notice of each new or reopened issue (docs/admin.md#notifications; overrides issues.notify.url of the config file); needs PAYHOOKS_ISSUES_NOTIFY_SECRET',
+    secret: true,
+  }),
+  PAYHOOKS_ISSUES_NOTIFY_SECRET: variable(blankIsUnset(z.string().trim().optional()), {
+    readBy: ['serve'],
+    description: 'the secret those notices are signed with, in the default signature scheme (overrides issues.notify.secret)',
+    secret: true,
+  }),
   PAYHOOKS_WORKER_CONCURRENCY: variable(workerNumber('concurrency'), {
     readBy: ['serve'],
     description: `events the worker runs at once (overrides worker.concurrency of the config file; default ${WORKER_DEFAULTS.concurrency})`,

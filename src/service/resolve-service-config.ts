@@ -149,6 +149,7 @@ export async function checkServiceConfig(sources: ServiceConfigSources = {}): Pr
     history: sync.history,
     sweeper: sync.sweeper,
     alarms: sync.alarms,
+    issues: issuesOf(sync.issues, env),
     sinks: { forward: sync.forward, brokers: sync.brokers, connectors: sync.connectors, sinks: sync.sinks },
   });
   // Everything else was checked where it was read; what is left to fail here is serve's own sections of the file.
@@ -333,4 +334,17 @@ function describeProblems(problems: readonly ServiceConfigProblem[]): string {
   if (variables.length) parts.push(`Invalid environment:\n${variables.map((p) => `  - ${p.message}`).join('\n')}`);
   parts.push(...rest.map((p) => p.message));
   return parts.join('\n');
+}
+
+/** The file's `issues` section with the notify variables over it (each overrides its own key only). */
+function issuesOf(file: Record<string, unknown> | undefined, env: Partial<ServiceEnv>) {
+  const notify = file?.notify;
+  return {
+    ...file,
+    notify: {
+      ...(notify !== null && typeof notify === 'object' ? notify : {}),
+      ...(env.PAYHOOKS_ISSUES_NOTIFY_URL !== undefined ? { url: env.PAYHOOKS_ISSUES_NOTIFY_URL } : {}),
+      ...(env.PAYHOOKS_ISSUES_NOTIFY_SECRET !== undefined ? { secret: env.PAYHOOKS_ISSUES_NOTIFY_SECRET } : {}),
+    },
+  };
 }

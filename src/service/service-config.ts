@@ -7,7 +7,7 @@ import { DEFAULT_APP_SCHEMA } from '../store/migrate.js';
 import type { SyncConfig } from '../sync/config.js';
 import { withWorkerDefaults, workerTunablesShape } from '../worker/options-schema.js';
 import { MIRROR_DEFAULTS } from '../sync/mirror/mirror-sink.js';
-import { ALARM_DEFAULTS, SERVICE_DEFAULTS, SWEEPER_DEFAULTS } from './service-defaults.js';
+import { ALARM_DEFAULTS, ISSUES_DEFAULTS, SERVICE_DEFAULTS, SWEEPER_DEFAULTS } from './service-defaults.js';
 
 /** What a service process does: receive, run handlers, or both (the default). */
 export const SERVICE_ROLES = ['all', 'receiver', 'worker'] as const;
@@ -155,6 +155,29 @@ export const serviceConfigSchema = z.object({
         .prefault({}),
       backlog: z.object({ maxAgeMs: positiveMs.default(ALARM_DEFAULTS.backlog.maxAgeMs) }).prefault({}),
       dead: z.object({ windowMs: positiveMs.default(ALARM_DEFAULTS.dead.windowMs) }).prefault({}),
+    })
+    .prefault({}),
+  /**
+   * Issues (docs/admin.md#issues), `issues` of the configuration file: `notify.url` gets a POST signed with
+   * `notify.secret` (the default signature scheme) for each new or reopened issue. `PAYHOOKS_ISSUES_NOTIFY_URL` and
+   * `PAYHOOKS_ISSUES_NOTIFY_SECRET` override the file; no URL: no POST (the `open_issues` alarm still fires).
+   */
+  issues: z
+    .object({
+      notify: z
+        .object({
+          url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+          secret: z.string().min(1).optional(),
+          /** Default 5 s. */
+          everyMs: z.number().int().min(100).max(MAX_TIMER_MS).default(ISSUES_DEFAULTS.notifyEveryMs),
+          /** Default 10 s. */
+          timeoutMs: z.number().int().min(100).max(MAX_TIMER_MS).default(ISSUES_DEFAULTS.notifyTimeoutMs),
+        })
+        .refine((notify) => notify.url === undefined || notify.secret !== undefined, {
+          path: ['secret'],
+          error: 'is needed with notify.url: the notice is signed with it (PAYHOOKS_ISSUES_NOTIFY_SECRET)',
+        })
+        .prefault({}),
     })
     .prefault({}),
   tracing: z

@@ -52,3 +52,11 @@ export const ALARM_DEFAULTS = {
 
 /** The parsed, validated environment of `payhooks serve` (docs/configuration.md). */
 export type ServiceEnv = EnvOf<'serve'>;
+
+/** The issue notifier of `serve` (docs/admin.md#notifications): a signed POST for each new or reopened issue. */
+export const ISSUES_DEFAULTS = {
+  /** How often it looks for issues opened and not told yet. */
+  notifyEveryMs: 5000,
+  /** How long one POST may take. */
+  notifyTimeoutMs: 10_000,
+} as const satisfies { notifyEveryMs: number; notifyTimeoutMs: number };

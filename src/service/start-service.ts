@@ -6,6 +6,8 @@ import { nodeAdapter } from '../adapters/node-http.js';
 import type { ApiClient } from '../client/index.js';
 import { DeliveryWatch } from '../alarms/delivery-watch.js';
 import { createAdminApi } from '../console/admin-api.js';
+import { handlerSource } from '../sync/sink-registry.js';
+import { issueNotifierFor } from './issue-notifier.js';
 import { PayhooksError } from '../errors.js';
 import { parseDuration } from '../internal/duration.js';
 import type { DatabaseOptions } from '../store/database.js';
@@ -143,8 +145,9 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     mirrorSchema: mirrorRuns(config, hasHandlers) ? config.mirror.schema : undefined,
     logger: logger.child({ component: 'console' }),
   });
+  const notifier = issueNotifierFor(config.issues.notify, store, logger.child({ component: 'issues' }));
   const stopWorking = async () => {
-    await Promise.all([periodic?.stop(), sweeper?.stop(), verify.stop(), monitor.stop()]);
+    await Promise.all([periodic?.stop(), sweeper?.stop(), verify.stop(), monitor.stop(), notifier?.stop()]);
     await hooks.stop();
     // After the worker: a handler still running may be waiting on a broker's acknowledgement.
     await sinks?.close();
@@ -161,7 +164,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
 
   // On the embedded database, this process is the only way in: the command line gets a token of its own.
   const localToken = store.kind === 'pglite' ? newLocalToken() : undefined;
-  const consoleParts = { store, token: config.console.adminToken, localToken, verify, mirrorSchema: config.mirror.schema };
+  const consoleParts = { store, token: config.console.adminToken, localToken, verify, mirrorSchema: config.mirror.schema, handlerSource };
   const routes: ServiceRoute[] = [
     webhookRoute(receiving ? hooks.node({ account: webhookAccount }) : undefined, registry),
     ...(consoleParts.token !== undefined || localToken !== undefined

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
 import { oldestPendingEvent } from './inbox.js';
+import { countOpenIssues, listIssues } from './issues.js';
 import { countQuarantined } from './quarantine.js';
 
 /** The resource of the oldest pending event and its queued events, that event included. */
@@ -21,6 +22,8 @@ export interface HealthReadings {
   recentlyDead: number;
   /** Deliveries held in quarantine, waiting for an operator. */
   quarantined: number;
+  /** Issues open (new or reopened, not acknowledged), and the most recently failing one described. */
+  openIssues: { count: number; newest: string | null };
 }
 
 /**
@@ -32,7 +35,7 @@ export interface HealthReadings {
  */
 export async function readHealthReadings(store: PayhooksDatabase, options: { deadWithinMs: number }): Promise<HealthReadings> {
   const events = sql.id(store.schema, 'inbox_events');
-  const [newest, oldest, dead, quarantined] = await Promise.all([
+  const [newest, oldest, dead, quarantined, openCount, [newestIssue]] = await Promise.all([
     // The newest by order of receipt: seq is indexed, received_at is not (max() would read the whole table).
     sql<{ at: Date | null }>`select received_at as at from ${events} order by seq desc limit 1`.execute(store.db),
     oldestPendingEvent(store),
@@ -41,6 +44,8 @@ export async function readHealthReadings(store: PayhooksDatabase, options: { dea
       select count(*)::int as n from ${events}
        where status = 'dead' and processed_at >= now() - make_interval(secs => ${options.deadWithinMs / 1000})`.execute(store.db),
     countQuarantined(store),
+    countOpenIssues(store),
+    listIssues(store, { state: 'open', limit: 1 }),
   ]);
   const at = newest.rows[0]?.at;
   return {
@@ -49,5 +54,11 @@ export async function readHealthReadings(store: PayhooksDatabase, options: { dea
     oldestPendingResource: oldest?.resourceKey ? { key: oldest.resourceKey, queued: oldest.queuedForResource } : null,
     recentlyDead: dead.rows[0]?.n ?? 0,
     quarantined,
+    openIssues: {
+      count: openCount,
+      newest: newestIssue
+        ? `${newestIssue.handler}: ${newestIssue.errorClass} on ${newestIssue.eventType}, ${newestIssue.affectedEvents} event(s)`
+        : null,
+    },
   };
 }

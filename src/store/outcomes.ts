@@ -172,7 +172,17 @@ export type Outcome =
    * started and ended, and whether it completed (inside its own transaction, whose mark has no timing) or failed (with
    * the error, capped).
    */
-  | ({ kind: 'attempt'; account: string; eventId: string; handler: string; error: string | null } & HandlerRun);
+  | ({ kind: 'attempt'; account: string; eventId: string; handler: string; error: string | null } & HandlerRun & IssueKey);
+
+/**
+ * What groups a failed attempt into an issue (migrations/020): with both, a failure counts towards the issue of
+ * (handler, `errorClass`, `eventType`); without, it is kept as an attempt only.
+ */
+export interface IssueKey {
+  /** The thrown error's class (worker/handler-errors.ts `errorClassOf`). */
+  errorClass?: string | undefined;
+  eventType?: string | undefined;
+}
 
 /**
  * What a worker records, with the token of the lease it claimed the event under (the claimed event's `leaseToken`):
@@ -210,7 +220,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
   const finished = outcomes.filter((o) => o.kind === 'finished');
   const requeues = outcomes.filter((o) => o.kind === 'retry' || o.kind === 'park');
   const attempts = outcomes.filter((o) => o.kind === 'attempt');
-  const { attemptsTable, queue, events, ledger } = outcomeTables(store.schema);
+  const { queue, events } = outcomeTables(store.schema);
   // One statement whatever the mix, with its rows passed as arrays: the cost per event is a few rows, not a round trip.
   // A requeue's owed set travels as a JSON array (arrays of arrays must be rectangular).
   const { rows } = await sql<{ event_id: string; account: string; kind: 'finished' | 'requeued' }>`${PREPARED}
@@ -218,20 +228,8 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
       ${insertMarks(store, marks)}
       on conflict do nothing
     ),
-    tried as (
-      insert into ${attemptsTable} (event_id, account, received_at, handler, attempt, started_at, ended_at, outcome, error)
-      select a.event_id, a.account, a.received_at, a.handler, a.attempt, a.started_at, a.ended_at,
-             case when a.error is null then 'completed' else 'failed' end, a.error
-        from (select a.*, (select l.first_received_at from ${ledger} l where l.event_id = a.event_id and l.account = a.account)
-                            as received_at
-                from unnest(${texts(attempts.map((a) => a.eventId))}, ${texts(attempts.map((a) => a.account))},
-                            ${texts(attempts.map((a) => a.handler))},
-                            ${sql`${attempts.map((a) => a.attempt)}::int[]`}, ${times(attempts.map((a) => a.startedAt))},
-                            ${times(attempts.map((a) => a.endedAt))}, ${texts(attempts.map((a) => a.error))})
-                     as a(event_id, account, handler, attempt, started_at, ended_at, error)
-              offset 0) a
-       where a.received_at is not null
-    ),
+    ${issuesSeen(store, attempts)},
+    ${attemptsTried(store, attempts)},
     finished as (
       select * from unnest(${texts(finished.map((f) => f.eventId))}, ${texts(finished.map((f) => f.account))},
                            ${texts(finished.map((f) => f.status))}, ${texts(finished.map((f) => f.lastError))},
@@ -338,6 +336,68 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
     if (outcome.kind === 'completed' || outcome.kind === 'gaveUp' || outcome.kind === 'attempt') return true;
     return held.has(`${outcome.kind === 'finished' ? 'finished' : 'requeued'}:${eventKey(outcome.account, outcome.eventId)}`);
   });
+}
+
+/** A handler's run, as {@link recordOutcomes} records it. */
+type AttemptOutcome = Extract<Outcome, { kind: 'attempt' }>;
+
+/**
+ * The `tried` CTE of {@link recordOutcomes}: one `handler_attempts` row per run, its receipt time (the partition key)
+ * from the ledger, one probe of its primary key each; a failure carries the id of the issue `seen` counted it into.
+ */
+function attemptsTried(store: PayhooksDatabase, attempts: readonly AttemptOutcome[]) {
+  const { attemptsTable, ledger } = outcomeTables(store.schema);
+  const failed = <T>(a: AttemptOutcome, value: T) => (a.error === null ? null : (value ?? null));
+  return sql`tried as (
+      insert into ${attemptsTable}
+             (event_id, account, received_at, handler, attempt, started_at, ended_at, outcome, error, issue_id)
+      select a.event_id, a.account, a.received_at, a.handler, a.attempt, a.started_at, a.ended_at,
+             case when a.error is null then 'completed' else 'failed' end, a.error, s.id
+        from (select a.*, (select l.first_received_at from ${ledger} l
+                            where l.event_id = a.event_id and l.account = a.account) as received_at
+                from unnest(${texts(attempts.map((a) => a.eventId))}, ${texts(attempts.map((a) => a.account))},
+                            ${texts(attempts.map((a) => a.handler))},
+                            ${sql`${attempts.map((a) => a.attempt)}::int[]`}, ${times(attempts.map((a) => a.startedAt))},
+                            ${times(attempts.map((a) => a.endedAt))}, ${texts(attempts.map((a) => a.error))},
+                            ${texts(attempts.map((a) => failed(a, a.errorClass)))}, ${texts(attempts.map((a) => failed(a, a.eventType)))})
+                     as a(event_id, account, handler, attempt, started_at, ended_at, error, error_class, event_type)
+              offset 0) a
+        left join seen s on s.handler = a.handler and s.error_class = a.error_class and s.event_type = a.event_type
+       where a.received_at is not null
+    )`;
+}
+
+/**
+ * The `seen` CTE of {@link recordOutcomes}: the batch's failures counted into their issues (migrations/020 argues
+ * why here), one upsert of the batch's distinct (handler, error class, event type), in key order so that two batches
+ * lock shared issues in the same order. A resolved issue that fails again is open again (and to be told again); an
+ * acknowledged or ignored one keeps its state. Returns each issue's id for the attempt rows to carry.
+ */
+function issuesSeen(store: PayhooksDatabase, attempts: readonly AttemptOutcome[]) {
+  const failures = attempts.filter((a) => a.error !== null && a.errorClass !== undefined && a.eventType !== undefined);
+  const issues = sql.id(store.schema, 'issues');
+  const textsOf = (values: (string | undefined)[]) => texts(values.map((v) => v ?? null));
+  return sql`seen as (
+      insert into ${issues} as i (handler, error_class, event_type, first_seen_at, last_seen_at, failures, last_error, opened_at, state_at)
+      select f.handler, f.error_class, f.event_type, min(f.ended_at), max(f.ended_at), count(*),
+             (array_agg(f.error order by f.ended_at desc))[1], now(), now()
+        from unnest(${texts(failures.map((f) => f.handler))}, ${textsOf(failures.map((f) => f.errorClass))},
+                    ${textsOf(failures.map((f) => f.eventType))},
+                    ${sql`${failures.map((f) => f.endedAt.toISOString())}::timestamptz[]`}, ${texts(failures.map((f) => f.error))})
+             as f(handler, error_class, event_type, ended_at, error)
+       group by f.handler, f.error_class, f.event_type
+       order by f.handler, f.error_class, f.event_type
+      on conflict (handler, error_class, event_type) do update
+         set last_seen_at = greatest(i.last_seen_at, excluded.last_seen_at),
+             failures = i.failures + excluded.failures,
+             last_error = excluded.last_error,
+             state = case when i.state = 'resolved' then 'open' else i.state end,
+             state_at = case when i.state = 'resolved' then now() else i.state_at end,
+             opened_at = case when i.state = 'resolved' then now() else i.opened_at end,
+             notified_at = case when i.state = 'resolved' then null else i.notified_at end,
+             reopened = i.reopened + case when i.state = 'resolved' then 1 else 0 end
+      returning i.id, i.handler, i.error_class, i.event_type
+    )`;
 }
 
 /**

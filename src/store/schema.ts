@@ -146,6 +146,8 @@ export interface HandlerAttemptTable {
   ended_at: Date;
   outcome: 'completed' | 'failed';
   error: string | null;
+  /** migrations/020: the issue a failed attempt was counted into (store/issues.ts); null for completions. */
+  issue_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** The states of an effect step (migrations/011, docs/effects.md#states). */

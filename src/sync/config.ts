@@ -89,6 +89,8 @@ export const syncConfigSchema = z.strictObject({
   sweeper: z.record(z.string(), z.unknown()).optional(),
   /** serve's alarm thresholds (docs/alerts.md#thresholds), in ms: checked with the rest of serve's configuration. */
   alarms: z.record(z.string(), z.unknown()).optional(),
+  /** serve's issue notifications (docs/admin.md#notifications): checked with the rest of serve's configuration. */
+  issues: z.record(z.string(), z.unknown()).optional(),
   /**
    * OpenTelemetry tracing of `serve` (docs/tracing.md): `exporter` `otlp` (OTLP over HTTP, to
    * `OTEL_EXPORTER_OTLP_ENDPOINT`), `console`, or `none`, which the `OTEL_*` variables override (unset: off);
@@ -126,6 +128,7 @@ export interface SyncConfig {
   /** serve's own sections, as written: `resolveServiceConfig` checks them against `ServiceConfig`. */
   sweeper: Record<string, unknown> | undefined;
   alarms: Record<string, unknown> | undefined;
+  issues: Record<string, unknown> | undefined;
   /** The file's tracing exporter, and whether it trusts a signed delivery's trace context; undefined when it does not say. */
   tracing: { exporter: 'otlp' | 'console' | 'none' | undefined; trustIncomingContext: boolean | undefined };
 }
@@ -270,6 +273,7 @@ export async function loadSyncConfig(
     history: file.history ?? {},
     sweeper: file.sweeper,
     alarms: file.alarms,
+    issues: file.issues,
     tracing: { exporter: file.tracing?.exporter, trustIncomingContext: file.tracing?.trustIncomingContext },
   };
 }

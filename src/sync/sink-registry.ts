@@ -114,3 +114,22 @@ export function sinkListSchema(known: readonly string[]) {
 export const sinksSchema = sinkListSchema(SINK_KIND_NAMES);
 /** The `brokers` key: `rabbitmq`, `nats` and `redis-streams` entries. */
 export const brokersSchema = sinkListSchema(BROKER_KINDS);
+
+/** The distinct prefixes the kinds record completion under (several broker kinds share `broker`). */
+const SINK_PREFIXES = [...new Set(SINK_KINDS.map((k) => k.prefix))];
+
+/**
+ * Where a handler's failures come from, for the issues (docs/admin.md#issues): a sink, when its name starts with the
+ * prefix a kind declares (`forward:erp` → forward sink `erp`), or the app's own handler. Read from the registry, so
+ * that a new kind needs no word here.
+ *
+ * @example
+ * handlerSource('forward:erp') // { kind: 'sink', prefix: 'forward', name: 'erp' }
+ * handlerSource('ledger') // { kind: 'handler', name: 'ledger' }
+ */
+export function handlerSource(handler: string): { kind: 'handler'; name: string } | { kind: 'sink'; prefix: string; name: string } {
+  for (const prefix of SINK_PREFIXES)
+    if (handler.startsWith(`${prefix}:`) && handler.length > prefix.length + 1)
+      return { kind: 'sink', prefix, name: handler.slice(prefix.length + 1) };
+  return { kind: 'handler', name: handler };
+}

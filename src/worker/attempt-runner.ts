@@ -4,7 +4,7 @@ import { failSpan, type InSpanOptions, inSpan, linksTo, markSpanFailed, SPAN_KIN
 import type { ClaimedEvent } from '../store/claim.js';
 import type { Outcome } from '../store/outcomes.js';
 import { EffectNeedsReviewError } from './effects.js';
-import { DeadLetterError, type HandlerFailure, unstorableTextExplained } from './handler-errors.js';
+import { DeadLetterError, errorClassOf, type HandlerFailure, unstorableTextExplained } from './handler-errors.js';
 import type { HandlerRunner } from './handler-runner.js';
 import type { HandlerRegistry, RegisteredHandler } from './handlers.js';
 import { AttemptRun, type InFlight, readStoredEvent } from './in-flight.js';
@@ -202,6 +202,9 @@ export class AttemptRunner<Api> {
         eventId: event.eventId,
         handler: handler.name,
         error: describeThrown(err),
+        // What groups the failure into an issue (migrations/020), counted in the same statement.
+        errorClass: errorClassOf(err),
+        eventType: event.eventType,
         ...handlerRun(event, startedAt),
       });
       if (!(err instanceof EffectNeedsReviewError)) attemptRun.log.warn({ err, handler: handler.name }, 'handler failed');

@@ -102,3 +102,25 @@ export function failureVerdict(
   const asked = retried.map((f) => (f.error instanceof RetryLaterError ? f.error.afterMs : 0));
   return { givenUp, retried, delayMs: Math.min(maxDelayMs, Math.max(backoffDelayMs, ...asked)) };
 }
+
+/** The longest error class kept: a class name, not a message. */
+const MAX_ERROR_CLASS_CHARS = 120;
+
+/**
+ * The class an issue groups a handler's failure by (migrations/020): the thrown error's constructor name
+ * (`TypeError`, `HandlerTimeoutError`, an API client's error class …), or `typeof` of a thrown non-error. The
+ * worker's own signals, {@link DeadLetterError} and {@link RetryLaterError}, say what to do, not what went wrong:
+ * when they wrap an error (`cause`), its class is taken instead.
+ *
+ * @example
+ * errorClassOf(new TypeError('x')) // 'TypeError'
+ * errorClassOf(new DeadLetterError('refused', { cause: new RangeError('y') })) // 'RangeError'
+ */
+export function errorClassOf(error: unknown): string {
+  if ((error instanceof DeadLetterError || error instanceof RetryLaterError) && error.cause instanceof Error)
+    return errorClassOf(error.cause);
+  if (!(error instanceof Error)) return error === null ? 'null' : typeof error;
+  const constructorName = (error.constructor as { name?: unknown } | undefined)?.name;
+  const name = typeof constructorName === 'string' && constructorName !== '' ? constructorName : error.name || 'Error';
+  return name.slice(0, MAX_ERROR_CLASS_CHARS);
+}

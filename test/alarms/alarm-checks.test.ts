@@ -20,6 +20,7 @@ const calm: AlarmInputs = {
   oldestPendingAgeMs: 0,
   recentlyDead: 0,
   quarantined: 0,
+  openIssues: { count: 0, newest: null },
   activity: { readAt: now, from: ago(MIN), to: now, changes: 0, examples: [] },
   sender: { readAt: now, endpointState: null, endpointDisabled: false, failedDeliveries: 0, failedExamples: [] },
   sweep: { finishedAt: ago(10 * MIN), outcome: 'clean', unrepairedDrift: 0, unrecoveredEvents: 0, error: null },
@@ -39,7 +40,15 @@ describe('evaluateAlarms', () => {
       ['dead_events', 'ok'],
       ['quarantined_deliveries', 'ok'],
       ['mirror_drift', 'ok'],
+      ['open_issues', 'ok'],
     ]);
+  });
+
+  it('open issues fire while one is open, and are unknown without the database', () => {
+    const open = { ...calm, openIssues: { count: 2, newest: 'ledger: RangeError on INVOICE_PAID, 500 event(s)' } };
+    expect(statusOf(open, 'open_issues')).toMatchObject({ status: 'firing', value: 2 });
+    expect(statusOf(open, 'open_issues').message).toContain('ledger: RangeError on INVOICE_PAID, 500 event(s)');
+    expect(statusOf({ ...calm, openIssues: undefined }, 'open_issues').status).toBe('unknown');
   });
 
   it('silence fires only with activity at the service, and is unknown without the API', () => {
