@@ -133,6 +133,7 @@ const storyQuery = z.strictObject({
 });
 const findQuery = z.strictObject({ id: identifierText, account: accountId.optional() });
 const statsQuery = z.strictObject({ hours: z.coerce.number().int().min(1).max(168).default(3), account: accountId.optional() });
+const accountQuery = z.strictObject({ account: accountId.optional() });
 const eventQuery = z.strictObject({ reveal: revealFlag.optional(), account: accountId.optional() });
 
 const quarantineQuery = z.strictObject({
@@ -331,11 +332,13 @@ const ROUTES: readonly AdminRoute[] = [
     method: 'POST',
     pattern: /^\/admin\/api\/events\/([^/]+)\/replay$/,
     commandLine: false,
-    async answer({ store, param }, logger) {
+    async answer({ store, param, query }, logger) {
       const eventId = eventIdOf(param!);
-      const event = await getEvent(store, eventId);
-      if (!event) throw new BadRequest(404, `No event ${eventId} is stored.`);
-      const replayed = await replayEvents(store, { eventIds: [eventId] });
+      const { account } = parse(accountQuery, query, 'query');
+      const event = await getEvent(store, eventId, account);
+      if (!event) throw new BadRequest(404, `No event ${eventId} is stored${account ? ` for account ${account}` : ''}.`);
+      // The event shown: of its account only (another account may hold the same eventId).
+      const replayed = await replayEvents(store, { eventIds: [eventId], account: event.account });
       if (replayed.length === 0)
         throw new BadRequest(409, `Event ${eventId} is ${event.status}: only a finished or failed event is replayed.`);
       logger?.info({ eventId, was: event.status }, 'console: event replayed');

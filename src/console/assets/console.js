@@ -346,7 +346,9 @@ async function resolveStep(eventId, step, resolution) {
 async function replaySelected() {
   if (!state.selected || !confirm(`Replay ${state.selected}? Handlers that did not complete run again.`)) return;
   try {
-    await api(`/events/${encodeURIComponent(state.selected)}/replay`, { method: 'POST', body: '{}' });
+    // Of the account it was shown for: an eventId is unique only within its account.
+    const query = state.selectedAccount ? `?${new URLSearchParams({ account: state.selectedAccount })}` : '';
+    await api(`/events/${encodeURIComponent(state.selected)}/replay${query}`, { method: 'POST', body: '{}' });
     $('notice').textContent = `${state.selected} re-queued`;
   } catch (err) {
     $('notice').textContent = `not replayed: ${err.message}`;
@@ -361,7 +363,10 @@ async function replayFiltered() {
     return;
   }
   if (!confirm(`Replay every ${status} event${type ? ` of type ${type}` : ''}?`)) return;
-  const result = await api('/replay', { method: 'POST', body: JSON.stringify({ status, type: type || undefined }) });
+  const result = await api('/replay', {
+    method: 'POST',
+    body: JSON.stringify({ status, type: type || undefined, account: state.filters.account || undefined }),
+  });
   $('notice').textContent = `${result.replayed} events re-queued`;
   await refresh();
 }
