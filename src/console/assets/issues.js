@@ -20,15 +20,8 @@
     return body;
   }
 
-  function el(tag, attrs = {}, ...children) {
-    const node = document.createElement(tag);
-    for (const [name, value] of Object.entries(attrs)) {
-      if (name === 'onclick') node.addEventListener('click', value);
-      else node.setAttribute(name, value);
-    }
-    for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child ?? '')));
-    return node;
-  }
+  // `el` is console.js's (a classic script, loaded first: its functions are the page's), one way of making nodes.
+  const el = globalThis.el;
 
   const sourceText = (issue) =>
     issue.source && issue.source.kind === 'sink' ? `sink ${issue.source.prefix} ${issue.source.name}` : `handler ${issue.handler}`;
