@@ -221,6 +221,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
   ],
   soak: [
     'test/soak/account-fairness.test.ts',
+    'test/soak/partition-fencing.test.ts',
     'test/cli/partition.test.ts',
     'test/cli/serve-broker-faults.test.ts',
     'test/receiver/bounded-memory.test.ts',

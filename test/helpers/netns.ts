@@ -3,6 +3,7 @@
 // removes its own (root only; where `ip netns` cannot run the tests fall back to loopback ports and say so).
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { connect, createServer, type Server } from 'node:net';
 
 const IP = '/usr/sbin/ip';
 
@@ -15,6 +16,11 @@ export interface NamespacedHost {
   readonly gateway: string;
   /** The command and arguments that run `command args…` inside the namespace. */
   exec(command: string, args: readonly string[]): [string, string[]];
+  /**
+   * Takes the host's link down (this namespace's end of the veth pair), or brings it back up: a partition. Packets
+   * either way are dropped while it is down; open connections are not closed, and carry on when it comes back up.
+   */
+  setLink(up: boolean): void;
   remove(): void;
 }
 
@@ -77,6 +83,25 @@ export function makeNamespacedHost(index: number): NamespacedHost {
     address,
     gateway,
     exec: (command, args) => [IP, ['netns', 'exec', namespace, command, ...args]],
+    setLink: (up) => ip(['link', 'set', outside, up ? 'up' : 'down']),
     remove,
   };
+}
+
+/**
+ * A TCP forwarder listening on `listenHost` (a namespaced host's gateway: the only address of this namespace the host
+ * reaches) to `target` (the test's PostgreSQL server on loopback), so that processes in the host reach the database
+ * through their link, and lose it when the link goes down.
+ */
+export async function forwardTo(listenHost: string, target: URL): Promise<Server> {
+  const server = createServer((inbound) => {
+    const outbound = connect(Number(target.port || 5432), target.hostname);
+    inbound.pipe(outbound).pipe(inbound);
+    inbound.on('error', () => outbound.destroy());
+    outbound.on('error', () => inbound.destroy());
+    inbound.on('close', () => outbound.destroy());
+    outbound.on('close', () => inbound.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, listenHost, resolve));
+  return server;
 }

@@ -5,14 +5,14 @@
 // joined by a veth pair, reaching PostgreSQL through a forwarder on its link); elsewhere both run on loopback ports.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer, type Server } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDefaultScheme } from '../../src/signature/index.js';
 import { cliNodeArgs, runCli, waitForLog } from '../helpers/cli.js';
-import { makeNamespacedHost, type NamespacedHost, netnsUnavailable } from '../helpers/netns.js';
+import { forwardTo, makeNamespacedHost, type NamespacedHost, netnsUnavailable } from '../helpers/netns.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { describeFigures, sendUnderLoad } from '../helpers/retrying-sender.js';
 import { waitFor } from '../helpers/wait.js';
@@ -30,20 +30,6 @@ if (!missing && noNetns)
   console.warn(`[payhooks tests] two receivers: no network namespaces here (${noNetns}); the receivers run on loopback ports instead`);
 
 const SECRET = 'two-receivers-secret';
-
-/** A TCP forwarder listening on `host` (a namespaced host's link) to the test's PostgreSQL server. */
-async function forwardTo(listenHost: string, target: URL): Promise<Server> {
-  const server = createServer((inbound) => {
-    const outbound = connect(Number(target.port || 5432), target.hostname);
-    inbound.pipe(outbound).pipe(inbound);
-    inbound.on('error', () => outbound.destroy());
-    outbound.on('error', () => inbound.destroy());
-    inbound.on('close', () => outbound.destroy());
-    outbound.on('close', () => inbound.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, listenHost, resolve));
-  return server;
-}
 
 async function freePort(): Promise<number> {
   const server = createServer();
