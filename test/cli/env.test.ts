@@ -77,7 +77,7 @@ describe('the environment reader', () => {
     const database = ['DATABASE_URL', 'PAYHOOKS_DATA_DIR', 'PAYHOOKS_SCHEMA', 'PAYHOOKS_DATABASE_POOLER'];
     const app = ['PAYHOOKS_APP_MIGRATIONS', 'PAYHOOKS_APP_SCHEMA'];
     const sync = ['PAYHOOKS_API_KEY', 'PAYHOOKS_API_URL', 'PAYHOOKS_CONFIG', 'PAYHOOKS_MIRROR_SCHEMA'];
-    expect(variablesOf('serve')).toHaveLength(25);
+    expect(variablesOf('serve')).toHaveLength(26);
     expect(variablesOf('migrate')).toEqual([...database, ...app]);
     for (const command of ['backfill', 'reconcile'] as const)
       expect(variablesOf(command)).toEqual([...database, ...sync, 'PAYHOOKS_LOG_LEVEL']);

@@ -89,7 +89,7 @@ describe('payhooks serve /metrics', () => {
         expect((await fetch(`${base}/webhooks`, signedRequest(withPii, { secret: 'not-the-secret' }))).status).toBe(401);
 
         await waitFor(
-          async () => ((await scrape()).get('payhooks_handler_failures_total{handler="crm-push"}') ?? 0) >= 1,
+          async () => ((await scrape()).get('payhooks_handler_failures_total{account="default",handler="crm-push"}') ?? 0) >= 1,
           'the failing handler counted',
           30_000,
         );
@@ -99,17 +99,17 @@ describe('payhooks serve /metrics', () => {
           30_000,
         );
         const after = await scrape();
-        expect(after.get('payhooks_deliveries_total{outcome="stored",type="INVOICE_PAID"}')).toBe(1);
-        expect(after.get('payhooks_deliveries_total{outcome="stored",type="PAYMENT_COMPLETED"}')).toBe(1);
-        expect(after.get('payhooks_deliveries_total{outcome="duplicate",type="PAYMENT_COMPLETED"}')).toBe(1);
-        expect(after.get('payhooks_deliveries_total{outcome="rejected",type="unknown"}')).toBe(1);
+        expect(after.get('payhooks_deliveries_total{account="default",outcome="stored",type="INVOICE_PAID"}')).toBe(1);
+        expect(after.get('payhooks_deliveries_total{account="default",outcome="stored",type="PAYMENT_COMPLETED"}')).toBe(1);
+        expect(after.get('payhooks_deliveries_total{account="default",outcome="duplicate",type="PAYMENT_COMPLETED"}')).toBe(1);
+        expect(after.get('payhooks_deliveries_total{account="default",outcome="rejected",type="unknown"}')).toBe(1);
         expect(after.get('payhooks_duplicate_deliveries_total{type="PAYMENT_COMPLETED"}')).toBe(1);
         expect(after.get('payhooks_signature_failures_total{reason="no_matching_signature"}')).toBe(1);
         expect(after.get('payhooks_ack_seconds_count{outcome="stored"}')).toBe(3);
         expect(after.get('payhooks_ack_seconds_bucket{le="10",outcome="stored"}')).toBe(3);
         expect(after.get('payhooks_handler_duration_seconds_count{handler="ledger"}')).toBe(1);
-        expect(after.get('payhooks_handler_failures_total{handler="crm-push"}')).toBeGreaterThanOrEqual(1);
-        expect(after.get('payhooks_handler_failures_total{handler="read-invoice"}')).toBeUndefined();
+        expect(after.get('payhooks_handler_failures_total{account="default",handler="crm-push"}')).toBeGreaterThanOrEqual(1);
+        expect(after.get('payhooks_handler_failures_total{account="default",handler="read-invoice"}')).toBeUndefined();
         expect(after.get('payhooks_api_requests_total{method="GET",status="200"}')).toBeGreaterThanOrEqual(1);
         expect(after.get('payhooks_api_request_duration_seconds_count{method="GET"}')).toBeGreaterThanOrEqual(1);
         expect(after.get('payhooks_api_rate_limit_wait_seconds_count')).toBeGreaterThanOrEqual(1);

@@ -134,7 +134,7 @@ describe.skipIf(!pgUrl)('payhooks serve on PostgreSQL, its worker in a child pro
         "6 runs in serve's /metrics",
       );
       const scraped = await metrics();
-      expect(scraped).toMatch(/^payhooks_handler_failures_total\{handler="fails-once"\} 3$/m);
+      expect(scraped).toMatch(/^payhooks_handler_failures_total\{handler="fails-once",account="default"\} 3$/m);
       // Run in the child: serve's own process ran none of them.
       const processed = lines.filter((l) => l.msg === 'event processed');
       expect(processed).toHaveLength(3);
