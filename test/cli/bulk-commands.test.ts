@@ -122,7 +122,14 @@ describe('replay, prune and events on the embedded database, as separate process
         CUSTOMER_CREATED: { pending: 0, processing: 0, done: 2, dead: 0, ignored: 0, invalid: 0, 'needs-review': 0, total: 2 },
         INVOICE_PAID: { pending: 1, processing: 0, done: 0, dead: 2, ignored: 0, invalid: 0, 'needs-review': 0, total: 3 },
       },
-      oldestPending: { account: 'default', eventId: 'd1', receivedAt: expect.any(String), ageMs: expect.any(Number), resourceKey: null, queuedForResource: 1 },
+      oldestPending: {
+        account: 'default',
+        eventId: 'd1',
+        receivedAt: expect.any(String),
+        ageMs: expect.any(Number),
+        resourceKey: null,
+        queuedForResource: 1,
+      },
     });
     expect(stats.oldestPending.ageMs).toBeGreaterThanOrEqual(3 * 3_600_000);
     expect(stats.oldestPending.ageMs).toBeLessThan(4 * 3_600_000);
