@@ -100,6 +100,7 @@ const order = [
   'Compressed year',
   'Migration to partitions',
   'Tracing',
+  'Accounts',
 ];
 const body = order.flatMap((title) => {
   const text = fresh.get(title) ?? kept.get(title);
