@@ -3,7 +3,7 @@ import type { PayhooksDatabase } from './database.js';
 import { PREPARED } from './prepared-statements.js';
 import type { PayhooksTables } from './schema.js';
 import { eventKey } from './accounts.js';
-import type { EventRef } from './event-refs.js';
+import { type EventRef, ofEvents } from './event-refs.js';
 
 /**
  * Records that one handler completed. Pass the handler's own transaction to commit its writes and this mark
@@ -41,33 +41,6 @@ function setAside(alias: string) {
 /** Whether any row of `queue` is set aside: one look at the (usually empty) index, rather than a probe per event. */
 function anySetAside(queue: ReturnType<typeof sql.id>) {
   return sql`exists (select 1 from ${queue} b where b.parked and b.owed is null)`;
-}
-
-/**
- * `any(...)` over a list of event ids whose length the planner cannot see. Given the list itself, it weighs a probe of
- * the primary key per id against one pass over the queue and, for a batch of hundreds in a queue of tens of thousands,
- * picks the pass: 10 to 15 ms per outcome batch (EXPLAIN ANALYZE, issue 27). Hidden, it assumes a few ids and probes.
- */
-function anyId(ids: readonly string[]) {
-  return sql`any(array(select unnest(${[...ids]}::text[])))`;
-}
-
-/**
- * The rows of queue or history alias `alias` that are the events `refs`: found by their ids as above (an index
- * condition on the key's first column), then held to each one's account (an eventId may be another account's event
- * too). A batch of one account's events (the usual batch) is held to that account; a mixed batch to its (account,
- * eventId) pairs, looked up in a jsonb object of them, a binary search per row. A semi-join with the pairs unnested
- * instead was planned as a nested loop that compared every row with every pair: 125,000 comparisons and 150 ms for
- * an outcome batch of 500 (EXPLAIN ANALYZE).
- */
-function isOneOf(alias: string, refs: readonly EventRef[]) {
-  const row = sql.raw(alias);
-  const accounts = new Set(refs.map((r) => r.account));
-  const ofAccount =
-    accounts.size === 1
-      ? sql`${row}.account = ${refs[0]!.account}`
-      : sql`${JSON.stringify(Object.fromEntries(refs.map((r) => [eventKey(r.account, r.eventId), 1])))}::jsonb ? (${row}.account || chr(10) || ${row}.event_id)`;
-  return sql`${row}.event_id = ${anyId(refs.map((r) => r.eventId))} and ${ofAccount}`;
 }
 
 /** The tables an outcome batch writes, in `schema`. */
@@ -112,9 +85,7 @@ const times = (values: (Date | undefined)[]) => sql`${values.map((value) => valu
  * `handler_runs` row each, each under its lease token when it has one (fenced).
  */
 function insertMarks(store: PayhooksDatabase, marks: readonly Extract<FencedOutcome, { kind: 'completed' | 'gaveUp' }>[]) {
-  const runs = sql.id(store.schema, 'handler_runs');
-  const ledger = sql.id(store.schema, 'event_ledger');
-  const queue = sql.id(store.schema, 'inbox_queue');
+  const { runs, ledger, queue } = outcomeTables(store.schema);
   return sql`
       -- The receipt time (partition key) of each from the ledger, one probe of its primary key per mark (a join would
       -- let the planner, which cannot count an unnest's rows, hash the whole ledger: every event ever received); an
@@ -237,10 +208,10 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
                as f(event_id, account, status, last_error, lease_token)
     ),
     released as (
-      -- By the ids as an index condition (anyId), not a join with the list, which the planner may answer with a scan of
+      -- By the ids as an index condition (ofEvents), not a join with the list, which the planner may answer with a scan of
       -- the whole queue or a comparison of every pair.
       delete from ${queue} q
-       where ${isOneOf('q', finished)} and q.lease_owner = ${workerId} and ${holdsLease('q', finished)}
+       where ${ofEvents(finished, 'q')} and q.lease_owner = ${workerId} and ${holdsLease('q', finished)}
       returning q.event_id, q.account, q.attempts, q.resource_key, q.seq, q.received_at
     ),
     recorded as (
@@ -264,7 +235,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
     -- What each requeued event owed before this run (the statement's snapshot): whether it settled a handler.
     owed_before as (
       select q.event_id, q.account, q.owed from ${queue} q join requeues r on r.event_id = q.event_id and r.account = q.account
-       where ${isOneOf('q', requeues)} and q.lease_owner = ${workerId} and (r.lease_token is null or q.lease_token = r.lease_token)
+       where ${ofEvents(requeues, 'q')} and q.lease_owner = ${workerId} and (r.lease_token is null or q.lease_token = r.lease_token)
     ),
     requeued as (
       update ${queue} q
@@ -281,7 +252,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
                                  and (o.owed is null or o.owed && r.owed)), now())
              end
         from requeues r
-       where q.event_id = r.event_id and q.account = r.account and ${isOneOf('q', requeues)} and q.lease_owner = ${workerId}
+       where q.event_id = r.event_id and q.account = r.account and ${ofEvents(requeues, 'q')} and q.lease_owner = ${workerId}
          and (r.lease_token is null or q.lease_token = r.lease_token)
       returning q.event_id, q.account, q.attempts, q.run_at, q.resource_key, q.seq, q.owed, q.received_at
     ),
@@ -416,12 +387,12 @@ export async function extendLeases(
   leaseMs: number,
 ): Promise<Set<string>> {
   if (events.length === 0) return new Set();
-  const queue = sql.id(store.schema, 'inbox_queue');
+  const { queue } = outcomeTables(store.schema);
   const { rows } = await sql<{ event_id: string; account: string }>`
     with extended as (
       update ${queue} q
          set run_at = now() + make_interval(secs => ${leaseMs / 1000})
-       where ${isOneOf('q', events)} and q.lease_owner = ${workerId}
+       where ${ofEvents(events, 'q')} and q.lease_owner = ${workerId}
          -- Fenced: only the lease this worker claimed with (a heartbeat never extends a lease issued since).
          and ${holdsLease('q', events)}
       returning q.event_id, q.account, q.resource_key, q.seq, q.run_at
@@ -448,7 +419,7 @@ export async function releaseLeases(
   events: (EventRef & { started: boolean })[],
 ): Promise<number> {
   if (events.length === 0) return 0;
-  const queue = sql.id(store.schema, 'inbox_queue');
+  const { queue } = outcomeTables(store.schema);
   const result = await sql`
     update ${queue} q
        set lease_owner = null, run_at = now(), attempts = case when h.started then q.attempts else greatest(q.attempts - 1, 0) end
