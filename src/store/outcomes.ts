@@ -62,17 +62,25 @@ function tokens(items: readonly { leaseToken?: string | undefined }[]) {
 
 /**
  * Whether queue row `alias` still holds the lease token its item of `items` was claimed under (an item without one:
- * the owner alone is compared). The tokens travel as a jsonb object keyed by {@link eventKey}, so that each row is one
- * binary search, not a comparison with every item: an EXISTS over the batch's list, or a row IN over its unnested
- * pairs, was planned as a nested loop over every pair (125,000 comparisons and 150 ms for a batch of 500, EXPLAIN
- * ANALYZE of the outcome statement).
+ * the owner alone is compared). The tokens go into a jsonb object keyed by {@link eventKey}, built once per statement
+ * from two arrays (a scalar subquery: as a plain expression of parameters, a generic plan would build it for each
+ * row), so that each row is one binary search, not a comparison with every item: an EXISTS over the batch's list, or
+ * a row IN over its unnested pairs, was planned as a nested loop over every pair (125,000 comparisons and 150 ms for a
+ * batch of 500, EXPLAIN ANALYZE of the outcome statement). Built in JavaScript instead (Object.fromEntries and
+ * JSON.stringify), the object cost the worker about 7 µs of CPU per event (a CPU profile of a drain).
  */
 function holdsLease(alias: string, items: readonly (EventRef & { leaseToken?: string | undefined })[]) {
-  const held = items.filter((item) => item.leaseToken !== undefined);
-  if (held.length === 0) return sql`true`;
+  const keys: string[] = [];
+  const tokens: string[] = [];
+  for (const item of items) {
+    if (item.leaseToken === undefined) continue;
+    keys.push(eventKey(item.account, item.eventId));
+    tokens.push(item.leaseToken);
+  }
+  if (keys.length === 0) return sql`true`;
   const row = sql.raw(alias);
-  const byKey = JSON.stringify(Object.fromEntries(held.map((item) => [eventKey(item.account, item.eventId), item.leaseToken])));
-  return sql`coalesce((${byKey}::jsonb ->> (${row}.account || chr(10) || ${row}.event_id))::bigint = ${row}.lease_token, true)`;
+  const byKey = sql`(select jsonb_object(${keys}::text[], ${tokens}::text[]))`;
+  return sql`coalesce((${byKey} ->> (${row}.account || chr(10) || ${row}.event_id))::bigint = ${row}.lease_token, true)`;
 }
 
 /** Texts as a text[] parameter. */
@@ -86,6 +94,7 @@ const times = (values: (Date | undefined)[]) => sql`${values.map((value) => valu
  */
 function insertMarks(store: PayhooksDatabase, marks: readonly Extract<FencedOutcome, { kind: 'completed' | 'gaveUp' }>[]) {
   const { runs, ledger, queue } = outcomeTables(store.schema);
+  const fenced = marks.filter((m) => m.leaseToken !== undefined);
   return sql`
       -- The receipt time (partition key) of each from the ledger, one probe of its primary key per mark (a join would
       -- let the planner, which cannot count an unnest's rows, hash the whole ledger: every event ever received); an
@@ -105,9 +114,11 @@ function insertMarks(store: PayhooksDatabase, marks: readonly Extract<FencedOutc
                      as m(event_id, account, handler, outcome, error, started_at, ended_at, attempt, lease_token)
               offset 0) m
        where m.received_at is not null
-         -- Fenced: a mark under a lease token only while the queue row holds it (the next claim issues another).
-         and (m.lease_token is null or exists (select 1 from ${queue} q
-               where q.event_id = m.event_id and q.account = m.account and q.lease_token = m.lease_token))`;
+         -- Fenced: a mark under a lease token only while the queue row holds it (the next claim issues another). The
+         -- rows still held are found by their ids (ofEvents), one probe of the primary key each: as an EXISTS per mark,
+         -- the planner (the queue's statistics taken while it was nearly empty) hashed the whole queue for every batch.
+         and (m.lease_token is null or (m.event_id, m.account) in (
+               select q.event_id, q.account from ${queue} q where ${ofEvents(fenced, 'q')} and ${holdsLease('q', fenced)}))`;
 }
 
 /** A final state an event leaves the queue in. */
