@@ -136,8 +136,9 @@ describe.skipIf(!postgres.available)('the claim on a connection with JIT on (pos
     } finally {
       await client.end();
     }
-    // The function's own statement: the one that takes the round of the fair claim (migrations/018).
-    const inner = plans.filter((plan) => plan.includes("nextval('claim_rounds')"));
+    // The claim's own statement: the one that issues the claim's lease token (migrations/022; one account here, so the
+    // single claim's), apart from the statement that chooses it.
+    const inner = plans.filter((plan) => plan.includes("nextval('lease_tokens')"));
     expect(inner).toHaveLength(1);
     expect(inner[0]).toContain('LockRows');
     expect(inner[0]).not.toContain('JIT:');
