@@ -132,12 +132,15 @@ export class OutcomeWriter {
    * a database hiccup would otherwise run its handlers again once the lease ran out. Resolves to whether the lease
    * was still held when each was written.
    */
-  async #write(entry: InFlight, group: Outcome[]): Promise<boolean[]> {
+  async #write(entry: InFlight, group: FencedOutcome[]): Promise<boolean[]> {
     for (let tries = 1; ; tries++) {
       try {
-        // Each under the lease the run claimed the event with: written only while it still holds (fencing).
+        // Each under the lease the run claimed the event with: written only while it still holds (fencing). The
+        // outcomes are this run's own objects: marked in place, not copied (a copy per outcome was a measurable part
+        // of the worker's garbage in a drain's CPU profile).
         const { leaseToken } = entry.event;
-        return await this.#batcher.add(leaseToken === undefined ? group : group.map((outcome) => ({ ...outcome, leaseToken })));
+        if (leaseToken !== undefined) for (const outcome of group) outcome.leaseToken = leaseToken;
+        return await this.#batcher.add(group);
       } catch (err) {
         const retryAt = Date.now() + OUTCOME_RETRY_MS;
         if (retryAt >= Math.min(entry.leaseUntil - this.#options.leases.safetyMs, this.#giveUpAt)) throw err;
