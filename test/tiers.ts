@@ -90,6 +90,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/accounts-sync.test.ts',
     'test/cli/database-hints.test.ts',
     'test/cli/effects-commands.test.ts',
+    'test/cli/events-show-accounts.test.ts',
     'test/cli/migrate-dir.test.ts',
     'test/cli/quarantine.test.ts',
     'test/cli/service-start.test.ts',

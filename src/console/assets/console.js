@@ -399,7 +399,9 @@ async function search(text) {
     });
     if (found && found.kind !== 'quarantine') {
       $('search-result').textContent =
-        found.kind === 'event' ? `${text} is an eventId` : `${text} is the sender's ${found.header} of event ${found.eventId}`;
+        found.kind === 'event'
+          ? `${text} is an eventId${elsewhere(found)}`
+          : `${text} is the sender's ${found.header} of event ${found.eventId}`;
       return await showEvent(found.eventId, true, false, found.account);
     }
     if (found) {
@@ -413,6 +415,12 @@ async function search(text) {
   } catch (err) {
     if (err.message !== 'unauthorized') $('search-result').textContent = `not found: ${err.message}`;
   }
+}
+
+// An eventId is unique only within its account: when several hold it, say so, and which one is shown.
+function elsewhere(found) {
+  if (!found.accounts || found.accounts.length < 2) return '';
+  return ` in ${found.accounts.length} accounts (${found.accounts.join(', ')}): showing ${found.account}'s; filter by account to see another's`;
 }
 
 // A resource's story: its events oldest first, each with every handler run and effect step, and its mirror row now.
