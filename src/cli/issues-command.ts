@@ -47,7 +47,7 @@ export function addIssuesCommands(program: Command, ctx: CommandContext): void {
     .description('show one issue: its counts, last error and affected events (oldest first)')
     .argument('<id>', 'the number issues list shows')
     .option('--unfinished', 'only the affected events that are not done (what replay would re-queue)')
-    .option('--account <id>', "only this account's events")
+    .option('--account <id>', "only this account's events, and the issue's event counts in it alone")
     .option('--limit <n>', 'at most this many events', positiveInt('--limit'), 20)
     .option('--json', 'print {"issue": …, "events": […]}')
     .action(async (id: string, opts: { unfinished?: boolean; account?: string; limit: number; json?: boolean }) => {
