@@ -145,6 +145,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/sync/backfill.test.ts',
     'test/sync/broker-trace-context.test.ts',
     'test/sync/brokers.test.ts',
+    'test/sync/gap-sweep-accounts.test.ts',
     'test/sync/gap-sweep.test.ts',
     'test/sync/mirror-accounts.test.ts',
     'test/sync/mirror-nul.test.ts',
