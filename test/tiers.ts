@@ -200,6 +200,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/verify.test.ts',
     'test/console/admin-mount.test.ts',
     'test/console/console-browser.test.ts',
+    'test/console/accounts-browser.test.ts',
     'test/console/issues-browser.test.ts',
     'test/console/console-story-browser.test.ts',
     'test/docs/promtool.test.ts',

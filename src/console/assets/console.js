@@ -186,7 +186,9 @@ async function runVerify(event) {
     await api('/verify', { method: 'POST', body: JSON.stringify({ sample, repair: $('verify-repair').checked, ...byAccount() }) });
     $('verify-state').textContent = state.filters.account ? `verify of ${state.filters.account} started` : 'verify of each account started';
   } catch (err) {
+    // Nothing started, nothing to refresh: a refresh would put the last run's line over the reason at once.
     $('verify-state').textContent = `not started: ${err.message}`;
+    return;
   }
   await refresh();
 }
