@@ -2,11 +2,13 @@
 // verified through its own API client, against its own events and mirror rows, and recorded as a run of its own
 // (migrations/030), so that one account's drift is neither compared with another's records nor hidden by another's
 // clean run after it. Two simulators stand for two organizations. On the real server and on PGlite.
+import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { DeliveryWatch } from '../../src/alarms/delivery-watch.js';
 import { createClient } from '../../src/client/index.js';
+import { createAdminApi } from '../../src/console/admin-api.js';
 import { startAlarmMonitor } from '../../src/service/alarm-monitor.js';
 import { defineServiceConfig } from '../../src/service/service-config.js';
 import { createVerifyRuns } from '../../src/service/verify-runs.js';
@@ -22,6 +24,7 @@ import { backends, dispose } from '../helpers/stores.js';
 import { waitFor } from '../helpers/wait.js';
 
 const silent = pino({ level: 'silent' });
+const TOKEN = randomBytes(32).toString('hex');
 const ACCOUNTS = ['gym-north', 'gym-south'];
 
 describe.each(backends)('the gap sweeper and the console verify per account on $name', (backend) => {
@@ -108,6 +111,28 @@ describe.each(backends)('the gap sweeper and the console verify per account on $
             ['gym-north', 'console', 1, 0],
             ['gym-south', 'console', 0, 0],
           ]);
+
+          // The console's routes carry the account: GET /verify?account= reads that account's runs, POST names it.
+          const admin = createAdminApi({ store, token: TOKEN, verify });
+          const headers = { authorization: `Bearer ${TOKEN}` };
+          const read = await admin.handle({ method: 'GET', url: '/admin/api/verify?account=gym-north', headers });
+          expect(read.status).toBe(200);
+          const north = JSON.parse(read.body) as { running: null; last: { account: string }; runs: { account: string }[] };
+          expect([north.running, north.last.account, north.runs.map((r) => r.account)]).toEqual([null, 'gym-north', ['gym-north']]);
+          const unknown = await admin.handle({ method: 'POST', url: '/admin/api/verify', headers, body: '{"account":"gym-west"}' });
+          expect(unknown.status).toBe(409);
+          expect(JSON.parse(unknown.body).error.message).toBe(
+            'No verify was started: this service has no account gym-west (its accounts: gym-north, gym-south).',
+          );
+          const started = await admin.handle({
+            method: 'POST',
+            url: '/admin/api/verify',
+            headers,
+            body: '{"account":"gym-north","sample":5}',
+          });
+          expect([started.status, JSON.parse(started.body).running.account]).toEqual([202, 'gym-north']);
+          await waitFor(async () => (await verify.state()).running === null, 'the north verify done');
+          expect((await admin.handle({ method: 'POST', url: '/admin/api/verify', headers, body: '{"account":"Gym"}' })).status).toBe(400);
         } finally {
           await verify.stop();
         }
