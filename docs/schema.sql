@@ -644,6 +644,7 @@ CREATE TABLE payhooks.sweeper_runs (
     findings jsonb DEFAULT '[]'::jsonb NOT NULL,
     notes jsonb DEFAULT '[]'::jsonb NOT NULL,
     error text,
+    account text,
     CONSTRAINT sweeper_runs_outcome_check CHECK ((outcome = ANY (ARRAY['clean'::text, 'found'::text, 'failed'::text]))),
     CONSTRAINT sweeper_runs_trigger_check CHECK ((trigger = ANY (ARRAY['sweeper'::text, 'console'::text])))
 );
@@ -1238,6 +1239,12 @@ CREATE INDEX issues_to_notify_idx ON payhooks.issues USING btree (opened_at) WHE
 --
 
 CREATE INDEX quarantine_held_idx ON payhooks.quarantine USING btree (id) WHERE (state = 'held'::text);
+
+--
+-- Name: sweeper_runs_account_newest_idx; Type: INDEX; Schema: payhooks; Owner: -
+--
+
+CREATE INDEX sweeper_runs_account_newest_idx ON payhooks.sweeper_runs USING btree (account, finished_at DESC, id DESC);
 
 --
 -- Name: sweeper_runs_newest_idx; Type: INDEX; Schema: payhooks; Owner: -

@@ -77,7 +77,11 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
     .command('show')
     .description("show one stored event with its body and headers, by its eventId, the sender's id of the delivery or a quarantine number")
     .argument('<id>', "an eventId, the id the sender's headers gave the delivery (X-Webhook-Event-Id, webhook-id), or a quarantine number")
-    .option('--account <id>', 'the account whose event it is; default: the first received of any account', accountOption)
+    .option(
+      '--account <id>',
+      'the account whose event it is; default: any account, but an eventId stored in several is refused, naming them',
+      accountOption,
+    )
     // show prints JSON either way; the flag is accepted so that scripts can pass --json to every events command.
     .option('--json', 'print the event as JSON (what show prints anyway)')
     .action((id: string, opts: { account?: string }) => showAnyId(ctx, id, opts.account));
@@ -99,18 +103,26 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
 /**
  * `events show ID`: the event of that eventId, else the event whose sender gave the delivery that id, else the
  * quarantined delivery; what was found by another id than the eventId is said on stderr, so stdout stays the JSON.
+ * Show prints one event (one JSON object, which scripts read as such): an eventId that several accounts hold is
+ * refused without `--account`, naming them, rather than one of them picked (docs/accounts.md#operators).
  */
 async function showAnyId(ctx: CommandContext, id: string, account: string | undefined): Promise<void> {
   const shown = await withInbox(ctx.env('events'), async (inbox) => {
-    const event = await inbox.getEvent(id, account);
-    if (event) return { event };
     const found = await inbox.findById(id, account);
+    if (found?.kind === 'event') {
+      if (found.accounts.length > 1) return { accounts: found.accounts };
+      return { event: await inbox.getEvent(found.eventId, found.account) };
+    }
     if (found?.kind === 'sender-id')
       return { event: await inbox.getEvent(found.eventId, found.account), note: `found by its sender's ${found.header}` };
     if (found?.kind === 'quarantine')
       return { held: await inbox.getQuarantined(found.quarantineId), note: `quarantined delivery #${found.quarantineId} (${found.state})` };
     return {};
   });
+  if (shown.accounts)
+    throw new UsageError(
+      `Event ${printable(id)} is stored in ${shown.accounts.length} accounts (${shown.accounts.map(printable).join(', ')}): name one with --account, e.g. payhooks events show ${printable(id)} --account ${printable(shown.accounts[0]!)}.`,
+    );
   if (shown.note) await ctx.err(`${printable(id)}: ${shown.note}`);
   if (shown.event) return ctx.out(printableJson(JSON.stringify(shown.event, null, 2)));
   if (shown.held) return ctx.out(quarantinedJson(shown.held));

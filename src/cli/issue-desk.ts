@@ -37,7 +37,7 @@ function localDesk(store: PayhooksDatabase): IssueDesk {
   return {
     list: (filter) => listIssues(store, filter),
     async show(id, filter) {
-      const issue = await getIssue(store, id);
+      const issue = await getIssue(store, id, { account: filter.account });
       return issue ? { issue, events: await issueEvents(store, id, filter) } : undefined;
     },
     act: (id, action) => setIssueState(store, id, action),

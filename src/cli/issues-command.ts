@@ -35,7 +35,7 @@ export function addIssuesCommands(program: Command, ctx: CommandContext): void {
     .option('--limit <n>', 'at most this many', positiveInt('--limit'), 100)
     .option('--json', 'print one JSON array')
     .action(async (opts: { state?: IssueState; handler?: string; type?: string; account?: string; limit: number; json?: boolean }) => {
-      const rows = await withIssueDesk(ctx.env('events'), (desk) =>
+      const rows = await withIssueDesk(ctx.env('issues'), (desk) =>
         desk.list({ state: opts.state, handler: opts.handler, eventType: opts.type, account: opts.account, limit: opts.limit }),
       );
       if (opts.json) return ctx.out(printableJson(JSON.stringify(rows.map(described), null, 2)));
@@ -47,11 +47,11 @@ export function addIssuesCommands(program: Command, ctx: CommandContext): void {
     .description('show one issue: its counts, last error and affected events (oldest first)')
     .argument('<id>', 'the number issues list shows')
     .option('--unfinished', 'only the affected events that are not done (what replay would re-queue)')
-    .option('--account <id>', "only this account's events")
+    .option('--account <id>', "only this account's events, and the issue's event counts in it alone")
     .option('--limit <n>', 'at most this many events', positiveInt('--limit'), 20)
     .option('--json', 'print {"issue": …, "events": […]}')
     .action(async (id: string, opts: { unfinished?: boolean; account?: string; limit: number; json?: boolean }) => {
-      const found = await withIssueDesk(ctx.env('events'), (desk) =>
+      const found = await withIssueDesk(ctx.env('issues'), (desk) =>
         desk.show(id, { unfinished: opts.unfinished, account: opts.account, limit: opts.limit }),
       );
       if (!found) throw new UsageError(`No issue #${id}.`);
@@ -69,7 +69,7 @@ export function addIssuesCommands(program: Command, ctx: CommandContext): void {
       .argument('<id>')
       .option('--json', 'print the issue after it as JSON')
       .action(async (id: string, opts: { json?: boolean }) => {
-        const change = await withIssueDesk(ctx.env('events'), (desk) => desk.act(id, action));
+        const change = await withIssueDesk(ctx.env('issues'), (desk) => desk.act(id, action));
         if (!change.changed && change.reason === 'not-found') throw new UsageError(`No issue #${id}.`);
         if (!change.changed)
           throw new UsageError(
@@ -88,7 +88,7 @@ export function addIssuesCommands(program: Command, ctx: CommandContext): void {
     .option('--json', 'print {"count", "replayed", "eventIds", "state"}')
     .action(async (id: string, opts: { account?: string; dryRun: boolean; yes: boolean; json?: boolean }) => {
       const { account } = opts;
-      await withIssueDesk(ctx.env('events'), async (desk) => {
+      await withIssueDesk(ctx.env('issues'), async (desk) => {
         const preview = await desk.show(id, { unfinished: true, account, limit: 10 });
         if (!preview) throw new UsageError(`No issue #${id}.`);
         const count = (await desk.replay(id, { dryRun: true, account }))!.count;

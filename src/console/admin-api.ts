@@ -143,10 +143,14 @@ const quarantineQuery = z.strictObject({
 
 const releaseBody = z.strictObject({ unordered: z.boolean().optional() });
 
-/** `POST /admin/api/verify`: a sample per resource (default 20; null: everything, which may take long) and repair. */
+/**
+ * `POST /admin/api/verify`: a sample per resource (default 20; null: everything, which may take long), repair, and
+ * the account (default: each account in turn).
+ */
 const verifyBody = z.strictObject({
   sample: z.number().int().min(1).max(10_000).nullable().default(20),
   repair: z.boolean().default(false),
+  account: accountId.optional(),
 });
 
 /**
@@ -467,9 +471,10 @@ const ROUTES: readonly AdminRoute[] = [
     method: 'GET',
     pattern: /^\/admin\/api\/verify$/,
     commandLine: false,
-    async answer({ options }) {
+    async answer({ options, query }) {
       if (!options.verify) throw new BadRequest(404, 'Verify runs are started by payhooks serve (startService); this API has none.');
-      return ok(await options.verify.state());
+      const { account } = parse(accountQuery, query, 'query');
+      return ok(await options.verify.state(account));
     },
   },
   {

@@ -95,7 +95,7 @@ const story = z.object({
   mirror: z.array(z.object({ table: z.string(), id: z.string(), row: z.record(z.string(), z.unknown()) })).nullable(),
 });
 const found = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('event'), account, eventId: z.string() }),
+  z.object({ kind: z.literal('event'), account, eventId: z.string(), accounts: z.array(account) }),
   z.object({ kind: z.literal('sender-id'), account, eventId: z.string(), header: z.string() }),
   z.object({
     kind: z.literal('quarantine'),

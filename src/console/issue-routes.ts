@@ -93,8 +93,8 @@ const maskedEvent = (event: AffectedEvent) => ({
  * opens `replay`: `payhooks issues` works beside a running serve.
  */
 export function issueRoutes(kit: RouteKit): IssueRoute[] {
-  const found = async (store: PayhooksDatabase, id: string) => {
-    const issue = await getIssue(store, id);
+  const found = async (store: PayhooksDatabase, id: string, account?: string) => {
+    const issue = await getIssue(store, id, { account });
     if (!issue) throw kit.refuse(404, `No issue #${id}.`);
     return issue;
   };
@@ -139,7 +139,8 @@ export function issueRoutes(kit: RouteKit): IssueRoute[] {
       commandLine: true,
       async answer({ store, query, param, options, via }, logger) {
         const filter = kit.parse(showQuery, query, 'query');
-        const issue = await found(store, param!);
+        // With an account, the issue's counts are that account's, as its events are.
+        const issue = await found(store, param!, filter.account);
         const events = await issueEvents(store, param!, {
           unfinished: filter.unfinished === 'true',
           account: filter.account,

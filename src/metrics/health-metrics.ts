@@ -1,6 +1,7 @@
 import { Gauge, type Registry } from 'prom-client';
 import { ALARM_NAMES } from '../alarms/alarm-checks.js';
 import type { HealthReport } from '../alarms/health-report.js';
+import type { SweeperRun } from '../store/sweeper-runs.js';
 
 /** The sweeper's counts `payhooks_sweeper_last_run_findings` shows, by its `finding` label. */
 export const SWEEPER_FINDINGS = ['missing', 'resent', 'unrecovered', 'drift', 'repaired'] as const;
@@ -62,11 +63,12 @@ export function registerHealthMetrics(
   });
   new Gauge({
     name: 'payhooks_sweeper_last_run_failed',
-    help: "Whether the gap sweeper's newest run failed (1: a part threw; the error is in GET /admin/api/health); absent until one is recorded.",
+    help: "Whether the gap sweeper's newest run of any account failed (1: a part threw; the error is in GET /admin/api/health); absent until one is recorded.",
     registers,
     async collect() {
       const read = await report();
-      if (read) setOrAbsent(this, read.sweeper && (read.sweeper.outcome === 'failed' ? 1 : 0));
+      // Any account's newest run failing counts: each account is swept as a run of its own.
+      if (read) setOrAbsent(this, read.sweeper && (newestOfEach(read).some((run) => run.outcome === 'failed') ? 1 : 0));
     },
   });
   const interval = new Gauge({
@@ -77,25 +79,32 @@ export function registerHealthMetrics(
   setOrAbsent(interval, options.sweeperEveryMs === null ? null : options.sweeperEveryMs / 1000);
   new Gauge({
     name: 'payhooks_sweeper_last_run_findings',
-    help: "What the gap sweeper's newest run found: events missing from the inbox, re-sent, unrecovered; mirror rows drifted, repaired.",
+    help: "What the gap sweeper's newest run of each account found, summed: events missing from the inbox, re-sent, unrecovered; mirror rows drifted, repaired.",
     labelNames: ['finding'],
     registers,
     async collect() {
-      const run = (await report())?.sweeper;
-      if (!run) return;
-      const counts: Record<(typeof SWEEPER_FINDINGS)[number], number> = {
-        missing: run.reconcile?.missing ?? 0,
-        resent: run.reconcile?.resent ?? 0,
-        unrecovered: run.reconcile?.unrecovered ?? 0,
-        drift: run.verify?.drift ?? 0,
-        repaired: run.verify?.repaired ?? 0,
-      };
+      const read = await report();
+      if (!read?.sweeper) return;
+      const counts: Record<(typeof SWEEPER_FINDINGS)[number], number> = { missing: 0, resent: 0, unrecovered: 0, drift: 0, repaired: 0 };
+      // Summed over each account's newest run.
+      for (const run of newestOfEach(read)) {
+        counts.missing += run.reconcile?.missing ?? 0;
+        counts.resent += run.reconcile?.resent ?? 0;
+        counts.unrecovered += run.reconcile?.unrecovered ?? 0;
+        counts.drift += run.verify?.drift ?? 0;
+        counts.repaired += run.verify?.repaired ?? 0;
+      }
       for (const finding of SWEEPER_FINDINGS) this.set({ finding }, counts[finding]);
     },
   });
   // Every alarm has its series from the first scrape on, so that a rule on a name never firing is never "absent".
   const firing = registry.getSingleMetric('payhooks_alarm_firing') as Gauge;
   for (const alarm of ALARM_NAMES) firing.set({ alarm }, 0);
+}
+
+/** The newest run of each account, or the newest run alone (recorded before runs named their account). */
+function newestOfEach(read: HealthReport): SweeperRun[] {
+  return read.sweeps.length ? read.sweeps : read.sweeper ? [read.sweeper] : [];
 }
 
 /**

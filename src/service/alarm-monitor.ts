@@ -1,12 +1,13 @@
 import type { Logger } from 'pino';
 import { type AlarmThresholds, type ApiActivity, evaluateAlarms, type SenderView } from '../alarms/alarm-checks.js';
 import type { DeliveryWatch } from '../alarms/delivery-watch.js';
-import { type HealthReport, sweepSummary } from '../alarms/health-report.js';
+import { type HealthReport, sweepSummaryOf } from '../alarms/health-report.js';
 import type { ApiClient, ApiInvoice, WebhookEndpoint, WebhookEventRecord } from '../client/index.js';
 import { timerDelay } from '../internal/duration.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { readHealthReadings } from '../store/health-readings.js';
-import { lastSweeperRun } from '../store/sweeper-runs.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
+import { lastSweeperRun, lastSweeperRuns } from '../store/sweeper-runs.js';
 
 // The thin periodic runner of the alarms: every `evaluateEveryMs` it reads the database, takes the receiver's
 // watch and the latest API probe, and evaluates the pure checks of src/alarms/. The API is probed on its own,
@@ -21,6 +22,8 @@ export interface AlarmMonitorOptions {
   receiving: boolean;
   /** The API client on the shared rate budget; undefined: the API's checks are unknown. */
   api: Pick<ApiClient, 'invoices' | 'webhooks' | 'webhookEvents'> | undefined;
+  /** The service's accounts, whose newest sweeps the mirror-drift check reads, one each. Default the default account. */
+  accounts?: readonly string[] | undefined;
   /** The endpoint whose deliveries count (reconcile.endpointId); default: the only one the service lists. */
   endpointId?: string | undefined;
   thresholds: AlarmThresholds & { evaluateEveryMs: number; apiProbeEveryMs: number };
@@ -34,6 +37,16 @@ export interface AlarmMonitor {
   /** Evaluates now (a probe due is started, not awaited) and returns the result. */
   evaluate(): Promise<HealthReport>;
   stop(): Promise<void>;
+}
+
+/**
+ * The newest sweep of each account (`perAccount`), the newest of all, and the runs the mirror-drift check reads:
+ * each account's newest, or before runs named their account (migrations/030) the newest of any.
+ */
+async function newestSweeps(store: PayhooksDatabase, accounts: readonly string[]) {
+  const perAccount = await lastSweeperRuns(store, accounts);
+  const newest = perAccount[0] ?? (await lastSweeperRun(store)) ?? null;
+  return { perAccount, newest, runs: perAccount.length ? perAccount : newest ? [newest] : [] };
 }
 
 /** The newest records of a list that pages oldest first: the total from a one-record page, then the last page. */
@@ -173,10 +186,7 @@ export function startAlarmMonitor(options: AlarmMonitorOptions): AlarmMonitor {
     const now = new Date();
     const [readings, sweep] = await Promise.all([
       readHealthReadings(store, { deadWithinMs: thresholds.dead.windowMs }).catch(() => undefined),
-      lastSweeperRun(store).then(
-        (run) => run ?? null,
-        () => undefined,
-      ),
+      newestSweeps(store, options.accounts ?? [DEFAULT_ACCOUNT]).catch(() => undefined),
     ]);
     const newest = readings?.newestReceivedAt ?? null;
     for (const at of [watch.lastAuthenticAt, newest]) if (at && at > heardAt) heardAt = at;
@@ -203,11 +213,12 @@ export function startAlarmMonitor(options: AlarmMonitorOptions): AlarmMonitor {
         // An activity probe from before the latest delivery says nothing about the silence since.
         activity: activity && activity.readAt >= heardAt ? activity : undefined,
         sender,
-        sweep: sweep === undefined ? undefined : sweep ? sweepSummary(sweep) : null,
+        // Each account's newest run: one account's drift is not hidden by another's clean run after it.
+        sweep: sweep === undefined ? undefined : sweepSummaryOf(sweep.runs),
       },
       thresholds,
     );
-    return { ...report, sweeper: sweep ?? null };
+    return { ...report, sweeper: sweep?.newest ?? null, sweeps: sweep?.perAccount ?? [] };
   };
 
   let latest = evaluate();

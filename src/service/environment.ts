@@ -13,6 +13,7 @@ export const ENV_COMMANDS = [
   'serve',
   'migrate',
   'events',
+  'issues',
   'replay',
   'prune',
   'backfill',
@@ -41,7 +42,7 @@ function variable<S extends z.ZodType, const C extends readonly EnvCommand[]>(sc
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 /** What `OTEL_TRACES_EXPORTER` may name (the OpenTelemetry specification's names that payhooks supports). */
 const TRACES_EXPORTERS = ['otlp', 'console', 'none'] as const;
-const DATABASE_READERS = ['serve', 'migrate', 'events', 'replay', 'prune', 'backfill', 'reconcile', 'verify'] as const;
+const DATABASE_READERS = ['serve', 'migrate', 'events', 'issues', 'replay', 'prune', 'backfill', 'reconcile', 'verify'] as const;
 /** The commands that read the service's API and write the mirror. */
 const SYNC_COMMANDS = ['serve', 'backfill', 'reconcile', 'verify'] as const;
 

@@ -56,6 +56,14 @@ export function payhooksAccounts(accounts: readonly ServiceAccount[]): PayhooksA
   }));
 }
 
+/**
+ * The accounts that periodic reconciliation and the gap sweeper read, each through its own API client, against its
+ * own events and mirror rows (docs/accounts.md#operators): those with an API key; one without has nothing to compare.
+ */
+export function sweptAccounts(accounts: readonly ServiceAccount[]): { id: string; api: ApiClient }[] {
+  return accounts.flatMap((account) => (account.client ? [{ id: account.id, api: account.client.api }] : []));
+}
+
 /** Binds every account's rate budget to the opened database. */
 export function bindAccountBudgets(accounts: readonly ServiceAccount[], store: PayhooksDatabase): void {
   for (const account of accounts) account.client?.bind(store);

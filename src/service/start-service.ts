@@ -23,7 +23,7 @@ import { type GapSweeper, startGapSweeper } from '../sync/gap-sweep.js';
 import { type PeriodicReconcile, startPeriodicReconcile } from '../sync/periodic-reconcile.js';
 import { type RegisteredSinks, registerSinks } from '../sync/sinks.js';
 import { startAlarmMonitor } from './alarm-monitor.js';
-import { bindAccountBudgets, payhooksAccounts, type ServiceAccount, serviceAccounts } from './service-accounts.js';
+import { bindAccountBudgets, payhooksAccounts, type ServiceAccount, serviceAccounts, sweptAccounts } from './service-accounts.js';
 import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 import { adminRoute } from './routes/admin-route.js';
 import { healthRoutes } from './routes/health-routes.js';
@@ -92,7 +92,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
   const metrics = createPayhooksMetrics(registry, { store: () => hooks.ready(), accountLabels: config.metrics.accountLabels });
   // Every process on this database (serve, its worker child, backfill, reconcile) takes from one rate budget per account.
   const accounts = serviceAccounts(config, { logger, metrics });
-  // The sweeper, reconcile, verify and the API probe read through the default account's client (or the first one's).
+  // The alarms' API probe reads through the default account's client (or the first one's); sweeps, each account's own.
   const api = (accounts.find((account) => account.id === DEFAULT_ACCOUNT) ?? accounts[0])?.client?.api;
   if (!api) {
     logger.warn(
@@ -131,17 +131,19 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     watch,
     receiving,
     api,
+    accounts: accounts.map((account) => account.id),
     endpointId: config.reconcile.endpointId,
     thresholds: config.alarms,
     logger: logger.child({ component: 'alarms' }),
   });
   // The sweeper runs in the process that works, which may be this one's worker child: what the service runs counts.
-  const sweeperRuns = config.role !== 'receiver' && api !== undefined && config.sweeper.everyMs !== null;
+  const sweeperRuns = config.role !== 'receiver' && sweptAccounts(accounts).length > 0 && config.sweeper.everyMs !== null;
   registerHealthMetrics(registry, () => monitor.health(), { sweeperEveryMs: sweeperRuns ? config.sweeper.everyMs : null });
   const hasHandlers = options.register !== undefined;
   const verify = createVerifyRuns({
     store,
     api,
+    accounts: accounts.map((account) => ({ id: account.id, api: account.client?.api })),
     mirrorSchema: mirrorRuns(config, hasHandlers) ? config.mirror.schema : undefined,
     logger: logger.child({ component: 'console' }),
   });
@@ -266,7 +268,7 @@ async function startWorking(
             store: await hooks.ready(),
             api,
             // Each account's history through its own key (docs/accounts.md#operators); without a key, none to read.
-            accounts: accounts.flatMap((account) => (account.client ? [{ id: account.id, api: account.client.api }] : [])),
+            accounts: sweptAccounts(accounts),
             endpointId,
             lookbackMs: parseDuration(lookback),
           },
@@ -275,12 +277,14 @@ async function startWorking(
         )
       : undefined;
   const { everyMs, lookbackMs, sample, repair } = config.sweeper;
+  const keyed = sweptAccounts(accounts);
   const sweeper =
-    everyMs !== null && api
+    everyMs !== null && keyed.length > 0
       ? startGapSweeper(
           {
             store: await hooks.ready(),
             api,
+            accounts: keyed,
             mirrorSchema: mirror ? config.mirror.schema : undefined,
             endpointId,
             lookbackMs,

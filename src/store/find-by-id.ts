@@ -11,7 +11,8 @@ export const SENDER_ID_HEADERS = ['x-webhook-event-id', 'webhook-id', 'svix-id']
 
 /** What an id an operator pasted names: see {@link findById}. */
 export type FoundId =
-  | { kind: 'event'; account: string; eventId: string }
+  /** `accounts`: every account that holds this eventId, first received first (`account` is the first of them). */
+  | { kind: 'event'; account: string; eventId: string; accounts: string[] }
   | { kind: 'sender-id'; account: string; eventId: string; header: string }
   | { kind: 'quarantine'; account: string; quarantineId: string; eventId: string | null; state: 'held' | 'released' | 'discarded' };
 
@@ -21,17 +22,22 @@ const QUARANTINE_NUMBER = /^#?(\d{1,18})$/;
  * What `id` names, whichever id an operator has at hand: an eventId, the id a sender gave the delivery in its headers
  * ({@link SENDER_ID_HEADERS}; the first delivery's headers are the ones kept), or a quarantined delivery (its number,
  * `#12` or `12`, or the eventId it carries). An event is preferred to a quarantine row; undefined when nothing
- * matches. With `account`, only that account's; otherwise the first to arrive of any account. Each lookup reads one
- * index (the history's key, migrations/021's sender-id index, the quarantine's key).
+ * matches. With `account`, only that account's; otherwise the first to arrive of any account, and an eventId found
+ * lists every account that holds it, so that a caller can refuse to pick one (an eventId is unique only within its
+ * account). Each lookup reads one index (the history's key, migrations/021's sender-id index, the quarantine's key).
  *
  * @example
  * await findById(store, 'whevt_3kd9') // { kind: 'sender-id', eventId: 'evt_81', header: 'x-webhook-event-id' }
  */
 export async function findById(store: PayhooksDatabase, id: string, account?: string): Promise<FoundId | undefined> {
-  let byEventId = store.db.selectFrom('inbox_events').select(['event_id', 'account']).where('event_id', '=', id).orderBy('seq').limit(1);
+  // At most one row per account: the history's key is (event id, account, receipt time), and the ledger stores an
+  // eventId once per account.
+  let byEventId = store.db.selectFrom('inbox_events').select(['event_id', 'account']).where('event_id', '=', id).orderBy('seq');
   if (account !== undefined) byEventId = byEventId.where('account', '=', account);
-  const event = await byEventId.executeTakeFirst();
-  if (event) return { kind: 'event', account: event.account, eventId: event.event_id };
+  const events = await byEventId.execute();
+  const event = events[0];
+  if (event)
+    return { kind: 'event', account: event.account, eventId: event.event_id, accounts: [...new Set(events.map((e) => e.account))] };
   // No ORDER BY here: with one, the planner walks the arrival index of every partition instead of the sender-id index
   // (78 ms against under 1 ms at 100,000 events). A sender's id names one delivery; should several events carry it,
   // the first to arrive is taken, in JavaScript.

@@ -125,9 +125,10 @@ function statusOf(events: ReturnType<typeof sql.id>) {
 /**
  * The issues' rows with their affected events counted: each issue's failed attempts through their partial index
  * (migrations/020), each event's state by its key (event id, account and receipt time: one partition). With
- * `account`, only that account's events count, and an issue with none there is left out.
+ * `account`, only that account's events count, and an issue with none there is left out unless `keepEmpty`.
  */
-function issueRows(store: PayhooksDatabase, where: ReturnType<typeof sql<boolean>>, limit: number, account?: string) {
+function issueRows(store: PayhooksDatabase, where: ReturnType<typeof sql<boolean>>, limit: number, account?: string, keepEmpty = false) {
+  const onlyWithEvents = account !== undefined && !keepEmpty;
   const issues = sql.id(store.schema, 'issues');
   const attempts = sql.id(store.schema, 'handler_attempts');
   const events = sql.id(store.schema, 'inbox_events');
@@ -136,13 +137,13 @@ function issueRows(store: PayhooksDatabase, where: ReturnType<typeof sql<boolean
     select i.*, coalesce(c.affected_events, 0) as affected_events, coalesce(c.affected_accounts, 0) as affected_accounts,
            coalesce(c.unfinished_events, 0) as unfinished_events
       from ${issues} i
-      ${account === undefined ? sql`left join lateral` : sql`join lateral`} (
+      ${onlyWithEvents ? sql`join lateral` : sql`left join lateral`} (
         select count(a.status)::int as affected_events, count(distinct a.account) filter (where a.status is not null)::int as affected_accounts,
                count(*) filter (where a.status <> 'done')::int as unfinished_events
           from (select a.*, ${statusOf(events)} as status
                   from (select distinct a.event_id, a.account, a.received_at
                           from ${attempts} a where a.issue_id = i.id ${inAccount})  a offset 0) a
-      ) c on ${account === undefined ? sql`true` : sql`c.affected_events > 0`}
+      ) c on ${onlyWithEvents ? sql`c.affected_events > 0` : sql`true`}
      where ${where}
      order by i.last_seen_at desc, i.id desc
      limit ${limit}`.execute(store.db);
@@ -164,10 +165,21 @@ export async function listIssues(store: PayhooksDatabase, filter: IssueFilter = 
   return rows.map(issueOf);
 }
 
-/** One issue, or undefined when there is none with that id (ids are whole numbers; anything else is none). */
-export async function getIssue(store: PayhooksDatabase, id: string): Promise<Issue | undefined> {
+/**
+ * One issue, or undefined when there is none with that id (ids are whole numbers; anything else is none). With
+ * `account`, its affected events are counted in that account alone (0 when it has none there), as
+ * {@link listIssues} counts them; its failures, last error and times stay the issue's, across accounts.
+ *
+ * @example
+ * await getIssue(store, '7', { account: 'gym-north' }) // { affectedEvents: 3, affectedAccounts: 1, … }
+ */
+export async function getIssue(
+  store: PayhooksDatabase,
+  id: string,
+  options: { account?: string | undefined } = {},
+): Promise<Issue | undefined> {
   if (!/^\d{1,18}$/.test(id)) return undefined;
-  const { rows } = await issueRows(store, sql<boolean>`i.id = ${id}::bigint`, 1);
+  const { rows } = await issueRows(store, sql<boolean>`i.id = ${id}::bigint`, 1, options.account, true);
   return rows[0] ? issueOf(rows[0]) : undefined;
 }
 

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
 
-// The gap sweeper's record (migrations/010_sweeper_runs.sql): written once per run when it ends, read newest first.
+// The gap sweeper's record (migrations/010_sweeper_runs.sql): written once per run when it ends, read newest first;
+// one run per account, naming it (migrations/030).
 
 /** Who started a run: serve's periodic sweeper, or an operator from the console (`POST /admin/api/verify`). */
 export type SweeperTrigger = 'sweeper' | 'console';
@@ -40,6 +41,8 @@ export interface SweeperVerifyCounts {
 /** What a run did, as it is recorded. */
 export interface SweeperRunInput {
   trigger: SweeperTrigger;
+  /** The account whose history and mirror rows the run compared, through that account's API client. */
+  account: string;
   startedAt: Date;
   outcome: SweeperOutcome;
   reconcile: SweeperReconcileCounts | null;
@@ -50,8 +53,10 @@ export interface SweeperRunInput {
 }
 
 /** A recorded run. */
-export interface SweeperRun extends SweeperRunInput {
+export interface SweeperRun extends Omit<SweeperRunInput, 'account'> {
   id: string;
+  /** null: recorded before runs named their account (migrations/030), through the default account's client. */
+  account: string | null;
   finishedAt: Date;
 }
 
@@ -61,6 +66,7 @@ export const MAX_RECORDED_FINDINGS = 200;
 interface Row {
   id: string;
   trigger: SweeperTrigger;
+  account: string | null;
   started_at: Date;
   finished_at: Date;
   outcome: SweeperOutcome;
@@ -83,6 +89,7 @@ function toRun(row: Row): SweeperRun {
   return {
     id: String(row.id),
     trigger: row.trigger,
+    account: row.account,
     startedAt: new Date(row.started_at),
     finishedAt: new Date(row.finished_at),
     outcome: row.outcome,
@@ -118,9 +125,9 @@ export async function recordSweeperRun(store: PayhooksDatabase, run: SweeperRunI
     run.findings.length > kept.length ? [...run.notes, `${run.findings.length - kept.length} more findings not listed`] : run.notes;
   const { rows } = await sql<Row>`
     insert into ${sql.id(store.schema, 'sweeper_runs')}
-      (trigger, started_at, outcome, reconcile_listed, reconcile_missing, reconcile_resent, reconcile_unrecovered,
+      (trigger, account, started_at, outcome, reconcile_listed, reconcile_missing, reconcile_resent, reconcile_unrecovered,
        verify_sample, verify_checked, verify_drift, verify_repaired, findings, notes, error)
-    values (${run.trigger}, ${run.startedAt}, ${run.outcome},
+    values (${run.trigger}, ${run.account}, ${run.startedAt}, ${run.outcome},
             ${run.reconcile?.listed ?? null}, ${run.reconcile?.missing ?? null}, ${run.reconcile?.resent ?? null},
             ${run.reconcile?.unrecovered ?? null},
             ${run.verify?.sample ?? null}, ${run.verify?.checked ?? null}, ${run.verify?.drift ?? null},
@@ -129,17 +136,53 @@ export async function recordSweeperRun(store: PayhooksDatabase, run: SweeperRunI
   return toRun(rows[0]!);
 }
 
+/** Which runs {@link lastSweeperRun} and {@link lastSweeperRuns} read. */
+export interface SweeperRunFilter {
+  /** Only runs whose verify ran, or that the console started (the console's "last verify", which may say why not). */
+  withVerify?: boolean | undefined;
+}
+
+const verifyOnly = (options: SweeperRunFilter) =>
+  options.withVerify ? sql`(verify_checked is not null or trigger = 'console')` : sql`true`;
+
 /**
- * The newest recorded run, or undefined when none was; `withVerify`: the newest whose verify ran, or that the console
- * started (the console's "last verify", which may say why it could not run).
+ * The newest recorded run (of `account`, when given; else of any account, or of before runs named one), or undefined
+ * when none was.
  *
  * @example
  * const last = await lastSweeperRun(store); // { outcome: 'found', reconcile: { missing: 1, … }, … }
+ * const north = await lastSweeperRun(store, { account: 'gym-north', withVerify: true });
  */
-export async function lastSweeperRun(store: PayhooksDatabase, options: { withVerify?: boolean } = {}): Promise<SweeperRun | undefined> {
+export async function lastSweeperRun(
+  store: PayhooksDatabase,
+  options: SweeperRunFilter & { account?: string | undefined } = {},
+): Promise<SweeperRun | undefined> {
   const { rows } = await sql<Row>`
     select * from ${sql.id(store.schema, 'sweeper_runs')}
-     where ${options.withVerify ? sql`(verify_checked is not null or trigger = 'console')` : sql`true`}
+     where ${verifyOnly(options)} and ${options.account === undefined ? sql`true` : sql`account = ${options.account}`}
      order by finished_at desc, id desc limit 1`.execute(store.db);
   return rows[0] && toRun(rows[0]);
+}
+
+/**
+ * The newest recorded run of each of `accounts` that has one, newest first: one probe of migrations/030's index per
+ * account, however many runs the table holds. What the health panel and the console show when several accounts are
+ * swept, since the newest run alone is only the last account's.
+ *
+ * @example
+ * await lastSweeperRuns(store, ['gym-north', 'gym-south']) // [{ account: 'gym-south', … }, { account: 'gym-north', … }]
+ */
+export async function lastSweeperRuns(
+  store: PayhooksDatabase,
+  accounts: readonly string[],
+  options: SweeperRunFilter = {},
+): Promise<SweeperRun[]> {
+  if (accounts.length === 0) return [];
+  const { rows } = await sql<Row>`
+    select r.* from unnest(${[...accounts]}::text[]) as a(id)
+     cross join lateral (select * from ${sql.id(store.schema, 'sweeper_runs')}
+                          where account = a.id and ${verifyOnly(options)}
+                          order by finished_at desc, id desc limit 1) r
+     order by r.finished_at desc, r.id desc`.execute(store.db);
+  return rows.map(toRun);
 }

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { ApiClient } from '../client/api-client.js';
 import { PayhooksError } from '../errors.js';
 import { runPeriodically } from '../internal/periodic.js';
+import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import {
   recordSweeperRun,
@@ -16,7 +17,9 @@ import { NoMirrorError, type VerifyReport, verifyMirror } from './verify/verify-
 // The gap sweeper proves, on a schedule, that nothing fell through: reconciliation finds the events the sender
 // gave up on that the inbox never stored (and asks for them again), and a sampled verify compares the newest and
 // some random mirror rows with the service (and repairs them). Each run is recorded (migrations/010), so that
-// /metrics, /admin/api/health and the console show its last findings, whichever process ran it.
+// /metrics, /admin/api/health and the console show its last findings, whichever process ran it. A run is of one
+// account, through that account's API client; serve sweeps each account in turn, each run recorded with its account
+// (migrations/030).
 
 /** The defaults of {@link sweepGaps}. */
 export const GAP_SWEEP_DEFAULTS = {
@@ -76,6 +79,7 @@ export async function sweepGaps(options: GapSweepOptions): Promise<SweeperRun> {
   const startedAt = new Date();
   const run: SweeperRunInput = {
     trigger: options.trigger ?? 'sweeper',
+    account: options.account ?? DEFAULT_ACCOUNT,
     startedAt,
     outcome: 'clean',
     reconcile: null,
@@ -157,34 +161,53 @@ export interface GapSweeper {
   stop(): Promise<void>;
 }
 
+/** One account a sweep compares: its id and its own API client (undefined: it has no API key). */
+export interface SweepAccount {
+  id: string;
+  api: GapSweepOptions['api'];
+}
+
 /**
- * Runs {@link sweepGaps} every `everyMs`, the first one interval after start, never two at once; a run that throws
- * (the database away while recording) is logged and the next interval tries again.
+ * Runs {@link sweepGaps} every `everyMs` for each of `accounts` in turn, each through its own client and recorded as
+ * its own run (without `accounts`, the one `api` for the default account): the first one interval after start, never
+ * two at once; a run that throws (the database away while recording) is logged, the other accounts still run, and the
+ * next interval tries again.
  *
  * @example
  * const sweeper = startGapSweeper({ store, api, mirrorSchema }, 3_600_000, logger);
+ * const each = startGapSweeper({ store, api: undefined, mirrorSchema, accounts: [{ id: 'gym-north', api: north }] }, 3_600_000, logger);
  * await sweeper.stop();
  */
-export function startGapSweeper(options: Omit<GapSweepOptions, 'signal' | 'trigger'>, everyMs: number, logger: Logger): GapSweeper {
+export function startGapSweeper(
+  options: Omit<GapSweepOptions, 'signal' | 'trigger' | 'account'> & { accounts?: readonly SweepAccount[] | undefined },
+  everyMs: number,
+  logger: Logger,
+): GapSweeper {
+  const { accounts, ...common } = options;
+  const targets = accounts ?? [{ id: DEFAULT_ACCOUNT, api: options.api }];
   return runPeriodically(
     everyMs,
     'The gap sweeper interval (sweeper.everyMs)',
     async (signal) => {
-      try {
-        const run = await sweepGaps({ ...options, signal });
-        const level = run.outcome === 'clean' ? 'info' : 'warn';
-        logger[level](
-          {
-            outcome: run.outcome,
-            reconcile: run.reconcile,
-            verify: run.verify,
-            notes: run.notes,
-            ...(run.error ? { error: run.error } : {}),
-          },
-          'gap sweep finished',
-        );
-      } catch (err) {
-        if (!signal.aborted) logger.error({ err }, 'gap sweep could not be recorded; the next interval tries again');
+      for (const { id: account, api } of targets) {
+        if (signal.aborted) return;
+        const log = accounts ? logger.child({ account }) : logger;
+        try {
+          const run = await sweepGaps({ ...common, api, account, signal });
+          const level = run.outcome === 'clean' ? 'info' : 'warn';
+          log[level](
+            {
+              outcome: run.outcome,
+              reconcile: run.reconcile,
+              verify: run.verify,
+              notes: run.notes,
+              ...(run.error ? { error: run.error } : {}),
+            },
+            'gap sweep finished',
+          );
+        } catch (err) {
+          if (!signal.aborted) log.error({ err }, 'gap sweep could not be recorded; the next interval tries again');
+        }
       }
     },
     { stopReason: 'serve is stopping' },

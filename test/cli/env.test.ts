@@ -81,7 +81,7 @@ describe('the environment reader', () => {
     expect(variablesOf('migrate')).toEqual([...database, ...app]);
     for (const command of ['backfill', 'reconcile'] as const)
       expect(variablesOf(command)).toEqual([...database, ...sync, 'PAYHOOKS_LOG_LEVEL']);
-    for (const command of ['events', 'replay', 'prune'] as const) expect(variablesOf(command)).toEqual(database);
+    for (const command of ['events', 'issues', 'replay', 'prune'] as const) expect(variablesOf(command)).toEqual(database);
     expect(variablesOf('trigger')).toEqual(['PAYHOOKS_WEBHOOK_SECRET', 'PAYHOOKS_API_KEY', 'PAYHOOKS_API_URL']);
     expect(variablesOf('simulate')).toEqual(['PAYHOOKS_LOG_LEVEL']);
   });
@@ -100,6 +100,8 @@ describe('help and version', () => {
     [['events', 'list'], 'events'],
     [['events', 'show'], 'events'],
     [['events', 'stats'], 'events'],
+    [['issues', 'list'], 'issues'],
+    [['issues', 'replay'], 'issues'],
     [['replay'], 'replay'],
     [['prune'], 'prune'],
     [['backfill'], 'backfill'],
@@ -121,6 +123,7 @@ describe('help and version', () => {
     for (const command of ENV_COMMANDS) expect(text).toContain(command);
     expect(text).toMatch(/PORT +port serve listens on.*\(default 8787\) \[serve\]/);
     expect(text).toMatch(/PAYHOOKS_WEBHOOK_SECRET .*\[serve, trigger, send\]/);
+    expect(text).toMatch(/DATABASE_URL .*\[serve, migrate, events, issues, replay,/);
   });
 
   it('--version prints the version in package.json', async () => {

@@ -105,4 +105,76 @@ describe('the console issue routes', () => {
       await hooks.stop();
     }
   });
+
+  it("held to an account: list and detail count that account's events alone, replay re-queues only them; so does the client", {
+    timeout: 90_000,
+  }, async () => {
+    const hooks = createPayhooks({
+      accounts: ['gym-north', 'gym-south'].map((id) => ({ id, secret: `secret-${id}` })),
+      database: { dataDir: 'memory://' },
+      logger: pino({ level: 'silent' }),
+      worker: { pollIntervalMs: 20, maxAttempts: 1 },
+    });
+    let fixed = false;
+    hooks.on(
+      'INVOICE_PAID',
+      () => {
+        if (!fixed) throw new RangeError('ledger closed');
+      },
+      { name: 'ledger' },
+    );
+    const store = await hooks.ready();
+    const paid = (count: number) =>
+      Array.from({ length: count }, (_, i) => withOwnResource(exampleEvent('INVOICE_PAID', { eventId: `evt_acc_${i}` }), `${i}`));
+    await putEvents(store, paid(3), 'gym-north');
+    await putEvents(store, paid(2), 'gym-south');
+    await hooks.start();
+    // By account and eventId: the same eventIds are stored in both accounts.
+    const dead = async () =>
+      (await store.db.selectFrom('inbox_event_states').select('status').where('status', '=', 'dead').execute()).length;
+    await waitFor(async () => (await dead()) === 5, 'all five dead');
+    const admin = hooks.admin({ token: TOKEN }).node();
+    const server = await listen(createServer((req, res) => void admin(req, res)));
+    const ask = async (method: string, path: string, body?: unknown) => {
+      const response = await fetch(`${server.url}/admin/api${path}`, {
+        method,
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      // biome-ignore lint/suspicious/noExplicitAny: the answers' shapes are what the assertions check
+      return { status: response.status, body: (await response.json()) as Record<string, any> };
+    };
+    const counts = (issue: { affectedEvents: number; affectedAccounts: number; unfinishedEvents: number }) => [
+      issue.affectedEvents,
+      issue.affectedAccounts,
+      issue.unfinishedEvents,
+    ];
+    try {
+      const [all] = (await ask('GET', '/issues')).body.issues;
+      expect(counts(all)).toEqual([5, 2, 5]);
+      const [south] = (await ask('GET', '/issues?account=gym-south')).body.issues;
+      expect([south.id, ...counts(south)]).toEqual([all.id, 2, 1, 2]);
+
+      const shown = await ask('GET', `/issues/${all.id}?account=gym-south`);
+      expect(shown.status).toBe(200);
+      expect(counts(shown.body.issue)).toEqual([2, 1, 2]);
+      expect(shown.body.events.map((e: { account: string }) => e.account)).toEqual(['gym-south', 'gym-south']);
+      expect(counts((await ask('GET', `/issues/${all.id}`)).body.issue)).toEqual([5, 2, 5]);
+
+      const client = createIssuesClient({ url: server.url, token: TOKEN });
+      expect(counts((await client.show(all.id, { account: 'gym-north' }))!.issue)).toEqual([3, 1, 3]);
+      expect((await client.list({ account: 'gym-north' })).map(counts)).toEqual([[3, 1, 3]]);
+
+      expect((await ask('POST', `/issues/${all.id}/replay`, { dryRun: true, account: 'gym-south' })).body.count).toBe(2);
+      fixed = true;
+      const replayed = await ask('POST', `/issues/${all.id}/replay`, { account: 'gym-south' });
+      expect(replayed.body.replayed).toBe(2);
+      await waitFor(async () => (await ask('GET', `/issues/${all.id}?account=gym-south`)).body.issue.unfinishedEvents === 0, 'south done');
+      expect(counts((await ask('GET', `/issues/${all.id}?account=gym-north`)).body.issue)).toEqual([3, 1, 3]);
+      expect(await dead()).toBe(3);
+    } finally {
+      await server.close();
+      await hooks.stop();
+    }
+  });
 });

@@ -126,10 +126,17 @@ function samplesOf(scrape: string, series: string): string[] {
 
 describe('the sweeper series the staleness rule reads', () => {
   const finishedAt = new Date('2026-11-29T03:00:00Z');
-  const report = (sweeper: HealthReport['sweeper']): HealthReport => ({ status: 'ok', evaluatedAt: finishedAt, checks: [], sweeper });
+  const report = (sweeper: HealthReport['sweeper'], sweeps: HealthReport['sweeps'] = []): HealthReport => ({
+    status: 'ok',
+    evaluatedAt: finishedAt,
+    checks: [],
+    sweeper,
+    sweeps,
+  });
   const run: NonNullable<HealthReport['sweeper']> = {
     id: '1',
     trigger: 'sweeper',
+    account: 'default',
     startedAt: finishedAt,
     finishedAt,
     outcome: 'failed',
@@ -162,6 +169,30 @@ describe('the sweeper series the staleness rule reads', () => {
     ]);
     expect(samplesOf(scrape, 'payhooks_sweeper_last_run_failed')).toEqual(['payhooks_sweeper_last_run_failed 1']);
     expect(samplesOf(scrape, 'payhooks_sweeper_interval_seconds')).toEqual([]);
+  });
+
+  it('with several accounts, each swept apart: failed when any newest run failed, the findings summed', async () => {
+    const registry = new Registry();
+    const later = new Date(finishedAt.getTime() + 60_000);
+    const south = {
+      ...run,
+      id: '2',
+      account: 'gym-south',
+      finishedAt: later,
+      outcome: 'found' as const,
+      error: null,
+      verify: { sample: 20, checked: 40, drift: 2, repaired: 1 },
+    };
+    const north = { ...run, account: 'gym-north', verify: { sample: 20, checked: 40, drift: 3, repaired: 3 } };
+    registerHealthMetrics(registry, async () => report(south, [south, north]), { sweeperEveryMs: 3_600_000 });
+    const scrape = await registry.metrics();
+    expect(samplesOf(scrape, 'payhooks_sweeper_last_run_timestamp_seconds')).toEqual([
+      `payhooks_sweeper_last_run_timestamp_seconds ${later.getTime() / 1000}`,
+    ]);
+    // The newest run (gym-south's) did not fail; gym-north's newest did.
+    expect(samplesOf(scrape, 'payhooks_sweeper_last_run_failed')).toEqual(['payhooks_sweeper_last_run_failed 1']);
+    expect(scrape).toContain('payhooks_sweeper_last_run_findings{finding="drift"} 5');
+    expect(scrape).toContain('payhooks_sweeper_last_run_findings{finding="repaired"} 4');
   });
 });
 

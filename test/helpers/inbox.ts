@@ -8,9 +8,10 @@ import { receivedEnvelope } from '../../src/events/parse-event.js';
 
 type Envelope = { eventId: string; eventType: string; data: unknown };
 
-function incoming(envelope: Envelope) {
+function incoming(envelope: Envelope, account?: string) {
   const rawBody = JSON.stringify(envelope);
   return {
+    ...(account === undefined ? {} : { account }),
     eventId: envelope.eventId,
     eventType: envelope.eventType,
     resourceKey: resourceKeyOf(envelope.eventType, envelope.data),
@@ -26,9 +27,15 @@ export async function putEvent(store: PayhooksDatabase, envelope: Envelope): Pro
   await storeEvent(store, incoming(envelope));
 }
 
-/** Stores envelopes in one statement, as the receiver's group commit does with concurrent deliveries. */
-export async function putEvents(store: PayhooksDatabase, envelopes: readonly Envelope[]): Promise<void> {
-  await storeEvents(store, envelopes.map(incoming));
+/**
+ * Stores envelopes in one statement, as the receiver's group commit does with concurrent deliveries; in `account`
+ * when given (it must be one the database knows), else the default account.
+ */
+export async function putEvents(store: PayhooksDatabase, envelopes: readonly Envelope[], account?: string): Promise<void> {
+  await storeEvents(
+    store,
+    envelopes.map((envelope) => incoming(envelope, account)),
+  );
 }
 
 /** The status of every event, by id. */

@@ -154,4 +154,65 @@ describe.each(backends)('issues on $name', (backend) => {
       expect(await listIssues(s, { state: 'resolved' })).toHaveLength(2);
     },
   );
+
+  it.skipIf(!backend.available)(
+    "held to an account: only the issues with failures in it, counted in it alone; replay re-queues that account's events only",
+    { timeout: 90_000 },
+    async () => {
+      store = await backend.open();
+      const s = store;
+      hooks = createPayhooks({
+        accounts: ['default', 'gym-north', 'gym-south'].map((id) => ({ id, secret: `secret-${id}` })),
+        database: s,
+        logger: pino({ level: 'silent' }),
+        worker: { pollIntervalMs: 20, maxAttempts: 1 },
+      });
+      let fixed = false;
+      hooks.on(
+        'INVOICE_PAID',
+        () => {
+          if (!fixed) throw new LedgerClosedError('ledger closed');
+        },
+        { name: 'ledger' },
+      );
+      await hooks.ready();
+      const paid = (prefix: string, count: number) =>
+        Array.from({ length: count }, (_, i) =>
+          withOwnResource(exampleEvent('INVOICE_PAID', { eventId: `evt_${prefix}_${i}` }), `${prefix}${i}`),
+        );
+      await putEvents(s, paid('n', 3), 'gym-north');
+      // The same eventIds in two accounts: two events, each counted in its own account.
+      await putEvents(s, paid('n', 2), 'gym-south');
+      await hooks.start();
+      const dead = async () => (await s.db.selectFrom('inbox_event_states').select('status').where('status', '=', 'dead').execute()).length;
+      await waitFor(async () => (await dead()) === 5, 'every event dead');
+
+      const [all] = await listIssues(s);
+      expect([all!.affectedEvents, all!.affectedAccounts, all!.unfinishedEvents, all!.failures]).toEqual([5, 2, 5, 5]);
+      const [south] = await listIssues(s, { account: 'gym-south' });
+      expect([south!.id, south!.affectedEvents, south!.affectedAccounts, south!.unfinishedEvents]).toEqual([all!.id, 2, 1, 2]);
+      expect(await listIssues(s, { account: 'default' })).toEqual([]);
+
+      // One issue held to an account counts as the list does; the failures and times stay the issue's.
+      expect(await getIssue(s, all!.id, { account: 'gym-south' })).toEqual(south);
+      expect(await getIssue(s, all!.id, { account: 'gym-north' })).toMatchObject({ affectedEvents: 3, affectedAccounts: 1, failures: 5 });
+      expect(await getIssue(s, all!.id, { account: 'default' })).toMatchObject({
+        affectedEvents: 0,
+        affectedAccounts: 0,
+        unfinishedEvents: 0,
+      });
+      expect(await getIssue(s, all!.id)).toEqual(all);
+      expect((await issueEvents(s, all!.id, { account: 'gym-south' })).map((e) => `${e.account} ${e.eventId}`)).toEqual([
+        'gym-south evt_n_0',
+        'gym-south evt_n_1',
+      ]);
+
+      fixed = true;
+      expect(await replayIssue(s, all!.id, { account: 'gym-south', dryRun: true })).toMatchObject({ count: 2 });
+      expect((await replayIssue(s, all!.id, { account: 'gym-south' }))?.eventIds).toHaveLength(2);
+      await waitFor(async () => (await getIssue(s, all!.id, { account: 'gym-south' }))?.unfinishedEvents === 0, "gym-south's events done");
+      expect(await getIssue(s, all!.id, { account: 'gym-north' })).toMatchObject({ affectedEvents: 3, unfinishedEvents: 3 });
+      expect(await dead()).toBe(3);
+    },
+  );
 });

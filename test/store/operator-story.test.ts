@@ -2,6 +2,7 @@
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PayhooksDatabase } from '../../src/store/database.js';
+import { ensureAccounts } from '../../src/store/accounts.js';
 import { findById } from '../../src/store/find-by-id.js';
 import { storeEvent } from '../../src/store/inbox.js';
 import { countReplayable, previewReplay, type ReplaySelection, replayBatch } from '../../src/store/maintenance.js';
@@ -151,7 +152,7 @@ describe.each(backends)('the operator story queries on $name', (backend) => {
       rawBody: new TextEncoder().encode('{"eventId":"evt_q"}'),
       headers: {},
     });
-    expect(await findById(store, 'evt_2')).toEqual({ kind: 'event', account: 'default', eventId: 'evt_2' });
+    expect(await findById(store, 'evt_2')).toEqual({ kind: 'event', account: 'default', eventId: 'evt_2', accounts: ['default'] });
     expect(await findById(store, 'whevt_A')).toEqual({
       kind: 'sender-id',
       account: 'default',
@@ -167,6 +168,25 @@ describe.each(backends)('the operator story queries on $name', (backend) => {
     expect(await findById(store, 'evt_q')).toEqual(quarantined);
     expect(await findById(store, 'x')).toBeUndefined();
     expect(await findById(store, '999999')).toBeUndefined();
+  });
+
+  it.skipIf(!backend.available)('finds an eventId several accounts hold: each of them named, first received first', async () => {
+    store = await backend.open();
+    await ensureAccounts(store, [{ id: 'default' }, { id: 'gym-north' }, { id: 'gym-south' }]);
+    for (const account of ['gym-south', 'default', 'gym-north'])
+      await storeEvent(store, { eventId: 'evt_s', account, eventType: 'INVOICE_PAID', resourceKey: null, rawBody: '{}', headers: {} });
+    expect(await findById(store, 'evt_s')).toEqual({
+      kind: 'event',
+      account: 'gym-south',
+      eventId: 'evt_s',
+      accounts: ['gym-south', 'default', 'gym-north'],
+    });
+    expect(await findById(store, 'evt_s', 'gym-north')).toEqual({
+      kind: 'event',
+      account: 'gym-north',
+      eventId: 'evt_s',
+      accounts: ['gym-north'],
+    });
   });
 
   it.skipIf(!backend.available)('replays exactly the failed events first received in a window, by handler and type', async () => {

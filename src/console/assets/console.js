@@ -104,13 +104,14 @@ async function loadStats() {
   drawChart(stats.activity);
 }
 
-// The alarms, the gap sweeper's newest run and the last verify. Served by payhooks serve only: elsewhere (the API
-// mounted in an app) the panel says so instead of failing the whole refresh.
+// The alarms, the gap sweeper's newest run of each account and the last verify (of the account filtered on, or of
+// each). Served by payhooks serve only: elsewhere (the API mounted in an app) the panel says so instead of failing the
+// whole refresh.
 async function loadHealth() {
   let health;
   let verify;
   try {
-    [health, verify] = await Promise.all([api('/health'), api('/verify')]);
+    [health, verify] = await Promise.all([api('/health'), api(`/verify?${new URLSearchParams(byAccount())}`)]);
   } catch (err) {
     if (err.message === 'unauthorized') throw err;
     $('health-status').textContent = `no health here: ${err.message}`;
@@ -131,17 +132,34 @@ async function loadHealth() {
       ),
     ),
   );
-  $('sweeper').textContent = describeRun(health.sweeper, 'no sweep recorded yet');
-  $('sweeper-findings').replaceChildren(...findingsOf(health.sweeper).map((text) => el('li', {}, text)));
+  // Each account is swept as a run of its own: its newest run each (of the account filtered on), or the newest alone.
+  const account = state.filters.account;
+  const each = (health.sweeps || []).length ? health.sweeps : health.sweeper ? [health.sweeper] : [];
+  const sweeps = account ? each.filter((run) => run.account === account) : each;
+  $('sweeper').textContent =
+    sweeps.length > 1 ? `the newest run of each of ${sweeps.length} accounts:` : describeRun(sweeps[0], 'no sweep recorded yet');
+  $('sweeper-findings').replaceChildren(
+    ...(sweeps.length > 1
+      ? sweeps.flatMap((run) => [
+          el('li', { 'data-account': run.account || '' }, describeRun(run)),
+          ...findingsOf(run).map((text) => el('li', {}, text)),
+        ])
+      : findingsOf(sweeps[0]).map((text) => el('li', {}, text))),
+  );
   $('verify-run').disabled = verify.running !== null;
+  const runs = verify.runs && verify.runs.length > 1 ? verify.runs : verify.last ? [verify.last] : [];
+  $('verify-run').textContent = account ? `Run verify of ${account}` : 'Run verify';
   $('verify-state').textContent = verify.running
-    ? `verify running since ${new Date(verify.running.startedAt).toLocaleTimeString()}`
-    : describeRun(verify.last, 'no verify recorded yet');
+    ? `verify ${verify.running.account ? `of ${verify.running.account}` : 'of each account'} running since ${new Date(verify.running.startedAt).toLocaleTimeString()}`
+    : runs.length
+      ? runs.map((run) => describeRun(run)).join(' | ')
+      : 'no verify recorded yet';
 }
 
 function describeRun(run, none) {
   if (!run) return none;
-  const parts = [`${run.trigger} run of ${new Date(run.finishedAt).toLocaleString()}: ${run.outcome}`];
+  const of = run.account ? `account ${run.account}, ` : '';
+  const parts = [`${of}${run.trigger} run of ${new Date(run.finishedAt).toLocaleString()}: ${run.outcome}`];
   if (run.reconcile)
     parts.push(`reconcile: ${run.reconcile.missing} missing, ${run.reconcile.resent} re-sent, ${run.reconcile.unrecovered} unrecovered`);
   if (run.verify) parts.push(`verify: ${run.verify.checked} checked, ${run.verify.drift} drifted, ${run.verify.repaired} repaired`);
@@ -164,10 +182,13 @@ async function runVerify(event) {
   event.preventDefault();
   const sample = $('verify-all').checked ? null : Number($('verify-sample').value);
   try {
-    await api('/verify', { method: 'POST', body: JSON.stringify({ sample, repair: $('verify-repair').checked }) });
-    $('verify-state').textContent = 'verify started';
+    // Of the account filtered on, or of each account in turn.
+    await api('/verify', { method: 'POST', body: JSON.stringify({ sample, repair: $('verify-repair').checked, ...byAccount() }) });
+    $('verify-state').textContent = state.filters.account ? `verify of ${state.filters.account} started` : 'verify of each account started';
   } catch (err) {
+    // Nothing started, nothing to refresh: a refresh would put the last run's line over the reason at once.
     $('verify-state').textContent = `not started: ${err.message}`;
+    return;
   }
   await refresh();
 }
@@ -399,7 +420,9 @@ async function search(text) {
     });
     if (found && found.kind !== 'quarantine') {
       $('search-result').textContent =
-        found.kind === 'event' ? `${text} is an eventId` : `${text} is the sender's ${found.header} of event ${found.eventId}`;
+        found.kind === 'event'
+          ? `${text} is an eventId${elsewhere(found)}`
+          : `${text} is the sender's ${found.header} of event ${found.eventId}`;
       return await showEvent(found.eventId, true, false, found.account);
     }
     if (found) {
@@ -413,6 +436,12 @@ async function search(text) {
   } catch (err) {
     if (err.message !== 'unauthorized') $('search-result').textContent = `not found: ${err.message}`;
   }
+}
+
+// An eventId is unique only within its account: when several hold it, say so, and which one is shown.
+function elsewhere(found) {
+  if (!found.accounts || found.accounts.length < 2) return '';
+  return ` in ${found.accounts.length} accounts (${found.accounts.join(', ')}): showing ${found.account}'s; filter by account to see another's`;
 }
 
 // A resource's story: its events oldest first, each with every handler run and effect step, and its mirror row now.

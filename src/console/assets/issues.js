@@ -2,12 +2,14 @@
 // affected". A module of its own beside console.js (which it does not depend on): it builds its section into the page's
 // <main>, reads the same token from this tab's session storage, and asks /admin/api/issues. Plain JavaScript, no
 // framework, nothing fetched from elsewhere; every control is a native button, select or link, so the keyboard reaches
-// all of it.
+// all of it. The page's account filter (the form #filters, applied on submit) holds this view too: the issues with
+// failures in that account, counted in it, and "replay affected" of its events only.
 
 (() => {
   const TOKEN_KEY = 'payhooks-console-token';
   const POLL_MS = 5000;
-  const view = { state: 'open', selected: null, busy: false };
+  // account: the account filter applied ('' for every account).
+  const view = { state: 'open', account: '', selected: null, busy: false };
   const byId = (id) => document.getElementById(id);
 
   async function api(path, options = {}) {
@@ -27,6 +29,9 @@
     issue.source && issue.source.kind === 'sink' ? `sink ${issue.source.prefix} ${issue.source.name}` : `handler ${issue.handler}`;
   const titleOf = (issue) => `${sourceText(issue)}: ${issue.errorClass} on ${issue.eventType}`;
   const when = (iso) => new Date(iso).toLocaleString();
+  // The account filter as query parameters or body fields: nothing for every account.
+  const inAccount = () => (view.account ? { account: view.account } : {});
+  const ofAccount = () => (view.account ? ` in account ${view.account}` : '');
 
   // The section, built once: a heading, a filter by state, the list, and the detail of the issue opened.
   function build() {
@@ -60,6 +65,7 @@
         ),
         el('button', { type: 'submit', id: 'issues-apply' }, 'Show'),
       ),
+      el('p', { id: 'issues-scope', class: 'hint' }),
       el('p', { id: 'issues-notice', role: 'status' }),
       el(
         'table',
@@ -87,6 +93,13 @@
       view.state = byId('issues-state').value;
       load();
     });
+    // The events' filter form (console.js) applies the account to every view: this one follows it when submitted.
+    const filters = byId('filters');
+    if (filters)
+      filters.addEventListener('submit', () => {
+        view.account = String(new FormData(filters).get('account') || '').trim();
+        load();
+      });
   }
 
   function detail() {
@@ -127,9 +140,13 @@
     if (view.busy || !sessionStorage.getItem(TOKEN_KEY) || byId('main').hidden) return;
     view.busy = true;
     try {
-      const query = view.state ? `?state=${encodeURIComponent(view.state)}` : '';
-      const { issues } = await api(`/issues${query}`);
+      const query = new URLSearchParams({ ...(view.state ? { state: view.state } : {}), ...inAccount() });
+      const { issues } = await api(`/issues?${query}`);
       byId('issues-rows').replaceChildren(...issues.map(row));
+      byId('issues-scope').textContent = view.account
+        ? `Account ${view.account}: the issues with failures in it, their events counted in it alone; failures and times are the issue's, in every account.`
+        : '';
+      byId('issues-empty').textContent = `No issues in this state${ofAccount()}.`;
       byId('issues-empty').hidden = issues.length > 0;
       if (view.selected) await show(view.selected, false);
     } catch (err) {
@@ -155,15 +172,18 @@
 
   async function show(id, focus) {
     view.selected = id;
-    const { issue, events } = await api(`/issues/${encodeURIComponent(id)}?limit=50`);
+    const query = new URLSearchParams({ limit: '50', ...inAccount() });
+    const { issue, events } = await api(`/issues/${encodeURIComponent(id)}?${query}`);
     byId('issue-detail').hidden = false;
     byId('issue-detail').dataset.issueId = issue.id;
+    byId('issue-detail').dataset.account = view.account;
     byId('issue-title').textContent = `Issue #${issue.id}: ${titleOf(issue)}`;
     const facts = [
       ['state', issue.state],
       ['source', sourceText(issue)],
       ['error class', issue.errorClass],
       ['event type', issue.eventType],
+      ...(view.account ? [['account', view.account]] : []),
       ['affected events', issue.affectedEvents],
       ['accounts', issue.affectedAccounts],
       ['not done', issue.unfinishedEvents],
@@ -214,15 +234,17 @@
   async function replay() {
     const id = view.selected;
     try {
-      const dry = await api(`/issues/${encodeURIComponent(id)}/replay`, { method: 'POST', body: JSON.stringify({ dryRun: true }) });
+      // Filtered by account: that account's affected events only (the issue is still marked resolved).
+      const path = `/issues/${encodeURIComponent(id)}/replay`;
+      const dry = await api(path, { method: 'POST', body: JSON.stringify({ dryRun: true, ...inAccount() }) });
       if (
         !confirm(
-          `Replay the ${dry.count} affected events of issue #${id} that are not done, and mark it resolved? Do it once the cause is fixed.`,
+          `Replay the ${dry.count} affected events of issue #${id}${ofAccount()} that are not done, and mark it resolved? Do it once the cause is fixed.`,
         )
       )
         return;
-      const done = await api(`/issues/${encodeURIComponent(id)}/replay`, { method: 'POST', body: '{}' });
-      byId('issues-notice').textContent = `${done.replayed} events of issue #${id} re-queued; it is ${done.state}`;
+      const done = await api(path, { method: 'POST', body: JSON.stringify(inAccount()) });
+      byId('issues-notice').textContent = `${done.replayed} events of issue #${id}${ofAccount()} re-queued; it is ${done.state}`;
     } catch (err) {
       byId('issues-notice').textContent = `not replayed: ${err.message}`;
     }
