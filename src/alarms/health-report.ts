@@ -10,7 +10,7 @@ export interface HealthReport extends AlarmReport {
   sweeper: SweeperRun | null;
   /**
    * The newest run of each of the service's accounts, newest first: each account is swept as a run of its own, so
-   * the newest run alone tells only of the last account swept. Empty until runs name their account (migrations/030).
+   * the newest run alone tells only of the last account swept. Empty until runs name their account (migrations/023).
    */
   sweeps: SweeperRun[];
 }

@@ -41,7 +41,7 @@ export interface AlarmMonitor {
 
 /**
  * The newest sweep of each account (`perAccount`), the newest of all, and the runs the mirror-drift check reads:
- * each account's newest, or before runs named their account (migrations/030) the newest of any.
+ * each account's newest, or before runs named their account (migrations/023) the newest of any.
  */
 async function newestSweeps(store: PayhooksDatabase, accounts: readonly string[]) {
   const perAccount = await lastSweeperRuns(store, accounts);

@@ -94,7 +94,7 @@ export function createVerifyRuns(options: {
     },
     async state(account) {
       const runs = await lastSweeperRuns(store, account === undefined ? ids : [account], { withVerify: true });
-      // Before runs named their account (migrations/030), the newest of any is all there is to show.
+      // Before runs named their account (migrations/023), the newest of any is all there is to show.
       const last = runs[0] ?? (account === undefined ? await lastSweeperRun(store, { withVerify: true }) : undefined);
       return { running: running?.run ?? null, last: last ?? null, runs };
     },

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
 
 // The gap sweeper's record (migrations/010_sweeper_runs.sql): written once per run when it ends, read newest first;
-// one run per account, naming it (migrations/030).
+// one run per account, naming it (migrations/023).
 
 /** Who started a run: serve's periodic sweeper, or an operator from the console (`POST /admin/api/verify`). */
 export type SweeperTrigger = 'sweeper' | 'console';
@@ -55,7 +55,7 @@ export interface SweeperRunInput {
 /** A recorded run. */
 export interface SweeperRun extends Omit<SweeperRunInput, 'account'> {
   id: string;
-  /** null: recorded before runs named their account (migrations/030), through the default account's client. */
+  /** null: recorded before runs named their account (migrations/023), through the default account's client. */
   account: string | null;
   finishedAt: Date;
 }
@@ -165,7 +165,7 @@ export async function lastSweeperRun(
 }
 
 /**
- * The newest recorded run of each of `accounts` that has one, newest first: one probe of migrations/030's index per
+ * The newest recorded run of each of `accounts` that has one, newest first: one probe of migrations/023's index per
  * account, however many runs the table holds. What the health panel and the console show when several accounts are
  * swept, since the newest run alone is only the last account's.
  *

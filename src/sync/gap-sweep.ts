@@ -19,7 +19,7 @@ import { NoMirrorError, type VerifyReport, verifyMirror } from './verify/verify-
 // some random mirror rows with the service (and repairs them). Each run is recorded (migrations/010), so that
 // /metrics, /admin/api/health and the console show its last findings, whichever process ran it. A run is of one
 // account, through that account's API client; serve sweeps each account in turn, each run recorded with its account
-// (migrations/030).
+// (migrations/023).
 
 /** The defaults of {@link sweepGaps}. */
 export const GAP_SWEEP_DEFAULTS = {

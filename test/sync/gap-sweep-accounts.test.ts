@@ -1,6 +1,6 @@
 // The gap sweeper and the console's verify with several accounts (issue 48, item 6): each account is reconciled and
 // verified through its own API client, against its own events and mirror rows, and recorded as a run of its own
-// (migrations/030), so that one account's drift is neither compared with another's records nor hidden by another's
+// (migrations/023), so that one account's drift is neither compared with another's records nor hidden by another's
 // clean run after it. Two simulators stand for two organizations. On the real server and on PGlite.
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
