@@ -1,10 +1,9 @@
 import type { Logger } from 'pino';
 import type { ApiClient } from '../client/index.js';
 import type { RunningVerify, VerifyControl } from '../console/verify-control.js';
-import { DEFAULT_ACCOUNT } from '../store/accounts.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { lastSweeperRun, lastSweeperRuns } from '../store/sweeper-runs.js';
-import { type SweepAccount, sweepGaps } from '../sync/gap-sweep.js';
+import { type SweepAccount, sweepAccounts, sweepGaps } from '../sync/gap-sweep.js';
 
 /** The console's verify runs of a service, one at a time, recorded as the sweeper's are; `stop` aborts one going on. */
 export interface VerifyRuns extends VerifyControl {
@@ -33,7 +32,7 @@ export function createVerifyRuns(options: {
   logger: Logger;
 }): VerifyRuns {
   const { store, mirrorSchema, logger } = options;
-  const accounts = options.accounts ?? [{ id: DEFAULT_ACCOUNT, api: options.api }];
+  const accounts = sweepAccounts(options.accounts, options.api);
   const ids = accounts.map((account) => account.id);
   const controller = new AbortController();
   let running: { run: RunningVerify; done: Promise<void> } | undefined;

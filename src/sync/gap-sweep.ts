@@ -167,6 +167,11 @@ export interface SweepAccount {
   api: GapSweepOptions['api'];
 }
 
+/** The accounts to sweep: those given, or (a single-account setup) the default account with `api`. */
+export function sweepAccounts(accounts: readonly SweepAccount[] | undefined, api: GapSweepOptions['api']): readonly SweepAccount[] {
+  return accounts ?? [{ id: DEFAULT_ACCOUNT, api }];
+}
+
 /**
  * Runs {@link sweepGaps} every `everyMs` for each of `accounts` in turn, each through its own client and recorded as
  * its own run (without `accounts`, the one `api` for the default account): the first one interval after start, never
@@ -184,7 +189,7 @@ export function startGapSweeper(
   logger: Logger,
 ): GapSweeper {
   const { accounts, ...common } = options;
-  const targets = accounts ?? [{ id: DEFAULT_ACCOUNT, api: options.api }];
+  const targets = sweepAccounts(accounts, options.api);
   return runPeriodically(
     everyMs,
     'The gap sweeper interval (sweeper.everyMs)',
