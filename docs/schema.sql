@@ -25,12 +25,14 @@ CREATE FUNCTION payhooks.claim_events(claimant text, max_count integer, lease_se
     SET search_path TO 'payhooks'
     SET jit TO 'off'
     AS $$
+DECLARE
+  configured text[] := ARRAY(SELECT a.id FROM accounts a LIMIT 2);
 BEGIN
   -- A plan of its own for each call (LANGUAGE sql, planned where it runs), chosen by the accounts there are now.
-  IF (SELECT count(*) FROM accounts) > 1 THEN
+  IF cardinality(configured) > 1 THEN
     RETURN QUERY SELECT * FROM claim_events_fair(claimant, max_count, lease_seconds, max_attempts, data_check);
   ELSE
-    RETURN QUERY SELECT * FROM claim_events_single(claimant, max_count, lease_seconds, max_attempts, data_check);
+    RETURN QUERY SELECT * FROM claim_events_single(configured[1], claimant, max_count, lease_seconds, max_attempts, data_check);
   END IF;
 END;
 $$;
@@ -108,22 +110,31 @@ CREATE FUNCTION payhooks.claim_events_fair(claimant text, max_count integer, lea
          FOR UPDATE OF q SKIP LOCKED
       ) d
   ),
+  -- What the shares left unused, from the same accounts in the same turn order, each one's oldest first (the queue has
+  -- no index of its due events across accounts: each account's own index serves, and a claim stops reading as soon
+  -- as it has its room).
   fill AS (
-    SELECT q.event_id, q.account, (q.lease_owner IS NOT NULL AND q.attempts >= max_attempts) AS buried
-      FROM inbox_queue q
-     WHERE q.run_at <= now()
-       AND (SELECT count(*) FROM active) > 1
-       AND NOT EXISTS (SELECT 1 FROM fair f WHERE f.event_id = q.event_id AND f.account = q.account)
-       AND (q.resource_key IS NULL OR NOT EXISTS (
-             SELECT 1 FROM inbox_queue other
-              WHERE other.resource_key = q.resource_key
-                AND (other.account || '') = q.account
-                AND other.event_id <> q.event_id
-                AND ((other.lease_owner IS NOT NULL AND other.run_at > now())
-                     OR (other.seq < q.seq AND (other.run_at <= now() OR other.owed IS NULL)))))
-     ORDER BY q.run_at, q.seq
+    SELECT d.*
+      FROM considered c
+      CROSS JOIN LATERAL (
+        SELECT q.event_id, q.account, (q.lease_owner IS NOT NULL AND q.attempts >= max_attempts) AS buried
+          FROM inbox_queue q
+         WHERE q.account = c.id
+           AND q.run_at <= now()
+           AND NOT EXISTS (SELECT 1 FROM fair f WHERE f.event_id = q.event_id AND f.account = q.account)
+           AND (q.resource_key IS NULL OR NOT EXISTS (
+                 SELECT 1 FROM inbox_queue other
+                  WHERE other.resource_key = q.resource_key
+                    AND (other.account || '') = q.account
+                    AND other.event_id <> q.event_id
+                    AND ((other.lease_owner IS NOT NULL AND other.run_at > now())
+                         OR (other.seq < q.seq AND (other.run_at <= now() OR other.owed IS NULL)))))
+         ORDER BY q.run_at, q.seq
+         LIMIT greatest(0, max_count - (SELECT count(*) FROM fair))
+         FOR UPDATE OF q SKIP LOCKED
+      ) d
+     WHERE (SELECT count(*) FROM active) > 1
      LIMIT greatest(0, max_count - (SELECT count(*) FROM fair))
-     FOR UPDATE OF q SKIP LOCKED
   ),
   due AS (
     SELECT * FROM fair UNION ALL SELECT * FROM fill
@@ -195,10 +206,10 @@ CREATE FUNCTION payhooks.claim_events_fair(claimant text, max_count integer, lea
 $$;
 
 --
--- Name: claim_events_single(text, integer, double precision, integer, text); Type: FUNCTION; Schema: payhooks; Owner: -
+-- Name: claim_events_single(text, text, integer, double precision, integer, text); Type: FUNCTION; Schema: payhooks; Owner: -
 --
 
-CREATE FUNCTION payhooks.claim_events_single(claimant text, max_count integer, lease_seconds double precision, max_attempts integer, data_check text) RETURNS TABLE(event_id text, account text, event_type text, resource_key text, raw_body text, attempts integer, received_at timestamp with time zone, trace_parent text, data_checked boolean, seq bigint, buried boolean, runs json, blocked text[], lease_token bigint)
+CREATE FUNCTION payhooks.claim_events_single(only_account text, claimant text, max_count integer, lease_seconds double precision, max_attempts integer, data_check text) RETURNS TABLE(event_id text, account text, event_type text, resource_key text, raw_body text, attempts integer, received_at timestamp with time zone, trace_parent text, data_checked boolean, seq bigint, buried boolean, runs json, blocked text[], lease_token bigint)
     LANGUAGE sql
     SET search_path TO 'payhooks'
     SET enable_seqscan TO 'off'
@@ -210,7 +221,8 @@ CREATE FUNCTION payhooks.claim_events_single(claimant text, max_count integer, l
   due AS (
     SELECT q.event_id, q.account, (q.lease_owner IS NOT NULL AND q.attempts >= max_attempts) AS buried
       FROM inbox_queue q
-     WHERE q.run_at <= now()
+     WHERE q.account = only_account
+       AND q.run_at <= now()
        AND (q.resource_key IS NULL OR NOT EXISTS (
              SELECT 1 FROM inbox_queue other
               WHERE other.resource_key = q.resource_key
@@ -229,15 +241,9 @@ CREATE FUNCTION payhooks.claim_events_single(claimant text, max_count integer, l
            attempts = q.attempts + 1,
            parked = false,
            run_at = now() + make_interval(secs => lease_seconds)
-     -- The ids as an index condition, not a join (migration 015 says what a join cost): each one probe of the primary
-     -- key, then held to its account by the whole key as one text (account, newline, id: an account id holds no
-     -- newline), looked up in a jsonb object of the picked keys: a binary search per row. Joined with the pairs
-     -- unnested instead, the planner, under statistics taken at another size of the queue, walked an index of the
-     -- whole queue and probed the pairs for each of its rows; compared with an array of the keys, each row was
-     -- compared with every key (a claim of 500: 250,000 comparisons, 5 of its 32 ms).
-     WHERE q.event_id = ANY (ARRAY(SELECT d.event_id FROM due d WHERE NOT d.buried))
-       AND (SELECT jsonb_object_agg(d.account || E'\n' || d.event_id, true) FROM due d WHERE NOT d.buried)
-           ? (q.account || E'\n' || q.event_id)
+     -- The ids as an index condition, not a join (migration 015 says what a join cost), with the one account: each
+     -- one probe of the primary key.
+     WHERE q.event_id = ANY (ARRAY(SELECT d.event_id FROM due d WHERE NOT d.buried)) AND q.account = only_account
     RETURNING q.event_id, q.account, q.attempts, q.seq, q.resource_key, q.received_at, q.run_at, q.lease_token
   ),
   behind AS (
@@ -253,14 +259,11 @@ CREATE FUNCTION payhooks.claim_events_single(claimant text, max_count integer, l
   set_aside AS (
     UPDATE inbox_queue f
        SET parked = true, run_at = now() + make_interval(secs => lease_seconds)
-     WHERE f.event_id = ANY (ARRAY(SELECT b.event_id FROM behind b))
-       AND (SELECT jsonb_object_agg(b.account || E'\n' || b.event_id, true) FROM behind b) ? (f.account || E'\n' || f.event_id)
+     WHERE f.event_id = ANY (ARRAY(SELECT b.event_id FROM behind b)) AND f.account = only_account
   ),
   unqueued AS (
     DELETE FROM inbox_queue q
-     WHERE q.event_id = ANY (ARRAY(SELECT d.event_id FROM due d WHERE d.buried))
-       AND (SELECT jsonb_object_agg(d.account || E'\n' || d.event_id, true) FROM due d WHERE d.buried)
-           ? (q.account || E'\n' || q.event_id)
+     WHERE q.event_id = ANY (ARRAY(SELECT d.event_id FROM due d WHERE d.buried)) AND q.account = only_account
     RETURNING q.event_id, q.account, q.attempts, q.received_at
   ),
   buried AS (
@@ -1209,12 +1212,6 @@ CREATE INDEX inbox_queue_account_due_idx ON payhooks.inbox_queue USING btree (ac
 --
 
 CREATE INDEX inbox_queue_behind_idx ON payhooks.inbox_queue USING btree (resource_key, account, seq) WHERE (parked AND (owed IS NULL));
-
---
--- Name: inbox_queue_due_idx; Type: INDEX; Schema: payhooks; Owner: -
---
-
-CREATE INDEX inbox_queue_due_idx ON payhooks.inbox_queue USING btree (run_at, seq);
 
 --
 -- Name: inbox_queue_owing_idx; Type: INDEX; Schema: payhooks; Owner: -
