@@ -65,7 +65,7 @@ describe.skipIf(!pgUrl)('prepared statements (PostgreSQL)', () => {
       expect(statements.sort((a, b) => String(a.kind).localeCompare(String(b.kind)))).toEqual([
         { kind: 'claim_events', generic: 0, custom: 7 },
         { kind: 'incoming', generic: 0, custom: 1 },
-        { kind: 'marks', generic: 0, custom: 7 },
+        { kind: 'marks_in', generic: 0, custom: 7 },
       ]);
     } finally {
       await dispose(store);
