@@ -89,7 +89,7 @@ export function resourceKeysOf(resource: string): string[] {
 
 /**
  * A resource's story: every event about it (its resource key) in order of arrival, each with every run of a handler
- * and its effect steps, and its mirror row now. One query for the events (migrations/021's index), two for the
+ * and its effect steps, and its mirror row now. One query for the events (migrations/025's index), two for the
  * handlers' runs and one for the steps, whatever the number of events, and one per mirror table.
  *
  * @example
@@ -98,13 +98,18 @@ export function resourceKeysOf(resource: string): string[] {
 export async function resourceStory(store: PayhooksDatabase, resource: string, options: StoryOptions = {}): Promise<ResourceStory> {
   const keys = resourceKeysOf(resource);
   const limit = options.limit ?? DEFAULT_STORY_EVENTS;
+  // The ledger's story index (migrations/025) in order of arrival, each with its history row: an event whose history
+  // is pruned is not told.
   let query = store.db
-    .selectFrom('inbox_event_states')
-    .select(summaryColumns)
-    .where('resource_key', 'in', keys)
-    .orderBy('seq', 'desc')
+    .selectFrom('event_ledger as l')
+    .innerJoin('inbox_event_states as e', (join) =>
+      join.onRef('e.event_id', '=', 'l.event_id').onRef('e.account', '=', 'l.account').onRef('e.received_at', '=', 'l.first_received_at'),
+    )
+    .select(summaryColumns.map((column) => `e.${column}` as const))
+    .where('l.resource_key', 'in', keys)
+    .orderBy('l.seq', 'desc')
     .limit(limit + 1);
-  if (options.account !== undefined) query = query.where('account', '=', options.account);
+  if (options.account !== undefined) query = query.where('l.account', '=', options.account);
   const rows = await query.execute();
   const told = rows.slice(0, limit).reverse();
   const refs = told.map((row) => ({ account: row.account, eventId: row.event_id }));

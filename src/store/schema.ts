@@ -129,6 +129,12 @@ export interface EventLedgerTable {
   body_sha256: ColumnType<Uint8Array, Uint8Array, Uint8Array>;
   /** Every delivery of the eventId, the first included. */
   deliveries: Generated<number>;
+  /** migrations/025: its resource key, for a resource's story; null: none (or received before 025 and pruned since). */
+  resource_key: ColumnType<string | null, string | null | undefined, string | null>;
+  /** migrations/025: its history row's seq (order of arrival), taken for both at receipt. */
+  seq: ColumnType<string | null, string | null | undefined, string | null>;
+  /** migrations/025: the id its sender gave the first delivery (find-by-id.ts SENDER_ID_HEADERS); null: none. */
+  sender_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** The `handler_attempts` table of migrations/008: one row per run of a handler for an event. */
