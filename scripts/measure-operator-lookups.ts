@@ -67,6 +67,10 @@ async function seed(store: PayhooksDatabase): Promise<void> {
            1,
            case when i % 20 = 1 then 'ledger answered 422' end
       from generate_series(1, ${EVENTS}) as i`,
+    // Every event received is in the ledger, with what migration 025 indexes there (its story, its sender's id).
+    sql`insert into event_ledger (account, event_id, first_received_at, body_sha256, resource_key, seq, sender_id)
+    select account, event_id, received_at, sha256(convert_to(raw_body, 'UTF8')), resource_key, seq, headers ->> 'x-webhook-event-id'
+      from inbox_events`,
     sql`insert into handler_attempts (account, event_id, received_at, handler, attempt, started_at, ended_at, outcome, error)
     select account, event_id, received_at, 'ledger', 1, received_at, received_at + interval '20 ms', 'failed', last_error
       from inbox_events where status = 'dead'`,

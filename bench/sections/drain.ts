@@ -43,8 +43,8 @@ export async function payhooksSchema(history: number): Promise<string> {
       );
       // Every event received is in the ledger too (it answers duplicates long after the body is pruned).
       await client.query(
-        `insert into "${schema}".event_ledger (event_id, account, first_received_at, body_sha256)
-         select event_id, account, received_at, sha256(convert_to(raw_body, 'UTF8')) from "${schema}".inbox_events`,
+        `insert into "${schema}".event_ledger (event_id, account, first_received_at, body_sha256, resource_key, seq)
+         select event_id, account, received_at, sha256(convert_to(raw_body, 'UTF8')), resource_key, seq from "${schema}".inbox_events`,
       );
       await client.query(`vacuum analyze "${schema}".inbox_events`);
       await client.query(`vacuum analyze "${schema}".event_ledger`);

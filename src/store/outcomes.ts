@@ -136,10 +136,15 @@ function insertMarks(store: PayhooksDatabase, marks: readonly Extract<FencedOutc
                 from marks_in m
               offset 0) m
        where m.received_at is not null
-         -- Fenced: a mark under a lease token only while the queue row holds it (the next claim issues another). The
-         -- rows still held are found by heldIn, one probe of the primary key each: as an EXISTS per mark, the planner
-         -- (the queue's statistics taken while it was nearly empty) hashed the whole queue for every batch.
-         and (m.lease_token is null or (m.event_id, m.account) in (select q.event_id, q.account from ${queue} q where ${heldIn('marks_in', 'q')}))
+         -- Fenced: a mark under a lease token only while the queue row holds it (the next claim issues another). Most
+         -- marks come with their event's finish, whose row this statement releases under the same token: those are
+         -- held, and the queue is not read again for them (an or stops at the first true; the lookup of the rest is
+         -- made only if a row needs it). The others are found by heldIn, one probe of the primary key each: as an
+         -- EXISTS per mark, the planner (the queue's statistics taken while it was nearly empty) hashed the whole queue
+         -- for every batch.
+         and (m.lease_token is null
+              or (m.event_id, m.account, m.lease_token) in (select r.event_id, r.account, r.lease_token from released r)
+              or (m.event_id, m.account) in (select q.event_id, q.account from ${queue} q where ${heldIn('marks_in', 'q')}))
       on conflict do nothing
     )`;
 }
@@ -229,10 +234,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
   // One statement whatever the mix, with its rows passed as arrays: the cost per event is a few rows, not a round trip.
   // A requeue's owed set travels as a JSON array (arrays of arrays must be rectangular).
   const { rows } = await sql<{ event_id: string; account: string; kind: 'finished' | 'requeued' }>`${PREPARED}
-    with ${insertMarks(store, marks)},
-    ${issuesSeen(store, attempts)},
-    ${attemptsTried(store, attempts)},
-    finished as (
+    with finished as (
       select * from unnest(${texts(finished.map((f) => f.eventId))}, ${texts(finished.map((f) => f.account))},
                            ${texts(finished.map((f) => f.status))}, ${texts(finished.map((f) => f.lastError))},
                            ${tokens(finished)})
@@ -243,8 +245,11 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
       -- the whole queue or a comparison of every pair.
       delete from ${queue} q
        where ${heldIn('finished', 'q')} and q.lease_owner = ${workerId}
-      returning q.event_id, q.account, q.attempts, q.resource_key, q.seq, q.received_at
+      returning q.event_id, q.account, q.attempts, q.resource_key, q.seq, q.received_at, q.lease_token
     ),
+    ${insertMarks(store, marks)},
+    ${issuesSeen(store, attempts)},
+    ${attemptsTried(store, attempts)},
     recorded as (
       update ${events} e
          set status = f.status, last_error = f.last_error, attempts = r.attempts, processed_at = now()

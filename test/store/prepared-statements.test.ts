@@ -64,8 +64,8 @@ describe.skipIf(!pgUrl)('prepared statements (PostgreSQL)', () => {
       // A plan made once for any batch cannot know how many rows its arrays hold: each call is planned on its own.
       expect(statements.sort((a, b) => String(a.kind).localeCompare(String(b.kind)))).toEqual([
         { kind: 'claim_events', generic: 0, custom: 7 },
+        { kind: 'finished', generic: 0, custom: 7 },
         { kind: 'incoming', generic: 0, custom: 1 },
-        { kind: 'marks_in', generic: 0, custom: 7 },
       ]);
     } finally {
       await dispose(store);
