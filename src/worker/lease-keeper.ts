@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import { eventKey } from '../store/accounts.js';
 import type { ClaimedEvent } from '../store/claim.js';
-import type { EventRef } from '../store/event-refs.js';
 import type { PayhooksDatabase } from '../store/database.js';
 import { extendLeases, releaseLeases } from '../store/outcomes.js';
 import type { AttemptRun, InFlight } from './in-flight.js';
@@ -22,8 +21,12 @@ export interface LeaseKeeperOptions {
  * worker took over, and gives back on stop those it could not record.
  */
 export class LeaseKeeper {
-  /** Claimed and not yet recorded, by {@link eventKey}: running, waiting to run, or having its outcome written. */
-  readonly #held = new Map<string, InFlight>();
+  /**
+   * Claimed and not yet recorded, by the claimed event itself: running, waiting to run, or having its outcome written.
+   * Keyed by the object, not by a text of its key: no string to build per event on the hot path, and an event claimed
+   * again after its lease ran out is another entry, which the first one's forget leaves alone.
+   */
+  readonly #held = new Map<ClaimedEvent, InFlight>();
   readonly #options: LeaseKeeperOptions;
   /** A run does not start this close to the end of its lease: another worker may be about to take the event. */
   readonly safetyMs: number;
@@ -47,13 +50,13 @@ export class LeaseKeeper {
   /** Takes a claimed event in hand, its lease counted from `claimedAt`. */
   add(event: ClaimedEvent, claimedAt: number): InFlight {
     const entry: InFlight = { event, started: false, leaseUntil: claimedAt + this.#options.leaseMs, lost: false };
-    this.#held.set(eventKey(event.account, event.eventId), entry);
+    this.#held.set(event, entry);
     return entry;
   }
 
-  /** Lets go of an event whose outcome was written (or given up on). */
-  forget(event: EventRef): void {
-    this.#held.delete(eventKey(event.account, event.eventId));
+  /** Lets go of an event whose outcome was written (or given up on): the one {@link add} took. */
+  forget(event: ClaimedEvent): void {
+    this.#held.delete(event);
   }
 
   /** Whether the run may go on: not shut down, and the lease is held and far enough from running out. */
