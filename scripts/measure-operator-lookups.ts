@@ -119,8 +119,14 @@ try {
   await explain(
     store,
     "the story's events (resource-story.ts)",
-    sql`select account, event_id, event_type, resource_key, status, attempts, deliveries, last_error, received_at, next_attempt_at, processed_at
-          from inbox_event_states where resource_key in ('customer:cus_busy') order by seq desc limit 501`,
+    sql`select e.account, e.event_id, e.event_type, e.resource_key, e.status, e.attempts, e.deliveries, e.last_error, e.received_at,
+               e.next_attempt_at, e.processed_at
+          from (select l.event_id, l.account, l.first_received_at, l.seq from event_ledger l
+                 where l.resource_key in ('customer:cus_busy') order by l.seq desc limit 501) l
+          cross join lateral (select * from inbox_event_states e
+                               where e.event_id = l.event_id and e.account = l.account and e.received_at = l.first_received_at
+                           offset 0) e
+         order by l.seq desc`,
   );
   const ids = story.events.map((e) => e.eventId);
   await explain(
@@ -132,8 +138,9 @@ try {
   await explain(
     store,
     "an event by its sender's id (find-by-id.ts)",
-    sql`select event_id, account, headers, seq from inbox_events
-         where coalesce(headers ->> 'x-webhook-event-id', headers ->> 'webhook-id', headers ->> 'svix-id') = 'whevt_77777'
+    sql`select e.event_id, e.account, e.headers, e.seq from event_ledger l
+          join inbox_events e on e.event_id = l.event_id and e.account = l.account and e.received_at = l.first_received_at
+         where l.sender_id = 'whevt_77777'
          limit 100`,
   );
   await explain(

@@ -98,19 +98,22 @@ export function resourceKeysOf(resource: string): string[] {
 export async function resourceStory(store: PayhooksDatabase, resource: string, options: StoryOptions = {}): Promise<ResourceStory> {
   const keys = resourceKeysOf(resource);
   const limit = options.limit ?? DEFAULT_STORY_EVENTS;
-  // The ledger's story index (migrations/025) in order of arrival, each with its history row: an event whose history
-  // is pruned is not told.
-  let query = store.db
-    .selectFrom('event_ledger as l')
-    .innerJoin('inbox_event_states as e', (join) =>
-      join.onRef('e.event_id', '=', 'l.event_id').onRef('e.account', '=', 'l.account').onRef('e.received_at', '=', 'l.first_received_at'),
-    )
-    .select(summaryColumns.map((column) => `e.${column}` as const))
-    .where('l.resource_key', 'in', keys)
-    .orderBy('l.seq', 'desc')
-    .limit(limit + 1);
-  if (options.account !== undefined) query = query.where('l.account', '=', options.account);
-  const rows = await query.execute();
+  // The newest limit + 1 of the ledger's story index (migrations/025), then each one's row of the history, probed by
+  // its key (a lateral subquery kept apart by its offset 0: joined plainly, or with the subquery pulled up, the
+  // planner, which cannot count the matches of a three-column key, hashed the whole history: 95 to 124 ms for 100,000
+  // events). An event whose history is pruned is not told.
+  const ledger = sql.id(store.schema, 'event_ledger');
+  const states = sql.id(store.schema, 'inbox_event_states');
+  const ofAccount = options.account === undefined ? sql`` : sql`and l.account = ${options.account}`;
+  const { rows } = await sql<Parameters<typeof toStoredEvent>[0]>`
+    select ${sql.join(summaryColumns.map((column) => sql.ref(`e.${column}`)))}
+      from (select l.event_id, l.account, l.first_received_at, l.seq from ${ledger} l
+             where l.resource_key in (${sql.join(keys)}) ${ofAccount}
+             order by l.seq desc limit ${limit + 1}) l
+      cross join lateral (select * from ${states} e
+                           where e.event_id = l.event_id and e.account = l.account and e.received_at = l.first_received_at
+                           offset 0) e
+     order by l.seq desc`.execute(store.db);
   const told = rows.slice(0, limit).reverse();
   const refs = told.map((row) => ({ account: row.account, eventId: row.event_id }));
   const [timelines, steps] = await Promise.all([handlerTimelines(store, refs), listSteps(store, refs)]);
