@@ -1,4 +1,5 @@
 import { Option, type Command } from 'commander';
+import type { Logger } from 'pino';
 import { createLogger } from '../logger.js';
 import { receiveServiceConfig, SERVICE_CONFIG_VARIABLE } from '../service/config-transfer.js';
 import { loadHandlers } from '../service/load-handlers.js';
@@ -9,7 +10,7 @@ import type { ServiceRole } from '../service/service-config.js';
 import { whenParentGone } from '../service/worker-process.js';
 import { SilentFailure } from './cli-errors.js';
 import type { CommandContext } from './command-context.js';
-import { untilSignal } from './until-signal.js';
+import { type StartupSignals, untilSignal, watchStartupSignals } from './until-signal.js';
 
 /** `payhooks serve`: resolves the service's configuration and runs it (payhooks/service) until a signal. */
 export function addServeCommand(program: Command, ctx: CommandContext): void {
@@ -28,27 +29,50 @@ export function addServeCommand(program: Command, ctx: CommandContext): void {
     )
     .action(async (opts: { role: ServiceRole; handlers?: string; singleProcess?: boolean }) => {
       const logger = createLogger({ level: ctx.env('serve').PAYHOOKS_LOG_LEVEL });
-      // A worker child of serve (handed its configuration) watches that serve from the start, before anything is
-      // awaited: one whose serve dies while it starts still stops once started. It must not run beside the next serve.
-      const parentGone = opts.role === 'worker' && process.env[SERVICE_CONFIG_VARIABLE] !== undefined ? whenParentGone() : undefined;
-      // A worker child runs with what its parent resolved, instead of reading the environment and the file again.
-      const handed = opts.role === 'worker' ? await receiveServiceConfig() : undefined;
-      const config = handed ?? (await resolveServiceConfig({ env: process.env, flags: { role: opts.role }, logger }));
-      const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
-      let running: Awaited<ReturnType<typeof runService>>;
+      // From the first moment: a SIGTERM before untilSignal listens would otherwise kill the process mid-start.
+      const startup = watchStartupSignals();
       try {
-        running = await runService(config, {
-          logger,
-          register,
-          handlersModule: opts.handlers,
-          singleProcess: opts.singleProcess,
-          reportToParent: parentGone !== undefined,
-        });
-      } catch (err) {
-        throw config.database.url ? explainedDatabaseError(config.database.url, err) : err;
+        await serve(opts, logger, startup);
+      } finally {
+        startup.dispose();
       }
-      // Running handlers get the worker's stop timeout; past it (and a little for the rest), exit regardless.
-      const clean = await untilSignal(logger, () => running.close(), { deadlineMs: config.worker.stopTimeoutMs + 1500, until: parentGone });
-      if (!clean) throw new SilentFailure();
     });
+}
+
+async function serve(
+  opts: { role: ServiceRole; handlers?: string; singleProcess?: boolean },
+  logger: Logger,
+  startup: StartupSignals,
+): Promise<void> {
+  // A worker child of serve (handed its configuration) watches that serve from the start, before anything is
+  // awaited: one whose serve dies while it starts still stops once started. It must not run beside the next serve.
+  const parentGone = opts.role === 'worker' && process.env[SERVICE_CONFIG_VARIABLE] !== undefined ? whenParentGone() : undefined;
+  // A worker child runs with what its parent resolved, instead of reading the environment and the file again.
+  const handed = opts.role === 'worker' ? await receiveServiceConfig() : undefined;
+  const config = handed ?? (await resolveServiceConfig({ env: process.env, flags: { role: opts.role }, logger }));
+  const register = opts.handlers ? await loadHandlers(opts.handlers) : undefined;
+  let running: Awaited<ReturnType<typeof runService>>;
+  try {
+    running = await runService(config, {
+      logger,
+      register,
+      handlersModule: opts.handlers,
+      singleProcess: opts.singleProcess,
+      reportToParent: parentGone !== undefined,
+      signal: startup.signal,
+    });
+  } catch (err) {
+    if (startup.signal.aborted) {
+      // Stopped while it waited for the database: nothing was started, a clean stop.
+      logger.info({ reason: (startup.signal.reason as Error).message }, 'stopped before the service started');
+      return;
+    }
+    throw config.database.url ? explainedDatabaseError(config.database.url, err) : err;
+  }
+  // Running handlers get the worker's stop timeout; past it (and a little for the rest), exit regardless.
+  const until = parentGone ? Promise.race([parentGone, startup.arrived]) : startup.arrived;
+  const stopped = untilSignal(logger, () => running.close(), { deadlineMs: config.worker.stopTimeoutMs + 1500, until });
+  // untilSignal listens from here on (synchronously, above): a signal from now is its alone.
+  startup.dispose();
+  if (!(await stopped)) throw new SilentFailure();
 }

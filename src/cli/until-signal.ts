@@ -56,3 +56,45 @@ export function untilSignal(logger: Logger, close: () => Promise<void>, options:
     options.until?.then((reason) => stop({ reason }));
   });
 }
+
+/** What {@link watchStartupSignals} gives: the signals that arrived while a long-running command was starting. */
+export interface StartupSignals {
+  /** Aborts on the first SIGTERM or SIGINT: a start that waits (for a database slot) stops waiting. */
+  signal: AbortSignal;
+  /** Resolves, with the signal's name, once one has arrived: hand it to {@link untilSignal}'s `until`. */
+  arrived: Promise<string>;
+  /** Stops listening: call it once {@link untilSignal} listens. */
+  dispose(): void;
+}
+
+/**
+ * Listens for SIGTERM and SIGINT from the first moment of a long-running command, before {@link untilSignal} can.
+ * Without a listener a signal takes its default action and the process dies where it stands: a supervisor that sends
+ * SIGTERM as soon as the service says it listens can land in the instant between that line and `untilSignal`, on a
+ * busy machine. A signal noted here stops a wait for the database, or the service once it has started.
+ *
+ * @example
+ * const startup = watchStartupSignals();
+ * const running = await start({ signal: startup.signal });
+ * const clean = untilSignal(logger, () => running.close(), { until: startup.arrived });
+ * startup.dispose();
+ */
+export function watchStartupSignals(): StartupSignals {
+  const controller = new AbortController();
+  let arrive: (signal: string) => void = () => undefined;
+  const arrived = new Promise<string>((resolve) => (arrive = resolve));
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (!controller.signal.aborted) controller.abort(new Error(`${signal} arrived while starting`));
+    arrive(`${signal} while starting`);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  return {
+    signal: controller.signal,
+    arrived,
+    dispose() {
+      process.removeListener('SIGTERM', onSignal);
+      process.removeListener('SIGINT', onSignal);
+    },
+  };
+}

@@ -34,6 +34,8 @@ export interface RunServiceOptions {
    * parent's /metrics (docs/metrics.md).
    */
   reportToParent?: boolean | undefined;
+  /** Stops a start that waits for the database to admit it (a SIGTERM then): runService rejects with its reason. */
+  signal?: AbortSignal | undefined;
 }
 
 /** The processes of `payhooks serve`, running: the service in this one, and its worker child where there is one. */
@@ -89,7 +91,7 @@ export async function runService(config: ServiceConfig, options: RunServiceOptio
     : undefined;
   let service: Awaited<ReturnType<typeof startService>>;
   try {
-    service = await startService(config, { logger, role, register, observeWorker });
+    service = await startService(config, { logger, role, register, observeWorker, signal: options.signal });
   } catch (err) {
     await tracing?.shutdown();
     throw err;

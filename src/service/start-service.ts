@@ -57,6 +57,8 @@ export interface StartServiceOptions {
   register?: RegisterHandlers | undefined;
   /** Subscribes to the worker's events before the worker starts, so that none is missed (a worker child's reports). */
   observeWorker?: ((events: WorkerEvents) => void) | undefined;
+  /** Stops the wait for the database to admit the service (a SIGTERM then): startService rejects with its reason. */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -120,7 +122,15 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     trustIncomingTraceContext: config.tracing.trustIncomingContext,
   });
   options.observeWorker?.(hooks.events);
-  const store = await untilAdmitted(() => hooks.ready(), { logger, what: `the ${role === 'all' ? 'service' : role}` });
+  const store = await untilAdmitted(() => hooks.ready(), {
+    logger,
+    what: `the ${role === 'all' ? 'service' : role}`,
+    signal: options.signal,
+  }).catch(async (err: unknown) => {
+    // Stopped while waiting: what hooks opened is closed, so that the process can exit.
+    await hooks.close().catch(() => undefined);
+    throw err;
+  });
   bindAccountBudgets(accounts, store);
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
   let periodic: PeriodicReconcile | undefined;

@@ -81,4 +81,25 @@ describe.skipIf(!throwawayClusterAvailable)('serve --role worker while the serve
     expect(stderr, `stdout:\n${stdout}`).not.toMatch(/too many clients/);
     expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
   });
+
+  it('stops with exit code 0 on a SIGTERM while it waits, without starting', { timeout: 120_000 }, async () => {
+    const held = await holdEverySlot(cluster!.url);
+    const env = { DATABASE_URL: cluster!.url, PORT: '0', HOST: '127.0.0.1', PAYHOOKS_WEBHOOK_SECRET: 'slot-secret' };
+    const worker = spawnCli(['serve', '--role', 'worker'], env, dir);
+    const lines = logLines(worker);
+    const exited = collect(worker, 60_000);
+    const logged = (msg: RegExp) => lines.filter((line) => typeof line.msg === 'string' && msg.test(line.msg));
+    try {
+      await waitFor(() => logged(/^waiting for the database/).length >= 1, 'a try refused for want of a slot', 60_000);
+      // A signal before the service runs used to take its default action: killed, no exit code.
+      worker.kill('SIGTERM');
+      const { code, stdout, stderr } = await exited;
+      expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
+      expect(logged(/^stopped before the service started/)).toHaveLength(1);
+      expect(logged(/^inbox ready/)).toHaveLength(0);
+    } finally {
+      worker.kill('SIGKILL');
+      for (const client of held) await client.end();
+    }
+  });
 });

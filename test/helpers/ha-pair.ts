@@ -33,6 +33,16 @@ export function haPairUnavailable(): string | undefined {
   return undefined;
 }
 
+/** Whether no process has this pid (a zombie counts as running until its parent reaps it). */
+function isGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
 /** One data node of the pair. */
 export interface HaNode {
   name: 'node1' | 'node2';
@@ -153,17 +163,35 @@ export async function startHaPair(): Promise<HaPair> {
     process.removeListener('exit', killAll);
     killAll();
     // The postmasters are in their pg_autoctl's group; one that outlived it (none should) is stopped by its pid file.
+    const postmasters: number[] = [];
     for (const pgdata of [monitorData, ...nodes.map((n) => n.pgdata)]) {
       const pidFile = join(pgdata, 'postmaster.pid');
       if (!existsSync(pidFile)) continue;
       const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+      if (!Number.isInteger(pid) || pid <= 0) continue;
+      postmasters.push(pid);
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
         // already gone
       }
     }
-    rmSync(dir, { recursive: true, force: true });
+    // A SIGKILL is delivered, not waited for: a postmaster or backend still exiting writes into its data directory,
+    // and removing the folder under it fails with ENOTEMPTY (CI saw it). Wait until they are gone, then remove with
+    // retries for the last writes.
+    await waitFor(
+      async () => {
+        const running = [...children.values()].some(
+          (child) => child.pid !== undefined && child.exitCode === null && child.signalCode === null,
+        );
+        if (!running && postmasters.every(isGone)) return true;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        return false;
+      },
+      'the HA processes to exit',
+      15_000,
+    ).catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   };
 
   try {
