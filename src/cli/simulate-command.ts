@@ -25,7 +25,7 @@ import {
 import { createLogger } from '../logger.js';
 import type { CommandContext } from './command-context.js';
 import { headlessLine, keepState, loadState } from './simulate-headless.js';
-import { untilSignal } from './until-signal.js';
+import { type StartupSignals, untilSignal, watchStartupSignals } from './until-signal.js';
 
 /** The key `simulate --forward-to` registers with and writes to the session file (one organization takes any sk_test_ key). */
 export const SIMULATOR_API_KEY = SINGLE_ORGANIZATION_KEY;
@@ -346,6 +346,22 @@ export async function runSimulate(
   if (options.state && options.accounts !== undefined && resolveAccounts(options.accounts).length > 1) {
     throw new Error("--state keeps one organization's state; leave out --accounts or --state.");
   }
+  // A SIGTERM while it starts (or just after it printed its URL) is kept, not the death of the process mid-write.
+  const startup = watchStartupSignals();
+  try {
+    await simulateUntilSignal(options, logger, out, sessionDir, startup);
+  } finally {
+    startup.dispose();
+  }
+}
+
+async function simulateUntilSignal(
+  options: SimulateCommandOptions,
+  logger: Logger,
+  out: (text: string) => Promise<void>,
+  sessionDir: string,
+  startup: StartupSignals,
+): Promise<void> {
   const restore = options.state ? loadState(options.state) : undefined;
   const { json: _json, state: _state, forwardTo: _forwardTo, events: _events, ...rest } = options;
   const simulatorOptions: SimulatorOptions = { ...rest, logger, restore };
@@ -372,11 +388,17 @@ export async function runSimulate(
         : howTo(simulator.url, options, simulator.organizations()),
     );
   }
-  await untilSignal(logger, async () => {
-    if (session) await removeSimulatorSession(sessionDir, session.endpointId);
-    await kept?.stop();
-    await simulator.close();
-  });
+  const stopped = untilSignal(
+    logger,
+    async () => {
+      if (session) await removeSimulatorSession(sessionDir, session.endpointId);
+      await kept?.stop();
+      await simulator.close();
+    },
+    { until: startup.arrived },
+  );
+  startup.dispose();
+  await stopped;
 }
 
 /** `payhooks simulate`: the local simulator, until a signal. */
