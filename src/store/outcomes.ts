@@ -3,7 +3,7 @@ import type { PayhooksDatabase } from './database.js';
 import { PREPARED } from './prepared-statements.js';
 import type { PayhooksTables } from './schema.js';
 import { eventKey } from './accounts.js';
-import { type EventRef, ofEvents } from './event-refs.js';
+import type { EventRef } from './event-refs.js';
 
 /**
  * Records that one handler completed. Pass the handler's own transaction to commit its writes and this mark
@@ -61,35 +61,12 @@ function tokens(items: readonly { leaseToken?: string | undefined }[]) {
 }
 
 /**
- * Whether queue row `alias` still holds the lease token its item of `items` was claimed under (an item without one:
- * the owner alone is compared). The tokens go into a jsonb object keyed by {@link eventKey}, built once per statement
- * from two arrays (a scalar subquery: as a plain expression of parameters, a generic plan would build it for each
- * row), so that each row is one binary search, not a comparison with every item: an EXISTS over the batch's list, or
- * a row IN over its unnested pairs, was planned as a nested loop over every pair (125,000 comparisons and 150 ms for a
- * batch of 500, EXPLAIN ANALYZE of the outcome statement). Built in JavaScript instead (Object.fromEntries and
- * JSON.stringify), the object cost the worker about 7 µs of CPU per event (a CPU profile of a drain).
- */
-function holdsLease(alias: string, items: readonly (EventRef & { leaseToken?: string | undefined })[]) {
-  const keys: string[] = [];
-  const tokens: string[] = [];
-  for (const item of items) {
-    if (item.leaseToken === undefined) continue;
-    keys.push(eventKey(item.account, item.eventId));
-    tokens.push(item.leaseToken);
-  }
-  if (keys.length === 0) return sql`true`;
-  const row = sql.raw(alias);
-  const byKey = sql`(select jsonb_object(${keys}::text[], ${tokens}::text[]))`;
-  return sql`coalesce((${byKey} ->> (${row}.account || chr(10) || ${row}.event_id))::bigint = ${row}.lease_token, true)`;
-}
-
-/**
  * Whether queue row `alias` is one of the items of CTE `items` (columns event_id, account, lease_token) and still holds
  * the lease token its item was claimed under (an item without one: any). The items come from the statement's own
  * arrays, so nothing travels twice: the ids go in as an index condition whose length the planner cannot see (one probe
- * of the primary key each, as in {@link ofEvents}), and the whole keys with their tokens into a jsonb object built once
+ * of the primary key each, as in `ofEvents` of event-refs.ts), and the whole keys with their tokens into a jsonb object built once
  * per statement (an InitPlan), which holds each row to its item's account and token by one binary search. Passing the
- * ids, keys and tokens again as arrays of their own (ofEvents and holdsLease) made the worker write, and PostgreSQL
+ * ids, keys and tokens again as arrays of their own (as this file once did) made the worker write, and PostgreSQL
  * parse, six more arrays per batch: the bind of an outcome batch of about 600 took 12 ms against 7 before accounts
  * (log of statement times in a drain).
  */
@@ -424,12 +401,15 @@ export async function extendLeases(
   if (events.length === 0) return new Set();
   const { queue } = outcomeTables(store.schema);
   const { rows } = await sql<{ event_id: string; account: string }>`
-    with extended as (
+    with held as (
+      select * from unnest(${texts(events.map((e) => e.eventId))}, ${texts(events.map((e) => e.account))}, ${tokens(events)})
+               as i(event_id, account, lease_token)
+    ),
+    extended as (
       update ${queue} q
          set run_at = now() + make_interval(secs => ${leaseMs / 1000})
-       where ${ofEvents(events, 'q')} and q.lease_owner = ${workerId}
          -- Fenced: only the lease this worker claimed with (a heartbeat never extends a lease issued since).
-         and ${holdsLease('q', events)}
+       where ${heldIn('held', 'q')} and q.lease_owner = ${workerId}
       returning q.event_id, q.account, q.resource_key, q.seq, q.run_at
     ),
     kept_aside as (
