@@ -1,4 +1,4 @@
-import { SENDER_ID_HEADERS } from '../store/find-by-id.js';
+import { SENDER_ID_HEADERS } from '../internal/sender-id.js';
 import type { Logger } from 'pino';
 import { within } from '../internal/within.js';
 import { errorResponse } from '../internal/error-response.js';

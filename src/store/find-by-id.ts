@@ -1,14 +1,6 @@
 import { sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
-
-/**
- * Headers in which a sender names a delivery, kept with each event (the receiver keeps them, receiver.ts): the
- * webhook event record's id of the Payment Collection Service (`X-Webhook-Event-Id`, sent by the simulator; the
- * spec lists and retries webhook event records by this id), Standard Webhooks' `webhook-id` and Svix's `svix-id`.
- * Each is the same on every retry of one delivery. The first of them a delivery carries is kept in the ledger
- * (`sender_id`, migrations/025).
- */
-export const SENDER_ID_HEADERS = ['x-webhook-event-id', 'webhook-id', 'svix-id'] as const;
+import { SENDER_ID_HEADERS } from '../internal/sender-id.js';
 
 /** What an id an operator pasted names: see {@link findById}. */
 export type FoundId =

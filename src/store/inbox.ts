@@ -6,7 +6,7 @@ import { DEFAULT_ACCOUNT, eventKey } from './accounts.js';
 import type { PayhooksDatabase } from './database.js';
 import { PREPARED } from './prepared-statements.js';
 import { quoteIdent } from './quote-ident.js';
-import { SENDER_ID_HEADERS } from './find-by-id.js';
+import { senderIdOf } from '../internal/sender-id.js';
 import { ensureHistoryPartitions } from './history-partitions.js';
 import { type HandlerAttempt, handlerTimelines } from './handler-timeline.js';
 import type { EventStatus } from './schema.js';
@@ -225,18 +225,6 @@ function packTexts(texts: readonly string[]): { bytes: Buffer; starts: number[];
 function bodyBytes(packed: { bytes: Buffer; starts: number[]; lengths: number[] }, i: number): Buffer {
   const start = packed.starts[i]! - 1;
   return packed.bytes.subarray(start, start + packed.lengths[i]!);
-}
-
-/**
- * The id a sender gave the delivery: the first of {@link SENDER_ID_HEADERS} it carries, or null. The ledger keeps it
- * for findById (migrations/025).
- */
-function senderIdOf(headers: Readonly<Record<string, string>> | undefined): string | null {
-  for (const name of SENDER_ID_HEADERS) {
-    const value = headers?.[name];
-    if (typeof value === 'string') return value;
-  }
-  return null;
 }
 
 /** The SHA-256 of a body's UTF-8 bytes, in hex: what the ledger keeps of it. */

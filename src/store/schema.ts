@@ -133,7 +133,7 @@ export interface EventLedgerTable {
   resource_key: ColumnType<string | null, string | null | undefined, string | null>;
   /** migrations/025: its history row's seq (order of arrival), taken for both at receipt. */
   seq: ColumnType<string | null, string | null | undefined, string | null>;
-  /** migrations/025: the id its sender gave the first delivery (find-by-id.ts SENDER_ID_HEADERS); null: none. */
+  /** migrations/025: the id its sender gave the first delivery (internal/sender-id.ts SENDER_ID_HEADERS); null: none. */
   sender_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
