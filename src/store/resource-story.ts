@@ -87,6 +87,46 @@ export function resourceKeysOf(resource: string): string[] {
   return RESOURCE_KINDS.map((kind) => `${kind}:${text}`);
 }
 
+type SummaryRow = Parameters<typeof toStoredEvent>[0];
+
+/**
+ * The newest `wanted` events of `keys` whose history is still there, newest first. They are read from the ledger's story
+ * index (migrations/025), newest first, and each one's row of the history is probed by its key: a lateral subquery
+ * kept apart by its offset 0 (joined plainly, or with the subquery pulled up, the planner, which cannot count the
+ * matches of a three-column key, hashed the whole history: 95 to 124 ms for 100,000 events). An event whose history
+ * was pruned keeps its ledger row and is not told; the limit counts told events, so a page of the ledger that held
+ * pruned ones is followed by the next (older) page, twice as long, until enough are told or the ledger ends.
+ */
+async function newestTold(
+  store: PayhooksDatabase,
+  keys: readonly string[],
+  wanted: number,
+  account: string | undefined,
+): Promise<SummaryRow[]> {
+  const ledger = sql.id(store.schema, 'event_ledger');
+  const states = sql.id(store.schema, 'inbox_event_states');
+  const ofAccount = account === undefined ? sql`` : sql`and l.account = ${account}`;
+  const told: SummaryRow[] = [];
+  let page = wanted;
+  let before: string | undefined;
+  for (;;) {
+    const olderThan = before === undefined ? sql`` : sql`and l.seq < ${before}`;
+    const { rows } = await sql<Partial<SummaryRow> & { ledger_seq: string }>`
+      select l.seq::text as ledger_seq, ${sql.join(summaryColumns.map((column) => sql.ref(`e.${column}`)))}
+        from (select l.event_id, l.account, l.first_received_at, l.seq from ${ledger} l
+               where l.resource_key in (${sql.join(keys)}) ${ofAccount} ${olderThan}
+               order by l.seq desc limit ${page}) l
+        left join lateral (select * from ${states} e
+                            where e.event_id = l.event_id and e.account = l.account and e.received_at = l.first_received_at
+                            offset 0) e on true
+       order by l.seq desc`.execute(store.db);
+    for (const row of rows) if (row.event_id != null) told.push(row as SummaryRow);
+    if (told.length >= wanted || rows.length < page) return told.slice(0, wanted);
+    before = rows.at(-1)!.ledger_seq;
+    page *= 2;
+  }
+}
+
 /**
  * A resource's story: every event about it (its resource key) in order of arrival, each with every run of a handler
  * and its effect steps, and its mirror row now. One query for the events (migrations/025's index), two for the
@@ -98,22 +138,7 @@ export function resourceKeysOf(resource: string): string[] {
 export async function resourceStory(store: PayhooksDatabase, resource: string, options: StoryOptions = {}): Promise<ResourceStory> {
   const keys = resourceKeysOf(resource);
   const limit = options.limit ?? DEFAULT_STORY_EVENTS;
-  // The newest limit + 1 of the ledger's story index (migrations/025), then each one's row of the history, probed by
-  // its key (a lateral subquery kept apart by its offset 0: joined plainly, or with the subquery pulled up, the
-  // planner, which cannot count the matches of a three-column key, hashed the whole history: 95 to 124 ms for 100,000
-  // events). An event whose history is pruned is not told.
-  const ledger = sql.id(store.schema, 'event_ledger');
-  const states = sql.id(store.schema, 'inbox_event_states');
-  const ofAccount = options.account === undefined ? sql`` : sql`and l.account = ${options.account}`;
-  const { rows } = await sql<Parameters<typeof toStoredEvent>[0]>`
-    select ${sql.join(summaryColumns.map((column) => sql.ref(`e.${column}`)))}
-      from (select l.event_id, l.account, l.first_received_at, l.seq from ${ledger} l
-             where l.resource_key in (${sql.join(keys)}) ${ofAccount}
-             order by l.seq desc limit ${limit + 1}) l
-      cross join lateral (select * from ${states} e
-                           where e.event_id = l.event_id and e.account = l.account and e.received_at = l.first_received_at
-                           offset 0) e
-     order by l.seq desc`.execute(store.db);
+  const rows = await newestTold(store, keys, limit + 1, options.account);
   const told = rows.slice(0, limit).reverse();
   const refs = told.map((row) => ({ account: row.account, eventId: row.event_id }));
   const [timelines, steps] = await Promise.all([handlerTimelines(store, refs), listSteps(store, refs)]);

@@ -5,7 +5,7 @@ import type { PayhooksDatabase } from '../../src/store/database.js';
 import { ensureAccounts } from '../../src/store/accounts.js';
 import { findById } from '../../src/store/find-by-id.js';
 import { storeEvent } from '../../src/store/inbox.js';
-import { countReplayable, previewReplay, type ReplaySelection, replayBatch } from '../../src/store/maintenance.js';
+import { countReplayable, previewReplay, pruneEvents, type ReplaySelection, replayBatch } from '../../src/store/maintenance.js';
 import { migrateMirror } from '../../src/store/migrate.js';
 import { quarantineDelivery } from '../../src/store/quarantine.js';
 import { RESOURCE_KINDS } from '../../src/events/index.js';
@@ -67,6 +67,28 @@ describe.each(backends)('the operator story queries on $name', (backend) => {
     if (store) await dispose(store);
     store = undefined;
     mirrorSchema = undefined;
+  });
+
+  it.skipIf(!backend.available)('leaves out events whose history was pruned, and its limit counts the events it tells', async () => {
+    store = await backend.open();
+    const daysAgo = (n: number, plusMinutes = 0) => new Date(Date.now() - n * 86_400_000 + plusMinutes * 60_000);
+    // An old dead event stays through the prune (unfinished); the old done one after it goes; the new one stays.
+    await put(store, 'evt_old_dead', { at: daysAgo(40), status: 'dead', resourceKey: 'invoice:inv_p' });
+    await put(store, 'evt_old_done', { at: daysAgo(40, 1), status: 'done', resourceKey: 'invoice:inv_p' });
+    await put(store, 'evt_new', { at: daysAgo(0), status: 'done', resourceKey: 'invoice:inv_p' });
+    expect((await resourceStory(store, 'invoice:inv_p')).events.map((e) => e.eventId)).toEqual(['evt_old_dead', 'evt_old_done', 'evt_new']);
+    expect(await pruneEvents(store, 30 * 86_400_000)).toBe(1);
+
+    const all = await resourceStory(store, 'invoice:inv_p');
+    expect(all.events.map((e) => e.eventId)).toEqual(['evt_old_dead', 'evt_new']);
+    expect(all.truncated).toBe(false);
+    // The newest ledger rows are evt_new and the pruned evt_old_done: one told, and an older one still there.
+    const newest = await resourceStory(store, 'invoice:inv_p', { limit: 1 });
+    expect(newest.events.map((e) => e.eventId)).toEqual(['evt_new']);
+    expect(newest.truncated).toBe(true);
+    const two = await resourceStory(store, 'invoice:inv_p', { limit: 2 });
+    expect(two.events.map((e) => e.eventId)).toEqual(['evt_old_dead', 'evt_new']);
+    expect(two.truncated).toBe(false);
   });
 
   it.skipIf(!backend.available)("tells a customer's events in order, with each run, effect step and the mirror row", async () => {
