@@ -384,23 +384,26 @@ function issuesSeen(store: PayhooksDatabase, attempts: readonly AttemptOutcome[]
 }
 
 /**
- * Pushes the leases of `events` forward by `leaseMs`, in one statement; resolves to the keys ({@link eventKey}) of those still held by
- * `workerId` (an event missing from it was taken by another worker after its lease ran out). The events a claim set
- * aside behind one of them (claim.ts) stay aside until the new end of its lease: a run longer than its first lease
- * does not leave them due, for every claim to walk while it runs.
+ * Pushes the leases of `events` forward by `leaseMs`, in one statement; resolves to the lease token of each event still
+ * held by `workerId`, by its key ({@link eventKey}). An event missing from it was taken by another worker after its
+ * lease ran out; one whose token differs was claimed again since (by this worker too: a run holding the old token
+ * must not take the new lease for its own). The events a claim set aside behind one of them (claim.ts) stay aside
+ * until the new end of its lease: a run longer than its first lease does not leave them due, for every claim to walk
+ * while it runs.
  *
  * @example
- * const held = await extendLeases(store, 'host:1', [{ account: 'default', eventId: 'evt_1' }], 60_000);
+ * const held = await extendLeases(store, 'host:1', [{ account: 'default', eventId: 'evt_1', leaseToken: '42' }], 60_000);
+ * held.get(eventKey('default', 'evt_1')) === '42'; // still this run's lease
  */
 export async function extendLeases(
   store: PayhooksDatabase,
   workerId: string,
   events: readonly (EventRef & { leaseToken?: string | undefined })[],
   leaseMs: number,
-): Promise<Set<string>> {
-  if (events.length === 0) return new Set();
+): Promise<Map<string, string>> {
+  if (events.length === 0) return new Map();
   const { queue } = outcomeTables(store.schema);
-  const { rows } = await sql<{ event_id: string; account: string }>`
+  const { rows } = await sql<{ event_id: string; account: string; lease_token: string }>`
     with held as (
       select * from unnest(${texts(events.map((e) => e.eventId))}, ${texts(events.map((e) => e.account))}, ${tokens(events)})
                as i(event_id, account, lease_token)
@@ -410,7 +413,7 @@ export async function extendLeases(
          set run_at = now() + make_interval(secs => ${leaseMs / 1000})
          -- Fenced: only the lease this worker claimed with (a heartbeat never extends a lease issued since).
        where ${heldIn('held', 'q')} and q.lease_owner = ${workerId}
-      returning q.event_id, q.account, q.resource_key, q.seq, q.run_at
+      returning q.event_id, q.account, q.resource_key, q.seq, q.run_at, q.lease_token
     ),
     kept_aside as (
       update ${queue} f
@@ -419,9 +422,9 @@ export async function extendLeases(
        where f.resource_key = e.resource_key and f.account = e.account and f.seq > e.seq and ${setAside('f')}
          and f.run_at < e.run_at and ${anySetAside(queue)}
     )
-    select event_id, account from extended
+    select event_id, account, lease_token::text from extended
   `.execute(store.db);
-  return new Set(rows.map((row) => eventKey(row.account, row.event_id)));
+  return new Map(rows.map((row) => [eventKey(row.account, row.event_id), row.lease_token]));
 }
 
 /**

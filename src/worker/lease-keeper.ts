@@ -92,7 +92,8 @@ export class LeaseKeeper {
         leaseMs,
       );
       for (const entry of entries) {
-        if (still.has(eventKey(entry.event.account, entry.event.eventId))) entry.leaseUntil = sentAt + leaseMs;
+        // By the token too: the same event claimed again by this worker is another entry, whose lease is not this one's.
+        if (still.get(eventKey(entry.event.account, entry.event.eventId)) === entry.event.leaseToken) entry.leaseUntil = sentAt + leaseMs;
         else if (!entry.lost) {
           // Fenced: the heartbeat extended nothing; the lease is another run's now (or ran out and was claimed again).
           entry.lost = true;

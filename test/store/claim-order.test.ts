@@ -120,7 +120,7 @@ describe.each(backends)('the claim’s order per resource ($name)', (backend) =>
     async () => {
       const db = await leaseFirstOfThree(300);
       // The run outlasts its first lease: the heartbeat extends it, and the events behind it with it.
-      expect([...(await extendLeases(db, 'w', [{ account: 'default', eventId: 'evt_1' }], 60_000))]).toEqual([
+      expect([...(await extendLeases(db, 'w', [{ account: 'default', eventId: 'evt_1' }], 60_000)).keys()]).toEqual([
         eventKey('default', 'evt_1'),
       ]);
       await new Promise((resolve) => setTimeout(resolve, 400));

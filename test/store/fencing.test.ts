@@ -13,8 +13,10 @@ import type { PayhooksDatabase } from '../../src/store/database.js';
 import { beginStep, completeStep } from '../../src/store/effect-steps.js';
 import { holdLeaseIn, LeaseFencedError } from '../../src/store/fencing.js';
 import { getEvent } from '../../src/store/inbox.js';
+import { eventKey } from '../../src/store/accounts.js';
 import { extendLeases, recordOutcomes } from '../../src/store/outcomes.js';
-import type { WorkerEventMap } from '../../src/worker/worker-events.js';
+import { LeaseKeeper } from '../../src/worker/lease-keeper.js';
+import { type WorkerEventMap, WorkerEvents } from '../../src/worker/worker-events.js';
 import { putEvent } from '../helpers/inbox.js';
 import { withOwnResource } from '../helpers/own-resource.js';
 import { backends, dispose } from '../helpers/stores.js';
@@ -59,7 +61,13 @@ describe.each(backends)('fencing on $name', (backend) => {
       const { first, second } = await claimedTwice(store, 'evt_fenced_outcome');
       // The heartbeat of the run that lost its lease extends nothing; the holder's extends its own.
       expect([...(await extendLeases(store, WORKER, [first], 60_000))]).toEqual([]);
-      expect((await extendLeases(store, WORKER, [second], 60_000)).size).toBe(1);
+      expect([...(await extendLeases(store, WORKER, [second], 60_000))]).toEqual([
+        [eventKey(second.account, second.eventId), second.leaseToken],
+      ]);
+      // Both runs' heartbeats in one statement (the lease keeper's, while the old run has not noticed): the key is
+      // extended under the holder's token, which the old run's entry must not take for its own.
+      const both = await extendLeases(store, WORKER, [first, second], 60_000);
+      expect([...both]).toEqual([[eventKey(second.account, second.eventId), second.leaseToken]]);
       // The late run's completion mark and finish: both dropped (the owner alone, the same worker id, would pass).
       const late = await recordOutcomes(store, WORKER, [
         { kind: 'completed', account: first.account, eventId: first.eventId, handler: 'h', leaseToken: first.leaseToken },
@@ -106,6 +114,28 @@ describe.each(backends)('fencing on $name', (backend) => {
       const stored = await getEvent(store, first.eventId);
       expect(stored?.status).toBe('done');
       expect(stored?.lastError).toBeNull();
+    });
+
+    it("the lease keeper's heartbeat keeps the re-claimed event's entry and marks the old run's entry lost", async () => {
+      const store = await open();
+      const { first, second } = await claimedTwice(store, 'evt_fenced_keeper');
+      const events = new WorkerEvents(silent);
+      const fenced: string[] = [];
+      events.on('write:fenced', ({ eventId, what }) => fenced.push(`${what}:${eventId}`));
+      const keeper = new LeaseKeeper({ store, workerId: WORKER, leaseMs: 60_000, logger: silent, events });
+      // The old run has not noticed yet (its lease, as it counts it, still holds): both entries are in hand.
+      const now = Date.now();
+      const old = keeper.add(first, now);
+      const current = keeper.add(second, now - 30_000);
+      expect(keeper.size).toBe(2);
+      await keeper.heartbeat();
+      expect(old.lost).toBe(true);
+      expect(current.lost).toBe(false);
+      expect(current.leaseUntil).toBeGreaterThanOrEqual(now + 60_000);
+      expect(fenced).toEqual(['heartbeat:evt_fenced_keeper']);
+      // The old run's forget leaves the current one's entry in hand.
+      keeper.forget(first);
+      expect(keeper.entries()).toEqual([current]);
     });
 
     it("a late effect step is not started nor completed over the holder's; a late transaction rolls back", async () => {

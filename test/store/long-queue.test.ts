@@ -72,7 +72,7 @@ describe.each(backends)('a worker’s statements in a long queue ($name)', (back
 
   it.skipIf(!backend.available)('a heartbeat finds its leases by key too', async () => {
     const batch = ids.slice(QUEUED - BATCH);
-    let extended = new Set<string>();
+    let extended = new Map<string, string>();
     const scanned = await rowsScanned(async (db) => {
       extended = await extendLeases(
         db,
@@ -81,7 +81,7 @@ describe.each(backends)('a worker’s statements in a long queue ($name)', (back
         60_000,
       );
     });
-    expect([...extended].sort()).toEqual(batch.map((eventId) => eventKey('default', eventId)));
+    expect([...extended.keys()].sort()).toEqual(batch.map((eventId) => eventKey('default', eventId)));
     expect(scanned).toBe(0);
   });
 
