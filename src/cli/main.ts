@@ -13,11 +13,15 @@ const { version } = z
   .object({ version: z.string() })
   .parse(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')));
 
-/** The key of a command in the environment table: `events list` reads what `events` reads. */
+/** Commands that open the inbox as `events` does, and so read its variables (their help lists them too). */
+const READS_AS: Readonly<Record<string, EnvCommand>> = { quarantine: 'events', effects: 'events' };
+
+/** The key of a command in the environment table: `events list` reads what `events` reads, `quarantine list` too. */
 function envCommandOf(command: Command): EnvCommand | undefined {
   for (let c: Command | null = command; c; c = c.parent) {
     const name = c.name();
     if ((ENV_COMMANDS as readonly string[]).includes(name)) return name as EnvCommand;
+    if (READS_AS[name] !== undefined) return READS_AS[name];
   }
   return undefined;
 }

@@ -108,6 +108,9 @@ describe('help and version', () => {
     [['reconcile'], 'reconcile'],
     [['trigger'], 'trigger'],
     [['simulate'], 'simulate'],
+    // They open the inbox as events does.
+    [['quarantine', 'list'], 'events'],
+    [['effects', 'list'], 'events'],
   ] as const)('payhooks %j --help lists exactly the variables it reads, with their defaults', async (argv, command) => {
     const { code, text } = await output([...argv, '--help']);
     expect(code).toBe(0);
