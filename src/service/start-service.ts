@@ -71,6 +71,19 @@ export function mirrorRuns(config: Pick<ServiceConfig, 'mirror'>, hasHandlers: b
 }
 
 /**
+ * The instance's database, once the server admits a session (untilAdmitted: it waits while the server has no free
+ * slot). A start stopped meanwhile by `signal`, or refused, closes what the instance opened, so the process can exit.
+ */
+async function admitted(hooks: Payhooks<ApiClient>, role: ServiceRole, logger: Logger, signal: AbortSignal | undefined) {
+  try {
+    return await untilAdmitted(() => hooks.ready(), { logger, what: `the ${role === 'all' ? 'service' : role}`, signal });
+  } catch (err) {
+    await hooks.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
  * Starts the standalone service from a resolved configuration: the receiver at /webhooks, /healthz, /readyz,
  * /metrics and (with a token, or on the embedded database) the console at /admin; the worker with your handlers,
  * the mirror and the sinks; periodic reconciliation, the gap sweeper and the alarms (docs/alerts.md: read by /metrics,
@@ -122,15 +135,7 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     trustIncomingTraceContext: config.tracing.trustIncomingContext,
   });
   options.observeWorker?.(hooks.events);
-  const store = await untilAdmitted(() => hooks.ready(), {
-    logger,
-    what: `the ${role === 'all' ? 'service' : role}`,
-    signal: options.signal,
-  }).catch(async (err: unknown) => {
-    // Stopped while waiting: what hooks opened is closed, so that the process can exit.
-    await hooks.close().catch(() => undefined);
-    throw err;
-  });
+  const store = await admitted(hooks, role, logger, options.signal);
   bindAccountBudgets(accounts, store);
   logger.info({ database: store.kind, schema: store.schema, role }, 'inbox ready');
   let periodic: PeriodicReconcile | undefined;

@@ -93,10 +93,15 @@ async function pickups(worker: Running, prefix: string): Promise<string> {
   return ms.map((m) => m.toFixed(0)).join(', ');
 }
 
-/** Waits for the worker to LISTEN again on a session other than `before`'s; returns how long it took. */
+/**
+ * Waits for the worker to LISTEN again on a session other than `before`'s, and to say so; returns how long it took.
+ * pg_stat_activity shows the LISTEN as soon as the server starts it, a moment before the worker has its answer and
+ * tells `listen:resumed` (CI saw the one without the other).
+ */
 async function relistens(worker: Running, before: number[], since: number): Promise<number> {
   await waitFor(
     async () => {
+      if (!worker.told.includes('listen:resumed')) return false;
       const pids = await worker.listening().catch(() => []);
       return pids.length === 1 && !before.includes(pids[0]!);
     },
