@@ -39,6 +39,7 @@ export function addServeCommand(program: Command, ctx: CommandContext): void {
     });
 }
 
+/** Starts the service as `opts` say and runs it until a signal (or, in a worker child, its parent's end). */
 async function serve(
   opts: { role: ServiceRole; handlers?: string; singleProcess?: boolean },
   logger: Logger,
