@@ -136,8 +136,15 @@ export async function storeEvents(store: PayhooksDatabase, events: readonly Inco
   // lone-surrogate escape, a number beyond its range, very deep nesting), and a signed delivery must never be
   // answered 503 forever for that; raw_body is the record.
   const statement = sql<{ event_id: string; account: string; deliveries: number; inserted: boolean }>`${PREPARED}
-    with incoming as (
-      select * from unnest(${texts(rows.map((e) => e.eventId))}, ${texts(rows.map((e) => e.account ?? DEFAULT_ACCOUNT))},
+    with generic_checks as (
+      -- The foreign keys' checks of the account (the ledger's and the history's, a query per row each) are plans the
+      -- session keeps, which plan_cache_mode = force_custom_plan (database.ts) had the planner make again for every row:
+      -- two plannings per event, more than half of this statement's CPU (log_executor_stats of a drain's backlog). For
+      -- this statement's transaction only (set_config's is_local), the plan cache may keep their generic plan.
+      select set_config('plan_cache_mode', 'auto', true)
+    ),
+    incoming as (
+      select i.* from generic_checks, unnest(${texts(rows.map((e) => e.eventId))}, ${texts(rows.map((e) => e.account ?? DEFAULT_ACCOUNT))},
                            ${texts(rows.map((e) => e.eventType))},
                            ${texts(rows.map((e) => e.resourceKey))}, ${ints(bodies.starts)}, ${ints(bodies.lengths)},
                            ${texts(rows.map((e) => JSON.stringify(e.headers)))}, ${texts(rows.map((_, i) => bodySha256(bodyBytes(bodies, i))))},

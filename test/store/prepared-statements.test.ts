@@ -65,8 +65,12 @@ describe.skipIf(!pgUrl)('prepared statements (PostgreSQL)', () => {
       expect(statements.sort((a, b) => String(a.kind).localeCompare(String(b.kind)))).toEqual([
         { kind: 'claim_events', generic: 0, custom: 7 },
         { kind: 'finished', generic: 0, custom: 7 },
-        { kind: 'incoming', generic: 0, custom: 1 },
+        { kind: 'generic_checks', generic: 0, custom: 1 },
       ]);
+      // The store lets its foreign keys' checks keep a generic plan for its own transaction only: the session still
+      // plans each of its statements for its own values.
+      const { rows } = await sql<{ mode: string }>`select current_setting('plan_cache_mode') as mode`.execute(store.db);
+      expect(rows[0]!.mode).toBe('force_custom_plan');
     } finally {
       await dispose(store);
       await store.close();
