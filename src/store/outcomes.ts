@@ -61,21 +61,26 @@ function tokens(items: readonly { leaseToken?: string | undefined }[]) {
 }
 
 /**
- * Whether queue row `alias` is one of the items of CTE `items` (columns event_id, account, lease_token) and still holds
- * the lease token its item was claimed under (an item without one: any). The items come from the statement's own
- * arrays, so nothing travels twice: the ids go in as an index condition whose length the planner cannot see (one probe
- * of the primary key each, as in `ofEvents` of event-refs.ts), and the whole keys with their tokens into a jsonb object built once
- * per statement (an InitPlan), which holds each row to its item's account and token by one binary search. Passing the
- * ids, keys and tokens again as arrays of their own (as this file once did) made the worker write, and PostgreSQL
- * parse, six more arrays per batch: the bind of an outcome batch of about 600 took 12 ms against 7 before accounts
- * (log of statement times in a drain).
+ * Whether queue row `alias` is one of the `count` items of CTE `items` (columns event_id, account, lease_token) and
+ * still holds the lease token its item was claimed under (an item without one: any). The items come from the
+ * statement's own arrays, so nothing travels twice: the ids go in as an index condition whose length the planner cannot
+ * see (one probe of the primary key each, as in `ofEvents` of event-refs.ts), and the whole keys with their tokens into
+ * a jsonb object built once per statement (an InitPlan), which holds each row to its item's account and token by one
+ * binary search. Passing the ids, keys and tokens again as arrays of their own (as this file once did) made the worker
+ * write, and PostgreSQL parse, six more arrays per batch: the bind of an outcome batch of about 600 took 12 ms against 7
+ * before accounts (log of statement times in a drain).
+ *
+ * `count` goes in as a parameter the planner folds (each call is planned for its own values): with none, the condition
+ * is false before any row is read. Without it, the planner, which cannot see that the ids' subquery is empty, walked the
+ * whole due index for a batch without retries: 26,000 rows filtered in 10 ms, for each outcome batch of a backlog
+ * (auto_explain of a drain).
  */
-function heldIn(items: string, alias: string) {
+function heldIn(items: string, alias: string, count: number) {
   const cte = sql.raw(items);
   const row = sql.raw(alias);
   const held = sql`(select jsonb_object_agg(i.account || chr(10) || i.event_id, coalesce(to_jsonb(i.lease_token), 'true'::jsonb))
                       from ${cte} i)`;
-  return sql`(${row}.event_id = any(array(select i.event_id from ${cte} i))
+  return sql`(${count > 0}::boolean and ${row}.event_id = any(array(select i.event_id from ${cte} i))
           -- = any, not in: an in list repeats its left side, and the planner built the object once for each.
           and coalesce((${held} -> (${row}.account || chr(10) || ${row}.event_id)) = any(array['true'::jsonb, to_jsonb(${row}.lease_token)]), false))`;
 }
@@ -121,7 +126,7 @@ function insertMarks(store: PayhooksDatabase, marks: readonly Extract<FencedOutc
          -- for every batch.
          and (m.lease_token is null
               or (m.event_id, m.account, m.lease_token) in (select r.event_id, r.account, r.lease_token from released r)
-              or (m.event_id, m.account) in (select q.event_id, q.account from ${queue} q where ${heldIn('marks_in', 'q')}))
+              or (m.event_id, m.account) in (select q.event_id, q.account from ${queue} q where ${heldIn('marks_in', 'q', marks.length)}))
       on conflict do nothing
     )`;
 }
@@ -221,7 +226,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
       -- By the ids as an index condition (heldIn), not a join with the list, which the planner may answer with a scan of
       -- the whole queue or a comparison of every pair.
       delete from ${queue} q
-       where ${heldIn('finished', 'q')} and q.lease_owner = ${workerId}
+       where ${heldIn('finished', 'q', finished.length)} and q.lease_owner = ${workerId}
       returning q.event_id, q.account, q.attempts, q.resource_key, q.seq, q.received_at, q.lease_token
     ),
     ${insertMarks(store, marks)},
@@ -248,7 +253,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
     -- What each requeued event owed before this run (the statement's snapshot): whether it settled a handler.
     owed_before as (
       select q.event_id, q.account, q.owed from ${queue} q join requeues r on r.event_id = q.event_id and r.account = q.account
-       where ${heldIn('requeues', 'q')} and q.lease_owner = ${workerId}
+       where ${heldIn('requeues', 'q', requeues.length)} and q.lease_owner = ${workerId}
     ),
     requeued as (
       update ${queue} q
@@ -265,7 +270,7 @@ export async function recordOutcomes(store: PayhooksDatabase, workerId: string, 
                                  and (o.owed is null or o.owed && r.owed)), now())
              end
         from requeues r
-       where q.event_id = r.event_id and q.account = r.account and ${heldIn('requeues', 'q')} and q.lease_owner = ${workerId}
+       where q.event_id = r.event_id and q.account = r.account and ${heldIn('requeues', 'q', requeues.length)} and q.lease_owner = ${workerId}
       returning q.event_id, q.account, q.attempts, q.run_at, q.resource_key, q.seq, q.owed, q.received_at
     ),
     noted as (
@@ -412,7 +417,7 @@ export async function extendLeases(
       update ${queue} q
          set run_at = now() + make_interval(secs => ${leaseMs / 1000})
          -- Fenced: only the lease this worker claimed with (a heartbeat never extends a lease issued since).
-       where ${heldIn('held', 'q')} and q.lease_owner = ${workerId}
+       where ${heldIn('held', 'q', events.length)} and q.lease_owner = ${workerId}
       returning q.event_id, q.account, q.resource_key, q.seq, q.run_at, q.lease_token
     ),
     kept_aside as (
