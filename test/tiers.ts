@@ -191,6 +191,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/cli/serve-aborted-requests.test.ts',
     'test/cli/serve-effect-kill.test.ts',
     'test/cli/serve-sinks.test.ts',
+    'test/cli/serve-start-signals.test.ts',
     'test/cli/serve-tracing.test.ts',
     'test/cli/serve-worker-child.test.ts',
     'test/cli/serve-worker-options.test.ts',

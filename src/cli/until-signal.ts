@@ -71,7 +71,8 @@ export interface StartupSignals {
  * Listens for SIGTERM and SIGINT from the first moment of a long-running command, before {@link untilSignal} can.
  * Without a listener a signal takes its default action and the process dies where it stands: a supervisor that sends
  * SIGTERM as soon as the service says it listens can land in the instant between that line and `untilSignal`, on a
- * busy machine. A signal noted here stops a wait for the database, or the service once it has started.
+ * busy machine. A signal noted here stops a wait for the database, or the service once it has started; a second one
+ * before the start is over stops the process at once (the signal's default action).
  *
  * @example
  * const startup = watchStartupSignals();
@@ -83,18 +84,22 @@ export function watchStartupSignals(): StartupSignals {
   const controller = new AbortController();
   let arrive: (signal: string) => void = () => undefined;
   const arrived = new Promise<string>((resolve) => (arrive = resolve));
+  const dispose = () => {
+    process.removeListener('SIGTERM', onSignal);
+    process.removeListener('SIGINT', onSignal);
+  };
   const onSignal = (signal: NodeJS.Signals) => {
-    if (!controller.signal.aborted) controller.abort(new Error(`${signal} arrived while starting`));
+    if (controller.signal.aborted) {
+      // A second signal while still starting: its default action, as if nothing listened. A start held up elsewhere
+      // (a database that accepts the connection and never answers) must not outlast a second Ctrl-C.
+      dispose();
+      process.kill(process.pid, signal);
+      return;
+    }
+    controller.abort(new Error(`${signal} arrived while starting`));
     arrive(`${signal} while starting`);
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  return {
-    signal: controller.signal,
-    arrived,
-    dispose() {
-      process.removeListener('SIGTERM', onSignal);
-      process.removeListener('SIGINT', onSignal);
-    },
-  };
+  return { signal: controller.signal, arrived, dispose };
 }
