@@ -355,6 +355,7 @@ export async function runSimulate(
   }
 }
 
+/** {@link runSimulate}'s work, told of the signals that came while it started. */
 async function simulateUntilSignal(
   options: SimulateCommandOptions,
   logger: Logger,
