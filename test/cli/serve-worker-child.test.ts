@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,28 +12,12 @@ import { post, signedDelivery } from '../helpers/deliveries.js';
 import { pgUrl, uniqueSchema } from '../helpers/pg.js';
 import { statuses } from '../helpers/inbox.js';
 import { dispose } from '../helpers/stores.js';
+import { isRunning } from '../helpers/processes.js';
 import { waitFor } from '../helpers/wait.js';
 
 const scheme = createDefaultScheme({ secrets: 'split-secret' });
 const waitingHandlers = fileURLToPath(new URL('../fixtures/waiting-handlers.mjs', import.meta.url));
 const failsOnceHandlers = fileURLToPath(new URL('../fixtures/fails-once-handlers.mjs', import.meta.url));
-
-/**
- * Whether process `pid` still runs: it exists and is not a zombie (an orphan's exit is reaped by whoever adopted it,
- * which may be late or never; a zombie runs nothing and holds no connection).
- */
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  const stat = `/proc/${pid}/stat`;
-  if (!existsSync(stat)) return true;
-  // The state follows the command's name, which is in parentheses and may itself hold some.
-  const state = readFileSync(stat, 'utf8').replace(/^.*\) /s, '')[0];
-  return state !== 'Z' && state !== 'X';
-}
 
 describe.skipIf(!pgUrl)('payhooks serve on PostgreSQL, its worker in a child process', () => {
   const schema = uniqueSchema('split');

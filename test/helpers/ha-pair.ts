@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { isRunning } from './processes.js';
 import { waitFor } from './wait.js';
 
 /** waitFor at a slower pace: each check here opens a connection to the monitor. */
@@ -31,16 +32,6 @@ export function haPairUnavailable(): string | undefined {
   if (process.getuid?.() === 0 && !existsSync('/usr/sbin/runuser'))
     return 'running as root without runuser to start PostgreSQL as postgres';
   return undefined;
-}
-
-/** Whether no process has this pid (a zombie counts as running until its parent reaps it). */
-function isGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
 }
 
 /** One data node of the pair. */
@@ -184,7 +175,7 @@ export async function startHaPair(): Promise<HaPair> {
         const running = [...children.values()].some(
           (child) => child.pid !== undefined && child.exitCode === null && child.signalCode === null,
         );
-        if (!running && postmasters.every(isGone)) return true;
+        if (!running && !postmasters.some(isRunning)) return true;
         await new Promise((resolve) => setTimeout(resolve, 100));
         return false;
       },
