@@ -71,9 +71,10 @@ async function serve(
     throw config.database.url ? explainedDatabaseError(config.database.url, err) : err;
   }
   // Running handlers get the worker's stop timeout; past it (and a little for the rest), exit regardless.
-  const until = parentGone ? Promise.race([parentGone, startup.arrived]) : startup.arrived;
-  const stopped = untilSignal(logger, () => running.close(), { deadlineMs: config.worker.stopTimeoutMs + 1500, until });
-  // untilSignal listens from here on (synchronously, above): a signal from now is its alone.
-  startup.dispose();
-  if (!(await stopped)) throw new SilentFailure();
+  const clean = await untilSignal(logger, () => running.close(), {
+    deadlineMs: config.worker.stopTimeoutMs + 1500,
+    until: parentGone,
+    startup,
+  });
+  if (!clean) throw new SilentFailure();
 }

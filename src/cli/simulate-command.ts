@@ -389,17 +389,15 @@ async function simulateUntilSignal(
         : howTo(simulator.url, options, simulator.organizations()),
     );
   }
-  const stopped = untilSignal(
+  await untilSignal(
     logger,
     async () => {
       if (session) await removeSimulatorSession(sessionDir, session.endpointId);
       await kept?.stop();
       await simulator.close();
     },
-    { until: startup.arrived },
+    { startup },
   );
-  startup.dispose();
-  await stopped;
 }
 
 /** `payhooks simulate`: the local simulator, until a signal. */

@@ -6,6 +6,11 @@ export interface UntilSignalOptions {
   deadlineMs?: number | undefined;
   /** Stops as a signal does when this resolves, with the reason it resolves to (a worker child's parent gone). */
   until?: Promise<string> | undefined;
+  /**
+   * The command's {@link watchStartupSignals}: a signal it noted while the command started stops at once, and it stops
+   * listening once this does, so that each later signal is handled here alone.
+   */
+  startup?: StartupSignals | undefined;
 }
 
 /**
@@ -53,7 +58,9 @@ export function untilSignal(logger: Logger, close: () => Promise<void>, options:
     };
     process.once('SIGTERM', (signal) => stop({ signal }));
     process.once('SIGINT', (signal) => stop({ signal }));
+    options.startup?.dispose();
     options.until?.then((reason) => stop({ reason }));
+    options.startup?.arrived.then((reason) => stop({ reason }));
   });
 }
 
@@ -61,9 +68,9 @@ export function untilSignal(logger: Logger, close: () => Promise<void>, options:
 export interface StartupSignals {
   /** Aborts on the first SIGTERM or SIGINT: a start that waits (for a database slot) stops waiting. */
   signal: AbortSignal;
-  /** Resolves, with the signal's name, once one has arrived: hand it to {@link untilSignal}'s `until`. */
+  /** Resolves, with the signal's name, once one has arrived ({@link untilSignal} stops on it). */
   arrived: Promise<string>;
-  /** Stops listening: call it once {@link untilSignal} listens. */
+  /** Stops listening ({@link untilSignal} calls it once it listens; call it too where the command ends otherwise). */
   dispose(): void;
 }
 
@@ -76,9 +83,12 @@ export interface StartupSignals {
  *
  * @example
  * const startup = watchStartupSignals();
- * const running = await start({ signal: startup.signal });
- * const clean = untilSignal(logger, () => running.close(), { until: startup.arrived });
- * startup.dispose();
+ * try {
+ *   const running = await start({ signal: startup.signal });
+ *   await untilSignal(logger, () => running.close(), { startup });
+ * } finally {
+ *   startup.dispose();
+ * }
  */
 export function watchStartupSignals(): StartupSignals {
   const controller = new AbortController();
