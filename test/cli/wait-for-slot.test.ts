@@ -44,14 +44,20 @@ describe.skipIf(!throwawayClusterAvailable)('serve --role worker while the serve
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('waits, saying why, and starts once a slot frees', { timeout: 120_000 }, async () => {
-    const held = await holdEverySlot(cluster!.url);
-    expect(held.length).toBeGreaterThan(0);
+  /** `serve --role worker` on the cluster, its log lines as they come, and its exit (killed after `timeoutMs`). */
+  function startWorker(timeoutMs: number) {
     const env = { DATABASE_URL: cluster!.url, PORT: '0', HOST: '127.0.0.1', PAYHOOKS_WEBHOOK_SECRET: 'slot-secret' };
     const worker = spawnCli(['serve', '--role', 'worker'], env, dir);
     const lines = logLines(worker);
-    const exited = collect(worker, 110_000);
+    const exited = collect(worker, timeoutMs);
     const logged = (msg: RegExp) => lines.filter((line) => typeof line.msg === 'string' && msg.test(line.msg));
+    return { worker, lines, exited, logged };
+  }
+
+  it('waits, saying why, and starts once a slot frees', { timeout: 120_000 }, async () => {
+    const held = await holdEverySlot(cluster!.url);
+    expect(held.length).toBeGreaterThan(0);
+    const { worker, lines, exited, logged } = startWorker(110_000);
     try {
       await waitFor(() => logged(/^waiting for the database/).length >= 2, 'two tries refused for want of a slot', 60_000);
       const [waiting] = logged(/^waiting for the database/);
@@ -84,11 +90,7 @@ describe.skipIf(!throwawayClusterAvailable)('serve --role worker while the serve
 
   it('stops with exit code 0 on a SIGTERM while it waits, without starting', { timeout: 120_000 }, async () => {
     const held = await holdEverySlot(cluster!.url);
-    const env = { DATABASE_URL: cluster!.url, PORT: '0', HOST: '127.0.0.1', PAYHOOKS_WEBHOOK_SECRET: 'slot-secret' };
-    const worker = spawnCli(['serve', '--role', 'worker'], env, dir);
-    const lines = logLines(worker);
-    const exited = collect(worker, 60_000);
-    const logged = (msg: RegExp) => lines.filter((line) => typeof line.msg === 'string' && msg.test(line.msg));
+    const { worker, exited, logged } = startWorker(60_000);
     try {
       await waitFor(() => logged(/^waiting for the database/).length >= 1, 'a try refused for want of a slot', 60_000);
       // A signal before the service runs used to take its default action: killed, no exit code.
