@@ -104,24 +104,27 @@ export function addEventsCommands(program: Command, ctx: CommandContext): Comman
  * `events show ID`: the event of that eventId, else the event whose sender gave the delivery that id, else the
  * quarantined delivery; what was found by another id than the eventId is said on stderr, so stdout stays the JSON.
  * Show prints one event (one JSON object, which scripts read as such): an eventId that several accounts hold is
- * refused without `--account`, naming them, rather than one of them picked (docs/accounts.md#operators).
+ * refused without `--account`, naming them, rather than one of them picked (docs/accounts.md#operators); so is a sender's
+ * id that events of several accounts carry.
  */
 async function showAnyId(ctx: CommandContext, id: string, account: string | undefined): Promise<void> {
   const shown = await withInbox(ctx.env('events'), async (inbox) => {
     const found = await inbox.findById(id, account);
     if (found?.kind === 'event') {
-      if (found.accounts.length > 1) return { accounts: found.accounts };
+      if (found.accounts.length > 1) return { accounts: found.accounts, subject: `Event ${printable(id)} is stored in` };
       return { event: await inbox.getEvent(found.eventId, found.account) };
     }
-    if (found?.kind === 'sender-id')
+    if (found?.kind === 'sender-id') {
+      if (found.accounts.length > 1) return { accounts: found.accounts, subject: `The sender's id ${printable(id)} names events of` };
       return { event: await inbox.getEvent(found.eventId, found.account), note: `found by its sender's ${found.header}` };
+    }
     if (found?.kind === 'quarantine')
       return { held: await inbox.getQuarantined(found.quarantineId), note: `quarantined delivery #${found.quarantineId} (${found.state})` };
     return {};
   });
   if (shown.accounts)
     throw new UsageError(
-      `Event ${printable(id)} is stored in ${shown.accounts.length} accounts (${shown.accounts.map(printable).join(', ')}): name one with --account, e.g. payhooks events show ${printable(id)} --account ${printable(shown.accounts[0]!)}.`,
+      `${shown.subject} ${shown.accounts.length} accounts (${shown.accounts.map(printable).join(', ')}): name one with --account, e.g. payhooks events show ${printable(id)} --account ${printable(shown.accounts[0]!)}.`,
     );
   if (shown.note) await ctx.err(`${printable(id)}: ${shown.note}`);
   if (shown.event) return ctx.out(printableJson(JSON.stringify(shown.event, null, 2)));

@@ -96,7 +96,8 @@ const story = z.object({
 });
 const found = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('event'), account, eventId: z.string(), accounts: z.array(account) }),
-  z.object({ kind: z.literal('sender-id'), account, eventId: z.string(), header: z.string() }),
+  // accounts: absent from a server older than the listing of every account; then the one found is all that is known.
+  z.object({ kind: z.literal('sender-id'), account, eventId: z.string(), header: z.string(), accounts: z.array(account).optional() }),
   z.object({
     kind: z.literal('quarantine'),
     account,
@@ -334,7 +335,9 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     async find(id, account) {
       const path = `/find?${new URLSearchParams({ id, ...(account === undefined ? {} : { account }) })}`;
       const answer = await send('GET', path);
-      return answer.status === 404 ? undefined : decode(found, 'GET', path, answer);
+      if (answer.status === 404) return undefined;
+      const result = decode(found, 'GET', path, answer);
+      return result.kind === 'sender-id' ? { ...result, accounts: result.accounts ?? [result.account] } : result;
     },
     previewReplay: (which, sampleSize) => call(preview, 'POST', '/replay', { ...selection(which), dryRun: true, sample: sampleSize }),
     replayBatch: (which, page) => call(batch, 'POST', '/replay', { ...selection(which), ...page }),

@@ -19,16 +19,22 @@ import { dispose } from '../helpers/stores.js';
 const TOKEN = 'Kc5Khp-5T-08sa41x3vuO2dG9liU0Spms9DJtMqv';
 const ACCOUNTS = [{ id: 'default' }, { id: 'gym-north' }, { id: 'gym-south' }];
 
-/** evt_shared in gym-north (first) and gym-south; evt_south in gym-south alone. */
+/**
+ * evt_shared in gym-north (first) and gym-south; evt_south in gym-south alone; the sender's id whevt_shared on
+ * evt_sent_north (first) and evt_sent_south, each of its own account (two organizations' senders may number alike).
+ */
 async function seed(store: PayhooksDatabase): Promise<void> {
   await ensureAccounts(store, ACCOUNTS);
-  for (const [eventId, account] of [
-    ['evt_shared', 'gym-north'],
-    ['evt_shared', 'gym-south'],
-    ['evt_south', 'gym-south'],
+  for (const [eventId, account, senderId] of [
+    ['evt_shared', 'gym-north', undefined],
+    ['evt_shared', 'gym-south', undefined],
+    ['evt_south', 'gym-south', undefined],
+    ['evt_sent_north', 'gym-north', 'whevt_shared'],
+    ['evt_sent_south', 'gym-south', 'whevt_shared'],
   ] as const) {
     const body = { eventId, eventType: 'INVOICE_PAID', data: { account } };
-    await storeEvent(store, { eventId, account, eventType: 'INVOICE_PAID', resourceKey: null, rawBody: JSON.stringify(body), headers: {} });
+    const headers: Record<string, string> = senderId === undefined ? {} : { 'x-webhook-event-id': senderId };
+    await storeEvent(store, { eventId, account, eventType: 'INVOICE_PAID', resourceKey: null, rawBody: JSON.stringify(body), headers });
   }
 }
 
@@ -70,10 +76,30 @@ describe.skipIf(!pgUrl)('events show of an eventId several accounts hold, on the
     expect(elsewhere.code).toBe(1);
     expect(elsewhere.stderr).toContain('No stored event with eventId evt_south in account gym-north');
   });
+
+  it("refuses a sender's id that events of several accounts carry, and shows each account's with --account", {
+    timeout: 60_000,
+  }, async () => {
+    const refused = await runInProcess(['events', 'show', 'whevt_shared'], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr.trim()).toBe(
+      "payhooks: The sender's id whevt_shared names events of 2 accounts (gym-north, gym-south): name one with --account, e.g. payhooks events show whevt_shared --account gym-north.",
+    );
+    for (const [account, eventId] of [
+      ['gym-north', 'evt_sent_north'],
+      ['gym-south', 'evt_sent_south'],
+    ] as const) {
+      const shown = await runInProcess(['events', 'show', 'whevt_shared', '--account', account], env);
+      expect(shown.code).toBe(0);
+      expect(JSON.parse(shown.stdout)).toMatchObject({ account, eventId });
+      expect(shown.stderr.trim()).toBe("whevt_shared: found by its sender's x-webhook-event-id");
+    }
+  });
 });
 
 describe('the console find route on PGlite, read by the client the command line uses beside serve', () => {
-  it('names every account that holds the eventId, first received first', { timeout: 60_000 }, async () => {
+  it("names every account that holds the eventId or the sender's id, first received first", { timeout: 60_000 }, async () => {
     const hooks = createPayhooks({
       accounts: ACCOUNTS.map(({ id }) => ({ id, secret: `secret-${id}` })),
       database: { dataDir: 'memory://' },
@@ -98,6 +124,14 @@ describe('the console find route on PGlite, read by the client the command line 
         accounts: ['gym-south'],
       });
       expect(await client.find('evt_south')).toMatchObject({ account: 'gym-south', accounts: ['gym-south'] });
+      expect(await client.find('whevt_shared')).toEqual({
+        kind: 'sender-id',
+        account: 'gym-north',
+        eventId: 'evt_sent_north',
+        header: 'x-webhook-event-id',
+        accounts: ['gym-north', 'gym-south'],
+      });
+      expect(await client.find('whevt_shared', 'gym-south')).toMatchObject({ eventId: 'evt_sent_south', accounts: ['gym-south'] });
     } finally {
       await server.close();
       await hooks.stop();

@@ -63,6 +63,7 @@ describe.each(backends)('the story, find and replay-by-window routes on $name', 
         account: 'default',
         eventId: 'evt_1',
         header: 'x-webhook-event-id',
+        accounts: ['default'],
       });
       expect((await get('/admin/api/find?id=nothing')).status).toBe(404);
 

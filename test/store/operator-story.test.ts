@@ -180,9 +180,16 @@ describe.each(backends)('the operator story queries on $name', (backend) => {
       account: 'default',
       eventId: 'evt_1',
       header: 'x-webhook-event-id',
+      accounts: ['default'],
     });
-    expect(await findById(store, 'msg_B')).toEqual({ kind: 'sender-id', account: 'default', eventId: 'evt_2', header: 'webhook-id' });
-    expect(await findById(store, 'msg_C')).toEqual({ kind: 'sender-id', account: 'default', eventId: 'evt_3', header: 'svix-id' });
+    expect(await findById(store, 'msg_B')).toEqual({
+      kind: 'sender-id',
+      account: 'default',
+      eventId: 'evt_2',
+      header: 'webhook-id',
+      accounts: ['default'],
+    });
+    expect(await findById(store, 'msg_C')).toMatchObject({ kind: 'sender-id', eventId: 'evt_3', header: 'svix-id', accounts: ['default'] });
     if (!held) throw new Error('the delivery was not quarantined');
     const quarantined = { kind: 'quarantine', account: 'default', quarantineId: held.id, eventId: 'evt_q', state: 'held' };
     expect(await findById(store, held.id)).toEqual(quarantined);

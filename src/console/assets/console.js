@@ -422,7 +422,7 @@ async function search(text) {
       $('search-result').textContent =
         found.kind === 'event'
           ? `${text} is an eventId${elsewhere(found)}`
-          : `${text} is the sender's ${found.header} of event ${found.eventId}`;
+          : `${text} is the sender's ${found.header} of event ${found.eventId}${elsewhere(found)}`;
       return await showEvent(found.eventId, true, false, found.account);
     }
     if (found) {
@@ -438,7 +438,7 @@ async function search(text) {
   }
 }
 
-// An eventId is unique only within its account: when several hold it, say so, and which one is shown.
+// An eventId (or a sender's id) is unique only within its account: when several hold it, say so, and which one is shown.
 function elsewhere(found) {
   if (!found.accounts || found.accounts.length < 2) return '';
   return ` in ${found.accounts.length} accounts (${found.accounts.join(', ')}): showing ${found.account}'s; filter by account to see another's`;
