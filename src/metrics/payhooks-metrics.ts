@@ -16,6 +16,12 @@ export interface PayhooksMetrics {
   apiRequest(request: ApiRequestObservation): void;
   /** Time spent waiting for the API's rate budget before a request. */
   rateLimitWait(seconds: number): void;
+  /**
+   * The `account` label value these series give an account: its id for the first `accountLabels` accounts seen,
+   * `other` after. Other series labelled by account (the gap sweeper's, health-metrics.ts) take the same one, so that an
+   * account is named alike everywhere.
+   */
+  accountLabel(account: string): string;
 }
 
 // Acknowledgements must come within the sender's 10 s; the buckets resolve the fast path and the edge of the budget.
@@ -145,6 +151,7 @@ export function createPayhooksMetrics(
     rateLimitWait(seconds) {
       rateLimitWaits.observe(seconds);
     },
+    accountLabel,
   };
 }
 

@@ -151,9 +151,8 @@ export async function startService(config: ServiceConfig, options: StartServiceO
     thresholds: config.alarms,
     logger: logger.child({ component: 'alarms' }),
   });
-  // The sweeper runs in the process that works, which may be this one's worker child: what the service runs counts.
-  const sweeperRuns = config.role !== 'receiver' && sweptAccounts(accounts).length > 0 && config.sweeper.everyMs !== null;
-  registerHealthMetrics(registry, () => monitor.health(), { sweeperEveryMs: sweeperRuns ? config.sweeper.everyMs : null });
+  const sweeperEveryMs = sweeperInterval(config, accounts);
+  registerHealthMetrics(registry, () => monitor.health(), { sweeperEveryMs, accountLabel: metrics.accountLabel });
   const hasHandlers = options.register !== undefined;
   const verify = createVerifyRuns({
     store,
@@ -314,6 +313,13 @@ async function startWorking(
 }
 
 /** What opening the service's database takes, of its configuration (the app's migrations are applied apart). */
+/** How often the service sweeps, null where it does not (`payhooks_sweeper_interval_seconds`). */
+function sweeperInterval(config: ServiceConfig, accounts: ServiceAccount[]): number | null {
+  // The sweeper runs in the process that works, which may be this one's worker child: what the service runs counts.
+  const runs = config.role !== 'receiver' && sweptAccounts(accounts).length > 0 && config.sweeper.everyMs !== null;
+  return runs ? config.sweeper.everyMs : null;
+}
+
 function openedBy({ url, dataDir, schema, pooler }: ServiceConfig['database']): DatabaseOptions {
   return { url, dataDir, schema, pooler };
 }

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ALARM_NAMES } from '../../src/alarms/alarm-checks.js';
 import type { HealthReport } from '../../src/alarms/health-report.js';
 import { registerHealthMetrics } from '../../src/metrics/health-metrics.js';
-import { createPayhooksMetrics } from '../../src/metrics/payhooks-metrics.js';
+import { boundedLabels, createPayhooksMetrics } from '../../src/metrics/payhooks-metrics.js';
 import { webhookRoute } from '../../src/service/routes/webhook-route.js';
 
 const root = new URL('../../', import.meta.url);
@@ -120,8 +120,9 @@ describe('docs/alerts.yaml', () => {
 });
 
 /** The sample lines of `series` (no labels) in a scrape, not its HELP and TYPE lines. */
+/** The sample lines of one series, with or without labels. */
 function samplesOf(scrape: string, series: string): string[] {
-  return scrape.split('\n').filter((line) => line.startsWith(`${series} `));
+  return scrape.split('\n').filter((line) => line.startsWith(`${series} `) || line.startsWith(`${series}{`));
 }
 
 describe('the sweeper series the staleness rule reads', () => {
@@ -171,7 +172,7 @@ describe('the sweeper series the staleness rule reads', () => {
     expect(samplesOf(scrape, 'payhooks_sweeper_interval_seconds')).toEqual([]);
   });
 
-  it('with several accounts, each swept apart: failed when any newest run failed, the findings summed', async () => {
+  it('with several accounts, each swept apart: failed when any newest run failed, the findings by account', async () => {
     const registry = new Registry();
     const later = new Date(finishedAt.getTime() + 60_000);
     const south = {
@@ -191,8 +192,31 @@ describe('the sweeper series the staleness rule reads', () => {
     ]);
     // The newest run (gym-south's) did not fail; gym-north's newest did.
     expect(samplesOf(scrape, 'payhooks_sweeper_last_run_failed')).toEqual(['payhooks_sweeper_last_run_failed 1']);
-    expect(scrape).toContain('payhooks_sweeper_last_run_findings{finding="drift"} 5');
-    expect(scrape).toContain('payhooks_sweeper_last_run_findings{finding="repaired"} 4');
+    const findings = samplesOf(scrape, 'payhooks_sweeper_last_run_findings');
+    expect(findings).toHaveLength(10);
+    expect(findings).toContain('payhooks_sweeper_last_run_findings{finding="drift",account="gym-south"} 2');
+    expect(findings).toContain('payhooks_sweeper_last_run_findings{finding="repaired",account="gym-south"} 1');
+    expect(findings).toContain('payhooks_sweeper_last_run_findings{finding="drift",account="gym-north"} 3');
+    expect(findings).toContain('payhooks_sweeper_last_run_findings{finding="repaired",account="gym-north"} 3');
+  });
+
+  it('names the accounts past the label cap other, their findings summed, as the other series do', async () => {
+    const registry = new Registry();
+    const swept = ['gym-a', 'gym-b', 'gym-c'].map((account, n) => ({
+      ...run,
+      id: String(n + 1),
+      account,
+      outcome: 'found' as const,
+      error: null,
+      verify: { sample: 20, checked: 40, drift: n + 1, repaired: 0 },
+    }));
+    // The cap of one, as createPayhooksMetrics(registry, { accountLabels: 1 }).accountLabel would have it.
+    registerHealthMetrics(registry, async () => report(swept[0]!, swept), { sweeperEveryMs: null, accountLabel: boundedLabels(1) });
+    const drift = samplesOf(await registry.metrics(), 'payhooks_sweeper_last_run_findings').filter((line) => line.includes('"drift"'));
+    expect(drift.sort()).toEqual([
+      'payhooks_sweeper_last_run_findings{finding="drift",account="gym-a"} 1',
+      'payhooks_sweeper_last_run_findings{finding="drift",account="other"} 5',
+    ]);
   });
 });
 

@@ -79,8 +79,8 @@ describe.each(backends)('the gap sweeper on $name', (backend) => {
           registerHealthMetrics(registry, () => monitor.health());
           const metrics = await registry.metrics();
           expect(metrics).toContain(`payhooks_sweeper_last_run_timestamp_seconds ${last.finishedAt.getTime() / 1000}`);
-          expect(metrics).toContain('payhooks_sweeper_last_run_findings{finding="missing"} 3');
-          expect(metrics).toContain('payhooks_sweeper_last_run_findings{finding="drift"} 0');
+          expect(metrics).toContain('payhooks_sweeper_last_run_findings{finding="missing",account="default"} 3');
+          expect(metrics).toContain('payhooks_sweeper_last_run_findings{finding="drift",account="default"} 0');
           expect(metrics).toContain('payhooks_sweeper_last_run_failed 0');
           expect(metrics).toContain('payhooks_alarm_firing{alarm="mirror_drift"} 0');
 
