@@ -67,8 +67,11 @@ CREATE FUNCTION payhooks.claim_events_fair(claimant text, max_count integer, lea
            (r.place - (round.n * max_count) % r.size + r.size) % r.size AS turn
       FROM ring r CROSS JOIN round
      -- One probe of the account's due index per account: a lateral with a limit, which the planner cannot turn (as
-     -- it did an EXISTS) into a hash of every due event of the queue.
-     CROSS JOIN LATERAL (SELECT 1 FROM inbox_queue q WHERE q.account = r.id AND q.run_at <= now() LIMIT 1) due_one
+     -- it did an EXISTS) into a hash of every due event of the queue. In the index's order (026): without an order,
+     -- a plan made while the queue was full walked the primary key for each account until a row of it came up.
+     CROSS JOIN LATERAL (
+       SELECT 1 FROM inbox_queue q WHERE q.account = r.id AND q.run_at <= now() ORDER BY q.account, q.run_at LIMIT 1
+     ) due_one
   ),
   -- The accounts this claim offers a share to: the first max_count with due work, in turn order.
   considered AS MATERIALIZED (

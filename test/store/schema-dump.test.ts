@@ -9,6 +9,8 @@ import { MIGRATIONS_DIR, MIRROR_MIGRATIONS_DIR } from '../../src/store/migrate.j
 import { pgUrl } from '../helpers/pg.js';
 
 const committed = readFileSync(SCHEMA_DUMP_PATH, 'utf8');
+/** Where a migration (re)creates a function of the claim. */
+const CLAIM_FUNCTION = /CREATE (OR REPLACE )?FUNCTION claim_events(_single|_fair)?\(/;
 const copies: string[] = [];
 afterAll(() => {
   for (const dir of copies) rmSync(dir, { recursive: true, force: true });
@@ -16,20 +18,21 @@ afterAll(() => {
 
 /**
  * A copy of payhooks' migrations with one statement of the claim changed where it is written today: in the last
- * migration that (re)creates `claim_events` (an earlier one's change would be replaced by it, and show nowhere), its
- * first `LIMIT x` made `LIMIT 1 + x`. Resolves to the directory and the changed text to look for.
+ * migration that (re)creates one of the claim's functions (`claim_events`, `claim_events_single`, `claim_events_fair`:
+ * an earlier one's change would be replaced by it, and show nowhere), the first `LIMIT x` of the first it creates made
+ * `LIMIT 1 + x`. Resolves to the directory and the changed text to look for.
  */
 function migrationsWithAChangedClaim(): { dir: string; changed: string } {
   const dir = mkdtempSync(join(tmpdir(), 'payhooks-migrations-'));
   copies.push(dir);
   cpSync(MIGRATIONS_DIR, dir, { recursive: true });
   const claims = readdirSync(dir)
-    .filter((name) => name.endsWith('.sql') && /CREATE (OR REPLACE )?FUNCTION claim_events\(/.test(readFileSync(join(dir, name), 'utf8')))
+    .filter((name) => name.endsWith('.sql') && CLAIM_FUNCTION.test(readFileSync(join(dir, name), 'utf8')))
     .sort();
   expect(claims, 'the migrations that create the claim').not.toHaveLength(0);
   const path = join(dir, claims.at(-1) as string);
   const text = readFileSync(path, 'utf8');
-  const start = text.search(/CREATE (OR REPLACE )?FUNCTION claim_events\(/);
+  const start = text.search(CLAIM_FUNCTION);
   const body = text.slice(start);
   const limit = /LIMIT ([a-z_.]+)/.exec(body);
   expect(limit, 'a LIMIT in the claim').not.toBeNull();
