@@ -312,7 +312,6 @@ async function startWorking(
   return { sinks, periodic, sweeper };
 }
 
-/** What opening the service's database takes, of its configuration (the app's migrations are applied apart). */
 /** How often the service sweeps, null where it does not (`payhooks_sweeper_interval_seconds`). */
 function sweeperInterval(config: ServiceConfig, accounts: ServiceAccount[]): number | null {
   // The sweeper runs in the process that works, which may be this one's worker child: what the service runs counts.
@@ -320,6 +319,7 @@ function sweeperInterval(config: ServiceConfig, accounts: ServiceAccount[]): num
   return runs ? config.sweeper.everyMs : null;
 }
 
+/** What opening the service's database takes, of its configuration (the app's migrations are applied apart). */
 function openedBy({ url, dataDir, schema, pooler }: ServiceConfig['database']): DatabaseOptions {
   return { url, dataDir, schema, pooler };
 }
