@@ -94,7 +94,10 @@ export class LeaseKeeper {
       for (const entry of entries) {
         // By the token too: the same event claimed again by this worker is another entry, whose lease is not this one's.
         if (still.get(eventKey(entry.event.account, entry.event.eventId)) === entry.event.leaseToken) entry.leaseUntil = sentAt + leaseMs;
-        else if (!entry.lost) {
+        // Once the run's final outcome is handed over, that statement says whether the lease held (and is told as
+        // fenced when it did not); its commit may have taken the queue row before this heartbeat read it, which is
+        // no fence (a partition test saw that warning for events the same worker had just finished).
+        else if (!entry.lost && entry.recording === undefined) {
           // Fenced: the heartbeat extended nothing; the lease is another run's now (or ran out and was claimed again).
           entry.lost = true;
           logger.warn(

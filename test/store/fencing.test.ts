@@ -138,6 +138,33 @@ describe.each(backends)('fencing on $name', (backend) => {
       expect(keeper.entries()).toEqual([current]);
     });
 
+    it('a heartbeat that misses an event whose final outcome it raced is no fence: the outcome statement is the judge', async () => {
+      const store = await open();
+      await putEvent(store, withOwnResource(exampleEvent('INVOICE_PAID', { eventId: 'evt_raced' }), 'evt_raced'));
+      await putEvent(store, withOwnResource(exampleEvent('INVOICE_PAID', { eventId: 'evt_taken' }), 'evt_taken'));
+      const claimed = await claimEvents(store, { workerId: WORKER, limit: 2, leaseMs: 60_000 });
+      const raced = claimed.find((event) => event.eventId === 'evt_raced')!;
+      const taken = claimed.find((event) => event.eventId === 'evt_taken')!;
+      const events = new WorkerEvents(silent);
+      const fenced: string[] = [];
+      events.on('write:fenced', ({ eventId, what }) => fenced.push(`${what}:${eventId}`));
+      const keeper = new LeaseKeeper({ store, workerId: WORKER, leaseMs: 60_000, logger: silent, events });
+      const racedEntry = keeper.add(raced, Date.now());
+      const takenEntry = keeper.add(taken, Date.now());
+      // evt_raced: its final outcome handed over and committed before the heartbeat reads the queue, the keeper not yet
+      // told (the outcome writer forgets the entry once its statement answers). evt_taken: its row given to another
+      // worker, no outcome of this run's pending: a real fence.
+      racedEntry.recording = Promise.resolve();
+      const finished = { kind: 'finished', account: raced.account, eventId: raced.eventId, status: 'done', lastError: null } as const;
+      expect(await recordOutcomes(store, WORKER, [{ ...finished, leaseToken: raced.leaseToken }])).toEqual([true]);
+      await sql`update ${sql.id(store.schema, 'inbox_queue')} set lease_owner = 'host:2', lease_token = lease_token + 1000
+                 where event_id = ${taken.eventId}`.execute(store.db);
+      await keeper.heartbeat();
+      expect(fenced).toEqual(['heartbeat:evt_taken']);
+      expect(takenEntry.lost).toBe(true);
+      expect(racedEntry.lost).toBe(false);
+    });
+
     it("a late effect step is not started nor completed over the holder's; a late transaction rolls back", async () => {
       const store = await open();
       const { first, second } = await claimedTwice(store, 'evt_fenced_step');
