@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { isRunning } from './processes.js';
+import { isRunning, processesWorkingIn } from './processes.js';
 import { waitFor } from './wait.js';
 
 /** waitFor at a slower pace: each check here opens a connection to the monitor. */
@@ -168,14 +168,24 @@ export async function startHaPair(): Promise<HaPair> {
       }
     }
     // A SIGKILL is delivered, not waited for: a postmaster or backend still exiting writes into its data directory,
-    // and removing the folder under it fails with ENOTEMPTY (CI saw it). Wait until they are gone, then remove with
-    // retries for the last writes.
+    // and removing the folder under it fails with ENOTEMPTY (CI saw it). A postmaster's children outlive it until they
+    // notice (a checkpointer in the middle of a checkpoint writes on: CI saw ENOTEMPTY in monitor/base after every
+    // postmaster was gone), so every process working in the folder is killed too. Wait until all are gone, then
+    // remove with retries for the last writes.
     await waitFor(
       async () => {
         const running = [...children.values()].some(
           (child) => child.pid !== undefined && child.exitCode === null && child.signalCode === null,
         );
-        if (!running && !postmasters.some(isRunning)) return true;
+        const working = processesWorkingIn(dir);
+        for (const pid of working) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+        if (!running && !postmasters.some(isRunning) && working.length === 0) return true;
         await new Promise((resolve) => setTimeout(resolve, 100));
         return false;
       },
