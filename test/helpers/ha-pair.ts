@@ -10,6 +10,15 @@ import pg from 'pg';
 import { isRunning, processesWorkingIn } from './processes.js';
 import { waitFor } from './wait.js';
 
+/** SIGKILLs a process (a negative pid: its group), which may be gone already. */
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
 /** waitFor at a slower pace: each check here opens a connection to the monitor. */
 const waitSlowly = (check: () => Promise<boolean>, what: string, timeoutMs: number) =>
   waitFor(
@@ -139,13 +148,7 @@ export async function startHaPair(): Promise<HaPair> {
 
   const killAll = () => {
     for (const child of children.values()) {
-      if (child.pid !== undefined && child.exitCode === null) {
-        try {
-          process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }
+      if (child.pid !== undefined && child.exitCode === null) killQuietly(-child.pid);
     }
   };
   // The children are detached (their own process groups): a test process that dies must not leave them running.
@@ -161,11 +164,7 @@ export async function startHaPair(): Promise<HaPair> {
       const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
       if (!Number.isInteger(pid) || pid <= 0) continue;
       postmasters.push(pid);
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
+      killQuietly(pid);
     }
     // A SIGKILL is delivered, not waited for: a postmaster or backend still exiting writes into its data directory,
     // and removing the folder under it fails with ENOTEMPTY (CI saw it). A postmaster's children outlive it until they
@@ -178,13 +177,7 @@ export async function startHaPair(): Promise<HaPair> {
           (child) => child.pid !== undefined && child.exitCode === null && child.signalCode === null,
         );
         const working = processesWorkingIn(dir);
-        for (const pid of working) {
-          try {
-            process.kill(pid, 'SIGKILL');
-          } catch {
-            // already gone
-          }
-        }
+        for (const pid of working) killQuietly(pid);
         if (!running && !postmasters.some(isRunning) && working.length === 0) return true;
         await new Promise((resolve) => setTimeout(resolve, 100));
         return false;
