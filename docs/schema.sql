@@ -320,7 +320,7 @@ $$;
 --
 
 CREATE TABLE payhooks.accounts (
-    id text NOT NULL,
+    id text NOT NULL COLLATE pg_catalog."C",
     worker_share integer DEFAULT 1 NOT NULL,
     added_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT accounts_id_check CHECK ((id ~ '^[a-z0-9][a-z0-9_-]{0,62}$'::text)),
@@ -332,7 +332,7 @@ CREATE TABLE payhooks.accounts (
 --
 
 CREATE TABLE payhooks.api_rate_budget (
-    budget text DEFAULT 'default'::text NOT NULL,
+    budget text DEFAULT 'default'::text NOT NULL COLLATE pg_catalog."C",
     window_start timestamp with time zone NOT NULL,
     used integer NOT NULL,
     CONSTRAINT api_rate_budget_used_check CHECK ((used >= 0))
@@ -355,10 +355,10 @@ CREATE SEQUENCE payhooks.claim_rounds
 --
 
 CREATE TABLE payhooks.effect_steps (
-    event_id text NOT NULL,
+    event_id text NOT NULL COLLATE pg_catalog."C",
     received_at timestamp with time zone NOT NULL,
-    handler text NOT NULL,
-    step text NOT NULL,
+    handler text NOT NULL COLLATE pg_catalog."C",
+    step text NOT NULL COLLATE pg_catalog."C",
     idempotency_key text NOT NULL,
     idempotent boolean NOT NULL,
     state text NOT NULL,
@@ -370,7 +370,7 @@ CREATE TABLE payhooks.effect_steps (
     ended_at timestamp with time zone,
     resolution text,
     resolved_at timestamp with time zone,
-    account text NOT NULL,
+    account text NOT NULL COLLATE pg_catalog."C",
     CONSTRAINT effect_steps_resolution_check CHECK ((resolution = ANY (ARRAY['done'::text, 'redo'::text]))),
     CONSTRAINT effect_steps_state_check CHECK ((state = ANY (ARRAY['started'::text, 'completed'::text, 'failed'::text, 'needs-review'::text, 'redo'::text])))
 )
@@ -381,14 +381,14 @@ PARTITION BY RANGE (received_at);
 --
 
 CREATE TABLE payhooks.event_ledger (
-    event_id text NOT NULL,
+    event_id text NOT NULL COLLATE pg_catalog."C",
     first_received_at timestamp with time zone DEFAULT now() NOT NULL,
     body_sha256 bytea NOT NULL,
     deliveries integer DEFAULT 1 NOT NULL,
-    account text NOT NULL,
-    resource_key text,
+    account text NOT NULL COLLATE pg_catalog."C",
+    resource_key text COLLATE pg_catalog."C",
     seq bigint,
-    sender_id text
+    sender_id text COLLATE pg_catalog."C"
 );
 
 --
@@ -397,15 +397,15 @@ CREATE TABLE payhooks.event_ledger (
 
 CREATE TABLE payhooks.handler_attempts (
     id bigint NOT NULL,
-    event_id text NOT NULL,
+    event_id text NOT NULL COLLATE pg_catalog."C",
     received_at timestamp with time zone NOT NULL,
-    handler text NOT NULL,
+    handler text NOT NULL COLLATE pg_catalog."C",
     attempt integer,
     started_at timestamp with time zone,
     ended_at timestamp with time zone NOT NULL,
     outcome text NOT NULL,
     error text,
-    account text NOT NULL,
+    account text NOT NULL COLLATE pg_catalog."C",
     issue_id bigint,
     CONSTRAINT handler_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['completed'::text, 'failed'::text])))
 )
@@ -433,15 +433,15 @@ ALTER SEQUENCE payhooks.handler_attempts_id_seq OWNED BY payhooks.handler_attemp
 --
 
 CREATE TABLE payhooks.handler_runs (
-    event_id text NOT NULL,
-    handler text NOT NULL,
+    event_id text NOT NULL COLLATE pg_catalog."C",
+    handler text NOT NULL COLLATE pg_catalog."C",
     received_at timestamp with time zone NOT NULL,
     completed_at timestamp with time zone DEFAULT now() NOT NULL,
     outcome text DEFAULT 'done'::text NOT NULL,
     error text,
     started_at timestamp with time zone,
     attempt integer,
-    account text NOT NULL,
+    account text NOT NULL COLLATE pg_catalog."C",
     CONSTRAINT handler_runs_outcome_check CHECK ((outcome = ANY (ARRAY['done'::text, 'dead'::text])))
 )
 PARTITION BY RANGE (received_at);
@@ -451,15 +451,15 @@ PARTITION BY RANGE (received_at);
 --
 
 CREATE TABLE payhooks.inbox_events (
-    event_id text NOT NULL,
-    event_type text NOT NULL,
-    resource_key text,
+    event_id text NOT NULL COLLATE pg_catalog."C",
+    event_type text NOT NULL COLLATE pg_catalog."C",
+    resource_key text COLLATE pg_catalog."C",
     raw_body text NOT NULL,
     payload jsonb,
     headers jsonb DEFAULT '{}'::jsonb NOT NULL,
     received_at timestamp with time zone DEFAULT now() NOT NULL,
     deliveries integer DEFAULT 1 NOT NULL,
-    status text DEFAULT 'pending'::text NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL COLLATE pg_catalog."C",
     attempts integer DEFAULT 0 NOT NULL,
     next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
     last_error text,
@@ -467,7 +467,7 @@ CREATE TABLE payhooks.inbox_events (
     seq bigint NOT NULL,
     trace_parent text,
     data_valid_under text,
-    account text NOT NULL,
+    account text NOT NULL COLLATE pg_catalog."C",
     CONSTRAINT inbox_events_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'processing'::text, 'done'::text, 'dead'::text, 'ignored'::text, 'invalid'::text, 'needs-review'::text])))
 )
 PARTITION BY RANGE (received_at);
@@ -478,16 +478,16 @@ ALTER TABLE ONLY payhooks.inbox_events ALTER COLUMN raw_body SET COMPRESSION lz4
 --
 
 CREATE TABLE payhooks.inbox_queue (
-    event_id text NOT NULL,
+    event_id text NOT NULL COLLATE pg_catalog."C",
     seq bigint NOT NULL,
-    resource_key text,
+    resource_key text COLLATE pg_catalog."C",
     run_at timestamp with time zone DEFAULT now() NOT NULL,
     lease_owner text,
     attempts integer DEFAULT 0 NOT NULL,
     owed text[],
     parked boolean DEFAULT false NOT NULL,
     received_at timestamp with time zone NOT NULL,
-    account text NOT NULL,
+    account text NOT NULL COLLATE pg_catalog."C",
     lease_token bigint
 );
 
@@ -549,9 +549,9 @@ ALTER SEQUENCE payhooks.inbox_events_seq OWNED BY payhooks.inbox_events.seq;
 
 CREATE TABLE payhooks.issues (
     id bigint NOT NULL,
-    handler text NOT NULL,
-    error_class text NOT NULL,
-    event_type text NOT NULL,
+    handler text NOT NULL COLLATE pg_catalog."C",
+    error_class text NOT NULL COLLATE pg_catalog."C",
+    event_type text NOT NULL COLLATE pg_catalog."C",
     state text DEFAULT 'open'::text NOT NULL,
     first_seen_at timestamp with time zone NOT NULL,
     last_seen_at timestamp with time zone NOT NULL,
@@ -599,15 +599,15 @@ CREATE TABLE payhooks.quarantine (
     deliveries integer DEFAULT 1 NOT NULL,
     kind text NOT NULL,
     reason text NOT NULL,
-    event_id text,
-    event_type text,
+    event_id text COLLATE pg_catalog."C",
+    event_type text COLLATE pg_catalog."C",
     raw_body bytea NOT NULL,
     headers text NOT NULL,
     body_sha256 bytea NOT NULL,
     state text DEFAULT 'held'::text NOT NULL,
-    released_event_id text,
+    released_event_id text COLLATE pg_catalog."C",
     resolved_at timestamp with time zone,
-    account text NOT NULL,
+    account text NOT NULL COLLATE pg_catalog."C",
     CONSTRAINT quarantine_kind_check CHECK ((kind = ANY (ARRAY['not_utf8'::text, 'not_json'::text, 'not_envelope'::text, 'unstorable_resource'::text, 'unstorable_event'::text]))),
     CONSTRAINT quarantine_state_check CHECK ((state = ANY (ARRAY['held'::text, 'released'::text, 'discarded'::text])))
 );
@@ -630,7 +630,7 @@ ALTER TABLE payhooks.quarantine ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY
 --
 
 CREATE TABLE payhooks.schema_migrations (
-    name text NOT NULL,
+    name text NOT NULL COLLATE pg_catalog."C",
     checksum text NOT NULL,
     applied_at timestamp with time zone DEFAULT now() NOT NULL
 );
@@ -656,7 +656,7 @@ CREATE TABLE payhooks.sweeper_runs (
     findings jsonb DEFAULT '[]'::jsonb NOT NULL,
     notes jsonb DEFAULT '[]'::jsonb NOT NULL,
     error text,
-    account text,
+    account text COLLATE pg_catalog."C",
     CONSTRAINT sweeper_runs_outcome_check CHECK ((outcome = ANY (ARRAY['clean'::text, 'found'::text, 'failed'::text]))),
     CONSTRAINT sweeper_runs_trigger_check CHECK ((trigger = ANY (ARRAY['sweeper'::text, 'console'::text])))
 );

@@ -122,6 +122,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/attempts.test.ts',
     'test/store/host-list.test.ts',
     'test/store/fair-claim.test.ts',
+    'test/store/bytewise-keys.test.ts',
     'test/store/claim-attempts.test.ts',
     'test/store/claim-order.test.ts',
     'test/store/history-partitions.test.ts',
