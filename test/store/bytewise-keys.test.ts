@@ -47,7 +47,10 @@ describe.each(backends)('bytewise keys ($name)', (backend) => {
     const names = columns.map((c) => `${c.table}.${c.column}`);
     // Not vacuous: the queue's and the ledger's keys, the accounts' id and a partition's copy of the history's key.
     expect(names).toEqual(expect.arrayContaining(['inbox_queue.event_id', 'inbox_queue.account', 'event_ledger.event_id', 'accounts.id']));
-    expect(names.some((name) => /^inbox_events_p\d/.test(name) && name.endsWith('.event_id')), names.join(' ')).toBe(true);
+    expect(
+      names.some((name) => /^inbox_events_p\d/.test(name) && name.endsWith('.event_id')),
+      names.join(' '),
+    ).toBe(true);
     expect(columns.length).toBeGreaterThan(30);
     expect(columns.filter((c) => c.collation !== 'C')).toEqual([]);
   });
