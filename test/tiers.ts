@@ -123,6 +123,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/host-list.test.ts',
     'test/store/fair-claim.test.ts',
     'test/store/bytewise-keys.test.ts',
+    'test/store/outcome-partitions.test.ts',
     'test/store/claim-attempts.test.ts',
     'test/store/claim-order.test.ts',
     'test/store/history-partitions.test.ts',

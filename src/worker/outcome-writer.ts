@@ -135,11 +135,15 @@ export class OutcomeWriter {
   async #write(entry: InFlight, group: FencedOutcome[]): Promise<boolean[]> {
     for (let tries = 1; ; tries++) {
       try {
-        // Each under the lease the run claimed the event with: written only while it still holds (fencing). The
-        // outcomes are this run's own objects: marked in place, not copied (a copy per outcome was a measurable part
-        // of the worker's garbage in a drain's CPU profile).
-        const { leaseToken } = entry.event;
-        if (leaseToken !== undefined) for (const outcome of group) outcome.leaseToken = leaseToken;
+        // Each under the lease the run claimed the event with: written only while it still holds (fencing), and with
+        // its receipt time, which keeps the history's update to that time's partition. The outcomes are this run's
+        // own objects: marked in place, not copied (a copy per outcome was a measurable part of the worker's garbage
+        // in a drain's CPU profile).
+        const { leaseToken, receivedAt } = entry.event;
+        for (const outcome of group) {
+          outcome.leaseToken = leaseToken;
+          outcome.receivedAt = receivedAt;
+        }
         return await this.#batcher.add(group);
       } catch (err) {
         const retryAt = Date.now() + OUTCOME_RETRY_MS;
