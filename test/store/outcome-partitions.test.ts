@@ -18,6 +18,7 @@ import { backends, dispose } from '../helpers/stores.js';
 
 const WORKER = 'outcome-partitions';
 
+/** Stores INVOICE_PAID events of these ids without a resource, so that one claim takes them all (no order to keep). */
 async function store(s: PayhooksDatabase, ids: readonly string[]): Promise<void> {
   await storeEvents(
     s,
