@@ -124,6 +124,7 @@ export const TIERS: Record<Tier, readonly string[]> = {
     'test/store/fair-claim.test.ts',
     'test/store/bytewise-keys.test.ts',
     'test/store/outcome-partitions.test.ts',
+    'test/store/claim-accounts-read.test.ts',
     'test/store/claim-attempts.test.ts',
     'test/store/claim-order.test.ts',
     'test/store/history-partitions.test.ts',

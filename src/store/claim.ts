@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { PayhooksDatabase } from './database.js';
+import { onlyAccount } from './accounts.js';
 import { PREPARED } from './prepared-statements.js';
 import type { HandlerOutcome } from './schema.js';
 
@@ -92,7 +93,7 @@ export interface ClaimOptions {
  */
 export async function claimEvents(store: PayhooksDatabase, options: ClaimOptions): Promise<ClaimedEvent[]> {
   if (options.limit <= 0) return [];
-  const { rows } = await claimStatement(store, options).execute(store.db);
+  const { rows } = await claimStatement(store, options, await onlyAccount(store)).execute(store.db);
   const claimed: ClaimedEvent[] = [];
   for (const row of rows) {
     if (row.buried) options.onBuried?.({ account: row.account, eventId: row.event_id, eventType: row.event_type, attempts: row.attempts });
@@ -138,19 +139,26 @@ interface ClaimRow {
 }
 
 /**
- * The statement {@link claimEvents} runs (options checked), apart so that a test can EXPLAIN it.
+ * The statement {@link claimEvents} runs (options checked), apart so that a test can EXPLAIN it: with `onlyAccount`,
+ * the claim of that one account (the store must have no other).
  *
  * @example
  * const { rows } = await claimStatement(store, { workerId: 'w', limit: 10, leaseMs: 60_000 }).execute(store.db);
  */
-export function claimStatement(store: PayhooksDatabase, options: ClaimOptions): RawBuilder<ClaimRow> {
+export function claimStatement(store: PayhooksDatabase, options: ClaimOptions, onlyAccount: string | null = null): RawBuilder<ClaimRow> {
   const maxAttempts = options.maxAttempts ?? 2_147_483_647;
   if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1)
     throw new RangeError(`maxAttempts must be a whole number of at least 1, not ${maxAttempts}.`);
   // The statement is a function of the schema (migrations/015 says why): its plan may not depend on the queue's
   // statistics.
+  const args = sql`${options.workerId}::text, ${options.limit}::int, ${options.leaseMs / 1000}::float8, ${maxAttempts}::int,
+      ${options.dataCheck ?? null}::text`;
+  if (onlyAccount !== null) {
+    return sql<ClaimRow>`${PREPARED}
+    select * from ${sql.id(store.schema, 'claim_events_single')}(${onlyAccount}::text, ${args})
+  `;
+  }
   return sql<ClaimRow>`${PREPARED}
-    select * from ${sql.id(store.schema, 'claim_events')}(${options.workerId}::text, ${options.limit}::int,
-      ${options.leaseMs / 1000}::float8, ${maxAttempts}::int, ${options.dataCheck ?? null}::text)
+    select * from ${sql.id(store.schema, 'claim_events')}(${args})
   `;
 }
