@@ -3,7 +3,7 @@ import { ensureHistoryPartitions } from '../../src/store/history-partitions.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
 import type { EventStatus } from '../../src/store/schema.js';
 import { storeEvent, storeEvents } from '../../src/store/inbox.js';
-import { resourceKeyOf } from '../../src/events/index.js';
+import { exampleEvent, resourceKeyOf } from '../../src/events/index.js';
 import { receivedEnvelope } from '../../src/events/parse-event.js';
 
 type Envelope = { eventId: string; eventType: string; data: unknown };
@@ -35,6 +35,24 @@ export async function putEvents(store: PayhooksDatabase, envelopes: readonly Env
   await storeEvents(
     store,
     envelopes.map((envelope) => incoming(envelope, account)),
+  );
+}
+
+/**
+ * Stores INVOICE_PAID events of these ids without a resource key (in `account`, else the default account): no order
+ * holds them back, so one claim may take them all.
+ */
+export async function putUnorderedEvents(store: PayhooksDatabase, ids: readonly string[], account?: string): Promise<void> {
+  await storeEvents(
+    store,
+    ids.map((eventId) => ({
+      ...(account === undefined ? {} : { account }),
+      eventId,
+      eventType: 'INVOICE_PAID',
+      resourceKey: null,
+      rawBody: JSON.stringify(exampleEvent('INVOICE_PAID', { eventId })),
+      headers: {},
+    })),
   );
 }
 

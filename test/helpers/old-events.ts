@@ -1,8 +1,6 @@
 import { sql } from 'kysely';
-import { exampleEvent } from '../../src/events/index.js';
 import type { PayhooksDatabase } from '../../src/store/database.js';
-import { storeEvents } from '../../src/store/inbox.js';
-import { backdate } from './inbox.js';
+import { backdate, putUnorderedEvents } from './inbox.js';
 
 /**
  * Stores `count` INVOICE_PAID events named `<prefix>_00000`… as a worker leaves them done (out of the queue, their
@@ -11,16 +9,7 @@ import { backdate } from './inbox.js';
  */
 export async function oldDoneEvents(store: PayhooksDatabase, prefix: string, count: number, ageDays = 40): Promise<string[]> {
   const ids = Array.from({ length: count }, (_, i) => `${prefix}_${String(i).padStart(5, '0')}`);
-  await storeEvents(
-    store,
-    ids.map((eventId) => ({
-      eventId,
-      eventType: 'INVOICE_PAID',
-      resourceKey: null,
-      rawBody: JSON.stringify(exampleEvent('INVOICE_PAID', { eventId })),
-      headers: {},
-    })),
-  );
+  await putUnorderedEvents(store, ids);
   const age = sql`now() - make_interval(days => ${ageDays})`;
   await backdate(store, ids, age);
   await sql`update ${sql.id(store.schema, 'inbox_events')} set status = 'done', attempts = 1,
